@@ -1,0 +1,7 @@
+"""``python -m mockstore`` is the ``mockstore`` command."""
+
+import sys
+
+from mockstore.cli import main
+
+sys.exit(main())

@@ -1,0 +1,318 @@
+"""The ``mockstore`` command: serve, validate, schema, scenarios, report, replay."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from mockstore import __version__
+
+EXAMPLES = """\
+examples:
+  mockstore serve                                  # bundled 'default' on 127.0.0.1:8080
+  mockstore serve --port 9000 --scenario flaky-create
+  mockstore serve --scenario ./my-scenario.yaml --control-token s3cret
+  MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0
+  mockstore validate scenarios/*.yaml              # exit 1 on any problem
+  mockstore scenarios                              # the bundled scenarios
+  mockstore schema > scenario.schema.json          # for editor autocompletion
+  mockstore report --url http://127.0.0.1:8080 --format junit --fail-on warning
+  mockstore replay session.har --scenario default
+"""
+
+log = logging.getLogger("mockstore")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, for CI log search."""
+
+    FIELDS = ("method", "path", "status", "plan", "latency_ms", "rule", "operation", "request_id")
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        if record.name == "mockstore.access":
+            for name in self.FIELDS:
+                data[name] = getattr(record, name, None)
+        else:
+            data["message"] = record.getMessage()
+        return json.dumps(data)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        if record.name == "mockstore.access":
+            r: Any = record
+            rule = r.rule or "-"
+            return (
+                f"{stamp} {r.method} {r.path} {r.status} plan={r.plan} "
+                f"latency={r.latency_ms}ms rule={rule} id={r.request_id}"
+            )
+        return f"{stamp} {record.levelname.lower()} {record.getMessage()}"
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger("mockstore")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+    uvicorn_logger = logging.getLogger("uvicorn")
+    uvicorn_logger.handlers[:] = [handler]
+    uvicorn_logger.setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
+    uvicorn_logger.propagate = False
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mockstore",
+        description="A high-fidelity mock server of the Pet Store service.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mockstore {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the mock server",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--host", default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"))
+    serve.add_argument(
+        "--port", type=int, default=int(os.environ.get("MOCKSTORE_PORT", "8080")),
+        help="TCP port (0 picks a free one; the address is printed)",
+    )
+    serve.add_argument(
+        "--scenario",
+        default=os.environ.get("MOCKSTORE_SCENARIO") or None,
+        help="bundled scenario name or YAML file (env MOCKSTORE_SCENARIO; default: default)",
+    )
+    serve.add_argument(
+        "--control-token",
+        default=os.environ.get("MOCKSTORE_CONTROL_TOKEN") or None,
+        help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
+    )
+    serve.add_argument("--no-control", action="store_true", help="turn the control API off (404)")
+    serve.add_argument(
+        "--log-level", default=os.environ.get("MOCKSTORE_LOG_LEVEL", "info"),
+        choices=["debug", "info", "warning", "error"],
+        help="info logs one line per request; warning keeps only problems",
+    )
+    serve.add_argument(
+        "--log-format", default=os.environ.get("MOCKSTORE_LOG_FORMAT", "text"),
+        choices=["text", "json"],
+    )
+
+    validate = sub.add_parser("validate", help="check scenario files; exit 1 on any problem")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+
+    sub.add_parser("schema", help="print the scenario JSON Schema")
+    sub.add_parser("scenarios", help="list the bundled scenarios")
+    sub.add_parser("openapi", help="print the OpenAPI document mockstore serves")
+
+    report = sub.add_parser("report", help="judge a client from a running server's journal")
+    report.add_argument("--url", required=True, help="the mock's base URL")
+    report.add_argument("--format", default="text", choices=["text", "json", "junit", "html"])
+    report.add_argument("--output", "-o", help="write to this file instead of stdout")
+    report.add_argument(
+        "--fail-on", default="error", choices=["info", "warning", "error", "never"],
+        help="exit 1 when a finding at or above this severity exists",
+    )
+    report.add_argument("--control-token", default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"))
+
+    replay = sub.add_parser("replay", help="re-send a HAR recording to a fresh mock and diff")
+    replay.add_argument("har", metavar="FILE.har")
+    replay.add_argument("--scenario", default="default")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    handler = {
+        "serve": _serve,
+        "validate": _validate,
+        "schema": _schema,
+        "scenarios": _scenarios,
+        "openapi": _openapi,
+        "report": _report,
+        "replay": _replay,
+    }[args.command]
+    return handler(args)
+
+
+def _load_for_serving(args: argparse.Namespace) -> Any:
+    from mockstore.scenario import ScenarioError, load_scenario, load_scenario_file
+
+    inline = os.environ.get("MOCKSTORE_SCENARIO_YAML")
+    try:
+        if inline and not args.scenario:
+            return load_scenario(inline, "MOCKSTORE_SCENARIO_YAML")
+        return load_scenario_file(args.scenario or "default")
+    except ScenarioError as exc:
+        print("mockstore: the scenario is not valid; not starting:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return None
+
+
+def _bind(host: str, port: int) -> socket.socket | str:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            return (
+                f"port {port} on {host} is already in use; "
+                f"stop what holds it or pick another with --port (0 picks a free one)"
+            )
+        return f"cannot listen on {host}:{port}: {exc.strerror}"
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _banner(app: Any, host: str, port: int) -> str:
+    scenario = app.runtime.scenario
+    state = app.runtime.state
+    shown_host = f"[{host}]" if ":" in host else host
+    lines = [
+        f"mockstore {__version__} serving http://{shown_host}:{port}{scenario.base_path}",
+        f"  scenario: {scenario.name} ({scenario.file})",
+    ]
+    if scenario.description:
+        lines.append(f"  about:    {scenario.description}")
+    clock = state.clock
+    start = datetime.fromtimestamp(clock.start, UTC).isoformat().replace("+00:00", "Z")
+    lines.append(f"  clock:    {clock.mode}, starting {start}")
+    control = "off" if app.control is None else (
+        "on, token required" if app.control.token else "on, no token (test networks only)"
+    )
+    lines.append(f"  control:  http://{shown_host}:{port}/__mockstore ({control})")
+    lines.append("  keys:")
+    for key in state.keys:
+        plan = state.plans[key.plan]
+        lines.append(
+            f"    {key.key:<24} plan {key.plan:<12} {plan.per_minute}/min {plan.per_day}/day"
+        )
+    if not len(state.keys):
+        lines.append("    (none: issue one with POST /__mockstore/keys)")
+    return "\n".join(lines)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from mockstore.app import MockstoreApp
+
+    configure_logging(args.log_level, args.log_format)
+    scenario = _load_for_serving(args)
+    if scenario is None:
+        return 1
+    app = MockstoreApp(scenario, control=not args.no_control, control_token=args.control_token)
+    sock = _bind(args.host, args.port)
+    if isinstance(sock, str):
+        print(f"mockstore: {sock}", file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    print(_banner(app, args.host, port), file=sys.stderr, flush=True)
+    config = uvicorn.Config(
+        app,
+        loop="auto",
+        http="auto",
+        lifespan="off",
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        log_config=None,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    server.run(sockets=[sock])
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from mockstore.scenario import ScenarioError, load_scenario
+
+    failed = 0
+    for path in args.files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            print(f"{path}:1:1: $: cannot read: {exc.strerror}", file=sys.stderr)
+            failed += 1
+            continue
+        try:
+            load_scenario(text, path)
+        except ScenarioError as exc:
+            failed += 1
+            for problem in exc.problems:
+                print(problem, file=sys.stderr)
+            continue
+        print(f"{path}: ok")
+    return 1 if failed else 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from mockstore.scenario import scenario_schema
+
+    print(json.dumps(scenario_schema(), indent=2))
+    return 0
+
+
+def _openapi(args: argparse.Namespace) -> int:
+    from mockstore.schemas import openapi_json
+
+    print(openapi_json().decode())
+    return 0
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    from mockstore.scenario import bundled_names, read_scenario_source
+    from mockstore.scenario.loader import parse_yaml
+
+    for name in bundled_names():
+        text, file = read_scenario_source(name)
+        data, _ = parse_yaml(text, file)
+        print(f"{name:<24} {data.get('description', '').strip()}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from mockstore.reports.cli import run_report
+
+    return run_report(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from mockstore.reports.replay import run_replay
+
+    return run_replay(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The one clock every time-dependent rule reads.
+
+Nothing else in mockstore calls ``time.time()``: rate-limit windows, bans, the
+sunset of ``getPet``, fault time windows and the ``Date`` header all ask a
+``Clock``. A scenario chooses real time, a virtual time that ticks from a
+chosen start, or a manual time that moves only when told to.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal
+
+ClockMode = Literal["running", "manual"]
+
+
+class Clock:
+    """Unix time in seconds (a float), real or virtual.
+
+    ``Clock()`` is real time. ``Clock(start=t)`` starts at ``t`` and ticks with
+    wall time; ``Clock(start=t, mode="manual")`` stays at ``t`` until
+    ``advance`` or ``set`` moves it.
+    """
+
+    __slots__ = ("_base", "_mode", "_monotonic", "_started_at", "start")
+
+    def __init__(
+        self,
+        start: float | None = None,
+        mode: ClockMode = "running",
+        *,
+        wall: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._monotonic = monotonic
+        self._mode: ClockMode = mode
+        self.start: float = wall() if start is None else float(start)
+        self._base = self.start
+        self._started_at = monotonic()
+
+    @property
+    def mode(self) -> ClockMode:
+        return self._mode
+
+    def now(self) -> float:
+        if self._mode == "manual":
+            return self._base
+        return self._base + (self._monotonic() - self._started_at)
+
+    def elapsed(self) -> float:
+        """Scenario time: seconds since the clock's start."""
+        return self.now() - self.start
+
+    def advance(self, seconds: float) -> float:
+        """Move the clock forward (or back, with a negative number)."""
+        return self.set(self.now() + seconds)
+
+    def set(self, when: float) -> float:
+        self._base = float(when)
+        self._started_at = self._monotonic()
+        return self._base
+
+
+def parse_time(text: str) -> float:
+    """Parse an ISO 8601 / RFC 3339 instant into Unix seconds.
+
+    A time without an offset is taken as UTC. Raises ``ValueError``.
+    """
+    moment = datetime.fromisoformat(text.strip())
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def format_time(when: float) -> str:
+    """Unix seconds as an RFC 3339 UTC instant, e.g. ``2026-03-01T12:00:00Z``."""
+    moment = datetime.fromtimestamp(when, UTC)
+    text = moment.isoformat(timespec="milliseconds" if when % 1 else "seconds")
+    return text.replace("+00:00", "Z")

@@ -1,0 +1,234 @@
+"""The control API under ``/__mockstore``: health, scenario, reset, clock, keys, bans.
+
+A Starlette application. It needs no API key; ``--control-token`` makes it
+require ``Authorization: Bearer <token>``. It is meant for test networks only.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from mockstore import __version__, schemas
+from mockstore.clock import format_time, parse_time
+from mockstore.keys import ApiKey
+from mockstore.ratelimit import Plan
+from mockstore.scenario import ScenarioError, load_scenario, scenario_schema
+from mockstore.state import Runtime, bucket_id
+
+PREFIX = "/__mockstore"
+
+
+def _problem(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"code": code, "message": message, "status": status, **extra}, status)
+
+
+async def _json_object(request: Request) -> dict[str, Any] | JSONResponse:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return _problem(400, "malformed_json", f"the body is not valid JSON: {exc}")
+    if not isinstance(value, dict):
+        return _problem(400, "invalid_request", "the body must be a JSON object")
+    return value
+
+
+class ControlAPI:
+    """Builds the Starlette app for one ``Runtime``."""
+
+    def __init__(self, runtime: Runtime, token: str | None = None) -> None:
+        self.runtime = runtime
+        self.token = token
+        routes = [
+            Route("/health", self.health, methods=["GET"]),
+            Route("/openapi.json", self.openapi, methods=["GET"]),
+            Route("/schema", self.schema, methods=["GET"]),
+            Route("/scenario", self.get_scenario, methods=["GET"]),
+            Route("/scenario", self.put_scenario, methods=["PUT"]),
+            Route("/reset", self.reset, methods=["POST"]),
+            Route("/clock", self.get_clock, methods=["GET"]),
+            Route("/clock", self.move_clock, methods=["POST"]),
+            Route("/keys", self.list_keys, methods=["GET"]),
+            Route("/keys", self.issue_key, methods=["POST"]),
+            Route("/keys/{key:path}", self.revoke_key, methods=["DELETE"]),
+            Route("/bans/{key:path}", self.lift_ban, methods=["DELETE"]),
+            Route("/pets", self.list_pets, methods=["GET"]),
+        ]
+        self.app = Starlette(routes=routes)
+        self.extra_routes = self.app.router.routes
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.token is not None and scope["path"] != "/health":
+            supplied = b""
+            for name, value in scope["headers"]:
+                if name == b"authorization":
+                    supplied = value.partition(b" ")[2].strip()
+            if not hmac.compare_digest(supplied, self.token.encode()):
+                response = _problem(401, "unauthorized", "the control API needs its token")
+                response.headers["www-authenticate"] = 'Bearer realm="mockstore-control"'
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    # -- endpoints ----------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        state = self.runtime.state
+        return JSONResponse(
+            {
+                "status": "ok",
+                "version": __version__,
+                "scenario": state.scenario.name,
+                "time": format_time(state.clock.now()),
+            }
+        )
+
+    async def openapi(self, request: Request) -> Response:
+        return Response(schemas.openapi_json(), media_type="application/json")
+
+    async def schema(self, request: Request) -> Response:
+        return JSONResponse(scenario_schema())
+
+    async def get_scenario(self, request: Request) -> Response:
+        return JSONResponse(self.runtime.scenario.to_json())
+
+    async def put_scenario(self, request: Request) -> Response:
+        text = (await request.body()).decode("utf-8", errors="replace")
+        name = request.query_params.get("file", "<PUT /__mockstore/scenario>")
+        try:
+            scenario = load_scenario(text, name)
+        except ScenarioError as exc:
+            return _problem(
+                400,
+                "invalid_scenario",
+                f"the scenario has {len(exc.problems)} problem(s); the running one is unchanged",
+                problems=[str(p) for p in exc.problems],
+                details=[p.as_dict() for p in exc.problems],
+            )
+        self.runtime.swap(scenario)
+        return JSONResponse(scenario.to_json())
+
+    async def reset(self, request: Request) -> Response:
+        self.runtime.reset()
+        return JSONResponse(
+            {"status": "reset", "scenario": self.runtime.scenario.name,
+             "journal_seq": self.runtime.journal.last_seq}
+        )
+
+    def _clock_json(self) -> dict[str, Any]:
+        clock = self.runtime.state.clock
+        now = clock.now()
+        return {
+            "now": format_time(now),
+            "unix": now,
+            "mode": clock.mode,
+            "start": format_time(clock.start),
+            "elapsed_seconds": clock.elapsed(),
+        }
+
+    async def get_clock(self, request: Request) -> Response:
+        return JSONResponse(self._clock_json())
+
+    async def move_clock(self, request: Request) -> Response:
+        body = await _json_object(request)
+        if isinstance(body, JSONResponse):
+            return body
+        clock = self.runtime.state.clock
+        if set(body) == {"advance_seconds"}:
+            seconds = body["advance_seconds"]
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                return _problem(400, "invalid_request", "advance_seconds must be a number")
+            clock.advance(float(seconds))
+        elif set(body) == {"set"}:
+            try:
+                clock.set(parse_time(str(body["set"])))
+            except ValueError:
+                return _problem(400, "invalid_request", f"set: not an ISO 8601 time: {body['set']!r}")
+        else:
+            return _problem(
+                400,
+                "invalid_request",
+                'send {"advance_seconds": N} or {"set": "2030-12-05T00:00:00Z"}',
+            )
+        return JSONResponse(self._clock_json())
+
+    def _key_json(self, key: ApiKey) -> dict[str, Any]:
+        state = self.runtime.state
+        plan = state.plans[key.plan]
+        usage = state.limiter.usage(bucket_id(key.key), plan, state.clock.now())
+        return {
+            "key": key.key,
+            "plan": key.plan,
+            "tenant": key.tenant,
+            "limits": {"per_minute": plan.per_minute, "per_day": plan.per_day},
+            "minute": {
+                "used": usage.minute_used,
+                "remaining": usage.minute_remaining,
+                "reset": usage.minute_reset,
+            },
+            "day": {"used": usage.day_used, "remaining": usage.day_remaining, "reset": usage.day_reset},
+            "banned": usage.banned_until is not None,
+            "banned_until": format_time(usage.banned_until) if usage.banned_until else None,
+            "recent_rejections": usage.recent_rejections,
+        }
+
+    async def list_keys(self, request: Request) -> Response:
+        return JSONResponse([self._key_json(k) for k in self.runtime.state.keys])
+
+    async def issue_key(self, request: Request) -> Response:
+        body = await _json_object(request)
+        if isinstance(body, JSONResponse):
+            return body
+        state = self.runtime.state
+        unknown = set(body) - {"key", "plan", "tenant"}
+        if unknown:
+            return _problem(400, "invalid_request", f"unknown field(s): {', '.join(sorted(unknown))}")
+        plan = body.get("plan", "free")
+        if isinstance(plan, dict):
+            try:
+                per_minute, per_day = int(plan["per_minute"]), int(plan["per_day"])
+            except (KeyError, TypeError, ValueError):
+                return _problem(400, "invalid_request", "plan needs per_minute and per_day integers")
+            name = f"custom:{len(state.plans)}"
+            state.plans[name] = Plan(name, per_minute, per_day)
+            plan = name
+        if not isinstance(plan, str) or plan not in state.plans:
+            known = ", ".join(sorted(state.plans))
+            return _problem(400, "unknown_plan", f"unknown plan {plan!r} (known: {known})")
+        key = body.get("key") or "ms_" + secrets.token_urlsafe(18)
+        if not isinstance(key, str) or not key or " " in key:
+            return _problem(400, "invalid_request", "key must be a non-empty string without spaces")
+        if key in state.keys:
+            return _problem(409, "key_exists", f"key {key!r} already exists")
+        issued = ApiKey(key, plan, str(body.get("tenant") or key))
+        state.keys.issue(issued)
+        return JSONResponse(self._key_json(issued), 201)
+
+    async def revoke_key(self, request: Request) -> Response:
+        state = self.runtime.state
+        key = request.path_params["key"]
+        if state.keys.revoke(key) is None:
+            return _problem(404, "unknown_key", f"no key {key!r}")
+        state.limiter.forget(bucket_id(key))
+        return Response(status_code=204)
+
+    async def lift_ban(self, request: Request) -> Response:
+        key = request.path_params["key"]
+        lifted = self.runtime.state.limiter.lift_ban(bucket_id(key))
+        return JSONResponse({"key": key, "lifted": lifted})
+
+    async def list_pets(self, request: Request) -> Response:
+        """Every pet of a tenant (or the shared store), without touching any allowance."""
+        tenant = request.query_params.get("tenant")
+        store = self.runtime.state.tenants.store_for(tenant)
+        return JSONResponse(list(store))

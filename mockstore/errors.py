@@ -1,0 +1,50 @@
+"""Every Error ``code`` the server can emit, in one table, and the Error body.
+
+The README's table of codes is generated from ``ERROR_CODES`` (see
+``tests/test_docs.py``), so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    code: str
+    status: int
+    when: str
+
+
+ERROR_CODES: dict[str, ErrorCode] = {
+    e.code: e
+    for e in (
+        ErrorCode("malformed_json", 400, "createPet body is not valid JSON."),
+        ErrorCode("missing_body", 400, "createPet was sent without a body."),
+        ErrorCode("validation_failed", 400, "createPet body is not a valid NewPet."),
+        ErrorCode("invalid_parameter", 400, "A query or path parameter is invalid or repeated."),
+        ErrorCode("unauthorized", 401, "Authorization header missing or not `Bearer <key>`."),
+        ErrorCode("invalid_token", 401, "The bearer key is unknown or was revoked."),
+        ErrorCode("not_found", 404, "No such pet (getPet), or no such path."),
+        ErrorCode("method_not_allowed", 405, "Known path, wrong method (see `Allow`)."),
+        ErrorCode("gone", 410, "getPet after its sunset (5 December 2030)."),
+        ErrorCode("payload_too_large", 413, "Request body over `behaviour.max_body_bytes`."),
+        ErrorCode("unsupported_media_type", 415, "createPet body not sent as application/json."),
+        ErrorCode("rate_limited", 429, "Over the plan's per-minute or per-day allowance."),
+        ErrorCode("key_banned", 429, "Key temporarily banned for sending on after 429s."),
+        ErrorCode("not_implemented", 501, "GET /store/orders, unless a scenario scripts it."),
+        ErrorCode("store_full", 507, "No int64 id is left to assign (createPet)."),
+    )
+}
+
+
+def error_body(code: str, message: str, status: int | None = None) -> bytes:
+    """An Error body as JSON bytes; ``status`` defaults to the code's own."""
+    if status is None:
+        status = ERROR_CODES[code].status
+    return json.dumps(
+        {"code": code, "message": message, "status": status},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode()

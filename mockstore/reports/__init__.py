@@ -1,0 +1,1 @@
+"""Reports on the journal: coverage, etiquette, HAR, JUnit, HTML."""

@@ -1,0 +1,223 @@
+"""Compiled validators for the Pet Store's OpenAPI document.
+
+Everything here is read from ``openapi.yaml`` in this package, once, at import:
+the request validation of the server and the response checks of the tests use
+these validators, so a rule lives only in the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator, FormatChecker, validators
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+_DOCUMENT_URI = "urn:mockstore:openapi"
+
+format_checker = FormatChecker()
+
+
+@format_checker.checks("int64")
+def _is_int64(value: object) -> bool:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return True  # the type keyword reports non-integers
+    return INT64_MIN <= value <= INT64_MAX
+
+
+@format_checker.checks("int32")
+def _is_int32(value: object) -> bool:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return True
+    return INT32_MIN <= value <= INT32_MAX
+
+
+def _is_strict_integer(checker: object, instance: object) -> bool:
+    # JSON Schema counts 1.0 as an integer; the mock does not, so that a client
+    # sending 1.0 for an int64 field learns it here rather than in production.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_type_checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer)
+Validator = validators.extend(Draft202012Validator, type_checker=_type_checker)
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document as a plain dict (parsed once)."""
+    text = resources.files("mockstore").joinpath("openapi.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+@cache
+def openapi_json() -> bytes:
+    """The OpenAPI document encoded as JSON, as served by the control API."""
+    return json.dumps(openapi_document(), indent=2).encode()
+
+
+@cache
+def _registry() -> Registry:
+    resource = Resource.from_contents(openapi_document(), default_specification=DRAFT202012)
+    return Registry().with_resource(_DOCUMENT_URI, resource)
+
+
+def validator_for(pointer: str) -> Any:
+    """A compiled validator for the schema at a JSON pointer of the document.
+
+    ``validator_for("#/components/schemas/Pet")`` checks a Pet.
+    """
+    return _compiled(pointer)
+
+
+@cache
+def _compiled(pointer: str) -> Any:
+    return Validator(
+        {"$ref": _DOCUMENT_URI + pointer},
+        registry=_registry(),
+        format_checker=format_checker,
+    )
+
+
+def schema_validator(name: str) -> Any:
+    """A compiled validator for ``components/schemas/<name>``."""
+    return validator_for(f"#/components/schemas/{name}")
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One operation parameter of the document, with its compiled schema."""
+
+    name: str
+    location: str
+    required: bool
+    schema: dict[str, Any]
+    validator: Any
+
+    @property
+    def default(self) -> Any:
+        return self.schema.get("default")
+
+    @property
+    def type(self) -> str | None:
+        return self.schema.get("type")
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation of the document: its id, method, path and parameters."""
+
+    operation_id: str
+    method: str
+    path: str
+    deprecated: bool
+    parameters: tuple[Parameter, ...]
+    body_schema: str | None
+    body_required: bool
+    responses: tuple[str, ...]
+
+
+def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if not ref:
+        return node
+    target: Any = openapi_document()
+    for part in ref.removeprefix("#/").split("/"):
+        target = target[part]
+    return target
+
+
+@cache
+def operations() -> dict[str, Operation]:
+    """Every operation of the document, by operationId."""
+    found: dict[str, Operation] = {}
+    for path, item in openapi_document()["paths"].items():
+        for method, spec in item.items():
+            if method not in {"get", "put", "post", "delete", "patch", "head", "options"}:
+                continue
+            params = []
+            for index, raw in enumerate(spec.get("parameters", [])):
+                pointer = f"#/paths/{_escape(path)}/{method}/parameters/{index}/schema"
+                params.append(
+                    Parameter(
+                        name=raw["name"],
+                        location=raw["in"],
+                        required=bool(raw.get("required", False)),
+                        schema=_resolve(raw["schema"]),
+                        validator=validator_for(pointer),
+                    )
+                )
+            body = spec.get("requestBody")
+            body_schema = None
+            if body:
+                body_schema = body["content"]["application/json"]["schema"]["$ref"]
+            found[spec["operationId"]] = Operation(
+                operation_id=spec["operationId"],
+                method=method.upper(),
+                path=path,
+                deprecated=bool(spec.get("deprecated", False)),
+                parameters=tuple(params),
+                body_schema=body_schema,
+                body_required=bool(body and body.get("required", False)),
+                responses=tuple(spec.get("responses", {})),
+            )
+    return found
+
+
+def _escape(path: str) -> str:
+    return path.replace("~", "~0").replace("/", "~1")
+
+
+def describe(error: ValidationError, root: str) -> str:
+    """A one-line message naming the offending field, for an Error body."""
+    field = root
+    for part in error.absolute_path:
+        field += f"[{part}]" if isinstance(part, int) else f".{part}" if field else str(part)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        where = f"{field}." if field else ""
+        return f"{where}{missing} is required"
+    if error.validator == "type":
+        expected = error.validator_value
+        return f"{field or 'body'} must be of type {expected}, got {_json_type(error.instance)}"
+    if error.validator == "enum":
+        allowed = ", ".join(str(v) for v in error.validator_value)
+        return f"{field} must be one of: {allowed} (got {json.dumps(error.instance)})"
+    if error.validator == "format":
+        return f"{field} is out of the {error.validator_value} range (got {error.instance})"
+    return f"{field or 'body'}: {error.message}"
+
+
+def errors_of(validator: Any, instance: Any) -> Iterator[ValidationError]:
+    """The errors of ``instance``, most relevant first and in a stable order."""
+    return iter(sorted(validator.iter_errors(instance), key=_error_order))
+
+
+def _error_order(error: ValidationError) -> tuple[Any, ...]:
+    return (len(error.absolute_path), [str(p) for p in error.absolute_path], error.validator)
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

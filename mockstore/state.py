@@ -1,0 +1,115 @@
+"""The running state of the mock, built from a frozen ``Scenario``.
+
+Reset is "build the state again from the same scenario" and a scenario swap is
+"build it from another one and assign it": the request path always reads
+``Runtime.state`` once, so a swap is atomic from a request's point of view.
+The journal is not part of the state: it outlives resets and swaps, so a
+report at the end of a test run covers every test.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from mockstore.clock import Clock
+from mockstore.faults import FaultEngine, RouteTable
+from mockstore.journal import Journal
+from mockstore.keys import ApiKey, KeyRing
+from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
+from mockstore.scenario.model import Scenario
+from mockstore.store import PetStore
+
+# A ban policy that can never trigger, for scenarios with ``ban: {enabled: false}``.
+NO_BAN = BanPolicy(after_rejections=2**62, within_seconds=1, duration_seconds=0)
+
+
+class Tenants:
+    """One shared store, or one store per tenant (``isolation: per_key``)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self._initial = scenario.initial_pets()
+        self.per_key = scenario.isolation == "per_key"
+        self.shared = PetStore(self._initial)
+        self._stores: dict[str, PetStore] = {}
+
+    def store_for(self, tenant: str | None) -> PetStore:
+        if not self.per_key or tenant is None:
+            return self.shared
+        store = self._stores.get(tenant)
+        if store is None:
+            store = self._stores[tenant] = PetStore(self._initial)
+        return store
+
+
+@dataclass(slots=True)
+class KeyUsage:
+    key: str
+    plan: str
+    tenant: str
+
+
+class MockState:
+    """Everything that changes while the mock serves: store, counters, bans, clock."""
+
+    def __init__(self, scenario: Scenario, clock: Clock | None = None) -> None:
+        self.scenario = scenario
+        self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
+        self.plans: dict[str, Plan] = dict(scenario.plans)
+        self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
+        self.limiter = RateLimiter(scenario.ban or NO_BAN)
+        self.tenants = Tenants(scenario)
+        # One seeded generator for every random choice made while serving.
+        self.rng = random.Random(scenario.seed)
+        self.faults = FaultEngine(scenario.faults, self.rng)
+        self.routes = RouteTable(scenario.routes)
+        self.requests_served = 0
+        now = self.clock.now()
+        for spec in scenario.keys:
+            if spec.used_minute or spec.used_day:
+                self.limiter.preload(bucket_id(spec.key), now, spec.used_minute, spec.used_day)
+
+    def plan_of(self, key: ApiKey) -> Plan:
+        return self.plans[key.plan]
+
+    def next_request_id(self) -> str:
+        self.requests_served += 1
+        return f"req-{self.requests_served:06d}"
+
+
+def bucket_id(key: str) -> str:
+    return "key:" + key
+
+
+def anonymous_bucket_id(client: str) -> str:
+    return "anon:" + client
+
+
+class Runtime:
+    """Holds the current state, the journal, and what the control API may change."""
+
+    def __init__(self, scenario: Scenario, clock: Clock | None = None) -> None:
+        self._clock_override = clock
+        self.state = MockState(scenario, clock)
+        self.journal = Journal(scenario.journal_size, scenario.journal_body_bytes)
+        self.listeners: list = []
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.state.scenario
+
+    def reset(self) -> MockState:
+        """Back to the scenario's initial state: pets, counters, bans, clock, call counts."""
+        clock = self._clock_override
+        if clock is not None:
+            clock.set(clock.start)
+        self.state = MockState(self.state.scenario, clock)
+        return self.state
+
+    def swap(self, scenario: Scenario) -> MockState:
+        """Replace the scenario; the new state is built before it is swapped in."""
+        new_state = MockState(scenario, None)
+        self._clock_override = None
+        self.state = new_state
+        self.journal.resize(scenario.journal_size, scenario.journal_body_bytes)
+        return new_state

@@ -1,0 +1,1 @@
+"""Bundled scenarios, installed as the package ``mockstore.bundled``."""
