@@ -20,6 +20,7 @@ from mockstore import __version__, schemas
 from mockstore.clock import format_time, parse_time
 from mockstore.keys import ApiKey
 from mockstore.ratelimit import Plan
+from mockstore.reports.http import journal_routes
 from mockstore.scenario import ScenarioError, load_scenario, scenario_schema
 from mockstore.state import Runtime, bucket_id
 
@@ -63,9 +64,9 @@ class ControlAPI:
             Route("/keys/{key:path}", self.revoke_key, methods=["DELETE"]),
             Route("/bans/{key:path}", self.lift_ban, methods=["DELETE"]),
             Route("/pets", self.list_pets, methods=["GET"]),
+            *journal_routes(runtime),
         ]
         self.app = Starlette(routes=routes)
-        self.extra_routes = self.app.router.routes
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self.token is not None and scope["path"] != "/health":

@@ -1,0 +1,1 @@
+"""pytest plugin (fixtures come with the plugin issue)."""

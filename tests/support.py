@@ -1,0 +1,155 @@
+"""Helpers shared by the tests: a real server process, and OpenAPI response checks."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from mockstore import schemas
+
+_ADDRESS = re.compile(r"serving (http://[^\s/]+)")
+KEYS = {
+    "free": "free-key",
+    "pro": "pro-key",
+    "business": "business-key",
+    "enterprise": "enterprise-key",
+}
+
+
+def auth(plan_or_key: str = "pro") -> dict[str, str]:
+    """The Authorization header for a default-scenario plan name or a raw key."""
+    return {"Authorization": f"Bearer {KEYS.get(plan_or_key, plan_or_key)}"}
+
+
+@dataclass
+class LiveServer:
+    """A ``mockstore serve`` subprocess on a free port."""
+
+    url: str
+    process: subprocess.Popen[str]
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def api(self) -> str:
+        return self.url + "/v1"
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=10, **kwargs)
+
+    def log(self) -> str:
+        return "\n".join(self.output)
+
+
+@contextmanager
+def live_server(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 15.0
+) -> Iterator[LiveServer]:
+    """Start ``python -m mockstore serve --port 0 ARGS`` and yield it once it listens."""
+    command = [sys.executable, "-m", "mockstore", "serve", "--port", "0", *args]
+    if "--log-level" not in args:
+        command += ["--log-level", "warning"]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    output: list[str] = []
+    found = threading.Event()
+    address: list[str] = []
+
+    def drain() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line.rstrip("\n"))
+            match = _ADDRESS.search(line)
+            if match and not address:
+                address.append(match.group(1))
+                found.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while not found.is_set():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            reader.join(2)
+            raise RuntimeError("mockstore did not start:\n" + "\n".join(output))
+        found.wait(0.05)
+    server = LiveServer(address[0], process, output)
+    _wait_healthy(server.url, deadline)
+    try:
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+        reader.join(2)
+
+
+def _wait_healthy(url: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/__mockstore/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.02)
+    raise RuntimeError("mockstore never answered its health check")
+
+
+def _operation_for(method: str, path: str, base: str = "/v1") -> schemas.Operation | None:
+    relative = path[len(base) :] if path.startswith(base) else path
+    for operation in schemas.operations().values():
+        pattern = re.sub(r"\{[^}]+\}", "[^/]+", operation.path)
+        if operation.method == method and re.fullmatch(pattern, relative):
+            return operation
+    return None
+
+
+def assert_conforms(response: httpx.Response, base: str = "/v1") -> Any:
+    """Check a response body against the OpenAPI document; return the parsed body.
+
+    The schema is the one the document gives the operation for this status; for
+    an error status the document does not list, the Error schema. Every API
+    response must also carry the three X-RateLimit headers.
+    """
+    request = response.request
+    body = response.json()
+    operation = _operation_for(request.method, request.url.path, base)
+    status = str(response.status_code)
+    pointer = None
+    if operation is not None and status in operation.responses:
+        spec = schemas.openapi_document()["paths"][operation.path][operation.method.lower()]
+        answer = spec["responses"][status]
+        if "$ref" in answer:
+            name = answer["$ref"].rsplit("/", 1)[-1]
+            answer = schemas.openapi_document()["components"]["responses"][name]
+        schema = answer["content"]["application/json"]["schema"]
+        pointer = schema["$ref"]
+    elif response.status_code >= 400:
+        pointer = "#/components/schemas/Error"
+    if pointer is None:
+        raise AssertionError(f"no schema for {request.method} {request.url.path} {status}")
+    errors = list(schemas.validator_for(pointer).iter_errors(body))
+    assert not errors, f"{request.method} {request.url.path} -> {status}: {errors[0].message}"
+    if response.status_code >= 400:
+        assert body["status"] == response.status_code
+    for header in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"):
+        assert header in response.headers, f"{header} missing on {status}"
+        assert int(response.headers[header]) >= 0
+    return body
