@@ -18,16 +18,17 @@ import logging
 import time
 from email.utils import formatdate
 from typing import Any
+from urllib.parse import parse_qsl
 
 from mockstore import schemas, transport
 from mockstore.errors import ERROR_CODES, error_body
 from mockstore.faults import RequestFacts
 from mockstore.journal import Entry
-from mockstore.keys import parse_authorization
+from mockstore.keys import ApiKey, Credentials, parse_authorization
 from mockstore.ratelimit import Decision, Plan
 from mockstore.scenario.model import Reply, Scenario
 from mockstore.state import MockState, Runtime, anonymous_bucket_id, bucket_id
-from mockstore.store import StoreFull
+from mockstore.store import PetStore, StoreFull
 from mockstore.validation import (
     Invalid,
     QueryValidator,
@@ -39,15 +40,15 @@ from mockstore.validation import (
 
 Scope = dict[str, Any]
 Headers = list[tuple[bytes, bytes]]
+Receive = Any
+Send = Any
 
 access_log = logging.getLogger("mockstore.access")
 
 _JSON = (b"content-type", b"application/json")
-_OPERATIONS = schemas.operations()
-_LIST = _OPERATIONS["listPets"]
-_CREATE = _OPERATIONS["createPet"]
-_GET = _OPERATIONS["getPet"]
-_LIST_QUERY = QueryValidator(_LIST)
+_CREATE = schemas.operations()["createPet"]
+_GET = schemas.operations()["getPet"]
+_LIST_QUERY = QueryValidator(schemas.operations()["listPets"])
 _WWW_MISSING = (b"www-authenticate", b'Bearer realm="petstore"')
 _WWW_INVALID = (b"www-authenticate", b'Bearer realm="petstore", error="invalid_token"')
 
@@ -57,6 +58,7 @@ class HttpConfig:
 
     def __init__(self, scenario: Scenario) -> None:
         b = scenario.behaviour
+        self.scenario = scenario
         self.base = scenario.base_path
         self.pets_path = self.base + "/pets"
         self.pet_prefix = self.base + "/pets/"
@@ -77,6 +79,7 @@ class HttpConfig:
         self._date_value = b""
 
     def date(self, now: float) -> bytes:
+        """The ``Date`` header from the scenario clock, formatted once per second."""
         second = int(now)
         if second != self._date_second:
             self._date_second = second
@@ -84,7 +87,7 @@ class HttpConfig:
         return self._date_value
 
     def resolve(self, method: str, path: str) -> tuple[str | None, str | None, bytes]:
-        """(operationId, petId as sent, Allow) for a path; Allow is set on 405."""
+        """(operationId, petId as sent, Allow) for a path; Allow is set for a 405."""
         if path == self.pets_path:
             if method == "GET":
                 return "listPets", None, b""
@@ -101,35 +104,66 @@ class HttpConfig:
         return None, None, b""
 
 
-_configs: dict[int, HttpConfig] = {}
+class Response:
+    """A response being assembled; ``rule`` names the scenario rule(s) that fired."""
 
-
-def config_for(state: MockState) -> HttpConfig:
-    config = _configs.get(id(state.scenario))
-    if config is None or config.base != state.scenario.base_path:
-        _configs.clear()
-        config = _configs[id(state.scenario)] = HttpConfig(state.scenario)
-    return config
-
-
-class _Response:
-    """A response being assembled; ``rule`` names the scenario rule that fired."""
-
-    __slots__ = ("body", "extra", "ratelimit", "rule", "status")
+    __slots__ = ("body", "extra", "ratelimit", "status")
 
     def __init__(self, status: int, body: bytes, extra: Headers | None = None) -> None:
         self.status = status
         self.body = body
         self.extra = extra or []
         self.ratelimit = True
-        self.rule: str | None = None
 
 
-def _error(
+def error(
     code: str, message: str, status: int | None = None, extra: Headers | None = None
-) -> _Response:
+) -> Response:
+    """An Error response; the status defaults to the code's own (errors.ERROR_CODES)."""
     status = status or ERROR_CODES[code].status
-    return _Response(status, error_body(code, message, status), extra)
+    return Response(status, error_body(code, message, status), extra)
+
+
+def scripted(reply: Reply) -> Response:
+    """A scenario's scripted answer (a fault's ``respond`` or a route)."""
+    response = Response(
+        reply.status,
+        reply.body or b"",
+        [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers],
+    )
+    response.ratelimit = reply.ratelimit_headers
+    return response
+
+
+class Exchange:
+    """One request on its way through the pipeline, and what was decided for it."""
+
+    __slots__ = (
+        "api_key",
+        "config",
+        "decision",
+        "now",
+        "operation",
+        "plan",
+        "request_body",
+        "rule",
+        "scope",
+        "started",
+        "state",
+    )
+
+    def __init__(self, scope: Scope, state: MockState, config: HttpConfig) -> None:
+        self.started = time.perf_counter()
+        self.scope = scope
+        self.state = state
+        self.config = config
+        self.now = state.clock.now()  # read once: every step sees the same instant
+        self.operation: str | None = None
+        self.api_key: ApiKey | None = None
+        self.plan: Plan
+        self.decision: Decision
+        self.request_body = b""
+        self.rule: str | None = None
 
 
 class PetStoreAPI:
@@ -137,16 +171,17 @@ class PetStoreAPI:
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self._config: HttpConfig | None = None
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        started = time.perf_counter()
-        runtime = self.runtime
-        state = runtime.state  # read once: a scenario swap cannot split a request
-        config = config_for(state)
-        now = state.clock.now()
-        method: str = scope["method"]
-        path: str = scope["path"]
+    def _config_for(self, scenario: Scenario) -> HttpConfig:
+        config = self._config
+        if config is None or config.scenario is not scenario:
+            config = self._config = HttpConfig(scenario)
+        return config
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = self.runtime.state  # read once: a scenario swap cannot split a request
+        ex = Exchange(scope, state, self._config_for(state.scenario))
         authorization = content_type = content_length = None
         for name, value in scope["headers"]:
             if name == b"authorization":
@@ -156,345 +191,287 @@ class PetStoreAPI:
             elif name == b"content-length":
                 content_length = value
 
-        operation, raw_pet_id, allow = config.resolve(method, path)
+        ex.operation, raw_pet_id, allow = ex.config.resolve(scope["method"], scope["path"])
         credentials = parse_authorization(authorization)
-        api_key = state.keys.lookup(credentials.token) if credentials.kind == "bearer" else None
-        if api_key is not None:
-            plan = state.plans[api_key.plan]
-            decision = state.limiter.check(bucket_id(api_key.key), plan, now)
-        else:
-            client = scope.get("client")
-            address = client[0] if client else "unknown"
-            plan = state.plans[state.scenario.anonymous_plan]
-            decision = state.limiter.check(anonymous_bucket_id(address), plan, now)
+        refusal = self._admit(ex, credentials)
+        if refusal is not None:
+            await self._respond(send, ex, refusal)
+            return
+        route, route_methods = state.routes.for_path(scope["method"], self._relative(ex))
+        if route is not None and ex.operation is None:
+            ex.operation = f"{scope['method']} {route.path}"
+        if ex.operation is None:
+            await self._respond(send, ex, self._no_operation(ex, allow, route_methods))
+            return
+        if ex.operation == "createPet":
+            body = await read_body(receive, ex.config.max_body, content_length)
+            if body is None:
+                limit = ex.config.max_body
+                too_large = error(
+                    "payload_too_large", f"the body is over the limit of {limit} bytes"
+                )
+                await self._respond(send, ex, too_large)
+                return
+            ex.request_body = body
 
-        request_body = b""
-        outcome_rule: str | None = None
+        if state.faults.candidates(ex.operation):
+            outcome = state.faults.evaluate(self._facts(ex))
+            ex.rule = ",".join(outcome.fired) or None
+            if outcome.delay_ms:
+                await asyncio.sleep(outcome.delay_ms / 1000)
+            rule = outcome.rule
+            if rule is not None and rule.fault is not None:
+                await self._break(send, ex, rule.fault)
+                return
+            if rule is not None and rule.reply is not None:
+                await self._respond(send, ex, scripted(rule.reply))
+                return
+
+        script = route or state.routes.by_operation.get(ex.operation)
+        if script is not None:
+            ex.rule = ex.rule or f"routes[{script.index}]"
+            response = scripted(script.reply)
+        else:
+            assert ex.api_key is not None
+            store = state.tenants.store_for(ex.api_key.tenant)
+            response = self._handle(ex, store, raw_pet_id, content_type)
+        await self._respond(send, ex, response)
+
+    # -- the steps before the operation --------------------------------------
+
+    def _admit(self, ex: Exchange, credentials: Credentials) -> Response | None:
+        """Ban, allowance and authentication, in that order; None lets the request in."""
+        state = ex.state
+        if credentials.kind == "bearer":
+            ex.api_key = state.keys.lookup(credentials.token)
+        if ex.api_key is not None:
+            ex.plan = state.plans[ex.api_key.plan]
+            bucket = bucket_id(ex.api_key.key)
+        else:
+            # Callers without a valid key share one bucket per client address.
+            client = ex.scope.get("client")
+            ex.plan = state.plans[state.scenario.anonymous_plan]
+            bucket = anonymous_bucket_id(client[0] if client else "unknown")
+        decision = ex.decision = state.limiter.check(bucket, ex.plan, ex.now)
+
         if decision.verdict == "key_banned":
-            response = _error(
-                "key_banned",
-                f"this key is banned for {decision.retry_after} s after repeated 429s",
-                config.ban_status,
-            )
-        elif decision.verdict == "rate_limited":
+            message = f"this key is banned for {decision.retry_after} s after repeated 429s"
+            return error("key_banned", message, ex.config.ban_status)
+        if decision.verdict == "rate_limited":
             window = "per-day" if decision.window == "day" else "per-minute"
-            response = _error(
+            return error(
                 "rate_limited",
                 f"{window} allowance of {decision.limit} requests used up; "
                 f"retry after {decision.retry_after} s",
             )
-        elif api_key is None:
-            if credentials.kind == "bearer":
-                response = _error(
-                    "invalid_token", "the API key is not valid", extra=[_WWW_INVALID]
-                )
-            elif credentials.kind == "missing":
-                response = _error(
-                    "unauthorized",
-                    "an API key is required: send Authorization: Bearer <API_KEY>",
-                    extra=[_WWW_MISSING],
-                )
-            else:
-                response = _error(
-                    "unauthorized",
-                    "the Authorization header must be 'Bearer <API_KEY>'",
-                    extra=[_WWW_MISSING],
-                )
+        if ex.api_key is not None:
+            return None
+        if credentials.kind == "bearer":
+            return error("invalid_token", "the API key is not valid", extra=[_WWW_INVALID])
+        if credentials.kind == "missing":
+            message = "an API key is required: send Authorization: Bearer <API_KEY>"
         else:
-            relative = path[len(config.base) :] if path.startswith(config.base) else path
-            route, route_methods = state.routes.for_path(method, relative)
-            if route is not None:
-                operation = operation or f"{method} {route.path}"
-            if operation is None:
-                if allow or route_methods:
-                    methods = allow or ", ".join(sorted(set(route_methods))).encode()
-                    response = _error(
-                        "method_not_allowed",
-                        f"{method} is not allowed on {path}; allowed: {methods.decode()}",
-                        extra=[(b"allow", methods)],
-                    )
-                else:
-                    response = _error("not_found", f"no such path: {path}")
-            else:
-                if operation == "createPet":
-                    read = await _read_body(receive, config.max_body, content_length)
-                    if read is None:
-                        response = _error(
-                            "payload_too_large",
-                            f"the body is over the limit of {config.max_body} bytes",
-                        )
-                        await self._finish(
-                            send, scope, state, config, now, decision, response, operation,
-                            api_key, plan, request_body, started,
-                        )
-                        return
-                    request_body = read
-                if state.faults.candidates(operation):
-                    facts = RequestFacts(
-                        operation=operation,
-                        method=method,
-                        path=relative,
-                        key=api_key.key,
-                        plan=api_key.plan,
-                        elapsed=now - state.clock.start,
-                    )
-                    _fill_facts(facts, scope, request_body)
-                    outcome = state.faults.evaluate(facts)
-                    if outcome.fired:
-                        outcome_rule = ",".join(outcome.fired)
-                    if outcome.delay_ms:
-                        await asyncio.sleep(outcome.delay_ms / 1000)
-                    rule = outcome.rule
-                    if rule is not None and rule.fault is not None:
-                        await self._break(
-                            send, scope, state, config, now, decision, rule.fault, operation,
-                            api_key, plan, request_body, started, outcome_rule,
-                        )
-                        return
-                    if rule is not None and rule.reply is not None:
-                        response = _scripted(rule.reply)
-                        response.rule = outcome_rule
-                        await self._finish(
-                            send, scope, state, config, now, decision, response, operation,
-                            api_key, plan, request_body, started,
-                        )
-                        return
-                scripted = route or state.routes.by_operation.get(operation)
-                if scripted is not None:
-                    response = _scripted(scripted.reply)
-                    outcome_rule = outcome_rule or f"routes[{scripted.index}]"
-                else:
-                    store = state.tenants.store_for(api_key.tenant)
-                    response = self._handle(
-                        operation, config, store, scope, raw_pet_id, request_body,
-                        content_type, now,
-                    )
-        response.rule = response.rule or outcome_rule
-        await self._finish(
-            send, scope, state, config, now, decision, response, operation,
-            api_key, plan, request_body, started,
-        )
+            message = "the Authorization header must be 'Bearer <API_KEY>'"
+        return error("unauthorized", message, extra=[_WWW_MISSING])
 
-    # -- the operations ---------------------------------------------------
+    @staticmethod
+    def _relative(ex: Exchange) -> str:
+        path: str = ex.scope["path"]
+        base = ex.config.base
+        return path[len(base) :] if path.startswith(base) else path
+
+    @staticmethod
+    def _no_operation(ex: Exchange, allow: bytes, route_methods: list[str]) -> Response:
+        path = ex.scope["path"]
+        if allow or route_methods:
+            methods = allow or ", ".join(sorted(set(route_methods))).encode()
+            return error(
+                "method_not_allowed",
+                f"{ex.scope['method']} is not allowed on {path}; allowed: {methods.decode()}",
+                extra=[(b"allow", methods)],
+            )
+        return error("not_found", f"no such path: {path}")
+
+    def _facts(self, ex: Exchange) -> RequestFacts:
+        assert ex.api_key is not None
+        scope = ex.scope
+        facts = RequestFacts(
+            operation=ex.operation,
+            method=scope["method"],
+            path=self._relative(ex),
+            key=ex.api_key.key,
+            plan=ex.api_key.plan,
+            elapsed=ex.now - ex.state.clock.start,
+        )
+        for name, value in parse_qsl(scope["query_string"].decode("latin-1"), True):
+            facts.query.setdefault(name, []).append(value)
+        for name, value in scope["headers"]:
+            facts.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        if ex.request_body:
+            parsed = parse_json_body(ex.request_body)
+            facts.body = None if isinstance(parsed, Invalid) else parsed
+        return facts
+
+    # -- the operations ------------------------------------------------------
 
     def _handle(
-        self,
-        operation: str,
-        config: HttpConfig,
-        store: Any,
-        scope: Scope,
-        raw_pet_id: str | None,
-        body: bytes,
-        content_type: bytes | None,
-        now: float,
-    ) -> _Response:
-        if operation == "listPets":
-            query = _LIST_QUERY(scope["query_string"])
+        self, ex: Exchange, store: PetStore, raw_pet_id: str | None, content_type: bytes | None
+    ) -> Response:
+        if ex.operation == "listPets":
+            query = _LIST_QUERY(ex.scope["query_string"])
             if isinstance(query, Invalid):
-                return _error(query.code, query.message, query.status)
-            return _Response(200, store.list_json(query["limit"], query["status"]))
-        if operation == "createPet":
-            return self._create(store, config, body, content_type)
-        if operation == "getPet":
-            if now >= config.sunset and config.gone_after_sunset:
-                return _error(
+                return error(query.code, query.message, query.status)
+            return Response(200, store.list_json(query["limit"], query["status"]))
+        if ex.operation == "createPet":
+            return self._create(ex, store, content_type)
+        if ex.operation == "getPet":
+            if ex.now >= ex.config.sunset and ex.config.gone_after_sunset:
+                return error(
                     "gone",
                     "GET /pets/{petId} was removed on 5 December 2030; "
                     "use GET /pets with the status filter",
                 )
             pet_id = path_parameter(_GET, "petId", raw_pet_id or "")
             if isinstance(pet_id, Invalid):
-                return _error(pet_id.code, pet_id.message, pet_id.status)
+                return error(pet_id.code, pet_id.message, pet_id.status)
             found = store.get_json(pet_id)
             if found is None:
-                return _error("not_found", f"no pet with id {pet_id}")
-            return _Response(200, found)
+                return error("not_found", f"no pet with id {pet_id}")
+            return Response(200, found)
         # listOrders: named by the spec, never described.
-        return _error(
+        return error(
             "not_implemented",
             "GET /store/orders is named by the spec but not described; script it with a route",
         )
 
-    def _create(
-        self, store: Any, config: HttpConfig, body: bytes, content_type: bytes | None
-    ) -> _Response:
+    @staticmethod
+    def _create(ex: Exchange, store: PetStore, content_type: bytes | None) -> Response:
+        body = ex.request_body
         if not body.strip():
-            return _error("missing_body", "a request body is required: a JSON NewPet object")
+            return error("missing_body", "a request body is required: a JSON NewPet object")
         if not is_json_media_type(content_type):
             sent = content_type.decode("latin-1") if content_type else "none"
-            return _error(
+            return error(
                 "unsupported_media_type",
                 f"the body must be sent as application/json (Content-Type was {sent})",
             )
         value = parse_json_body(body)
         if isinstance(value, Invalid):
-            return _error(value.code, value.message, value.status)
+            return error(value.code, value.message, value.status)
         invalid = validate_body(_CREATE, value)
         if invalid is not None:
-            return _error(invalid.code, invalid.message, invalid.status)
+            return error(invalid.code, invalid.message, invalid.status)
+        # Only the NewPet fields are kept: unknown fields are accepted and dropped.
         new_pet = {"name": value["name"], "categoryId": value["categoryId"]}
-        status = value.get("status", config.default_status)
+        status = value.get("status", ex.config.default_status)
         if status is not None:
             new_pet["status"] = status
         try:
             _, encoded = store.create(new_pet)
         except StoreFull:
-            return _error("store_full", "no int64 id is left to assign")
-        return _Response(201, encoded)
+            return error("store_full", "no int64 id is left to assign")
+        return Response(201, encoded)
 
-    # -- writing the response ---------------------------------------------
+    # -- writing the answer --------------------------------------------------
 
-    def _headers(
-        self,
-        config: HttpConfig,
-        now: float,
-        decision: Decision,
-        response: _Response,
-        operation: str | None,
-        request_id: str,
-        content_length: int,
-        plan: Plan,
-    ) -> Headers:
+    @staticmethod
+    def _headers(ex: Exchange, response: Response, request_id: str, length: int) -> Headers:
+        config = ex.config
+        decision = ex.decision
         headers: Headers = [
             _JSON,
-            (b"content-length", b"%d" % content_length),
-            (b"date", config.date(now)),
+            (b"content-length", b"%d" % length),
+            (b"date", config.date(ex.now)),
         ]
         if response.ratelimit:
             headers.append((b"x-ratelimit-limit", b"%d" % decision.limit))
             headers.append((b"x-ratelimit-remaining", b"%d" % decision.remaining))
             headers.append((b"x-ratelimit-reset", b"%d" % decision.reset))
             if config.draft_headers:
-                headers.extend(_draft_headers(decision, plan, now))
+                headers.extend(draft_headers(decision, ex.plan, ex.now))
         if not decision.allowed:
             if config.retry_after_date:
-                value = formatdate(int(now) + decision.retry_after, usegmt=True).encode()
+                value = formatdate(int(ex.now) + decision.retry_after, usegmt=True).encode()
             else:
                 value = b"%d" % decision.retry_after
             headers.append((b"retry-after", value))
-        if operation == "getPet":
+        if ex.operation == "getPet" and ex.api_key is not None:
+            # Only for authenticated callers: a 401 must not reveal which paths exist.
             headers.extend(config.deprecation)
         headers.extend(response.extra)
         headers.append((b"x-request-id", request_id.encode()))
         return headers
 
-    async def _finish(
-        self,
-        send: Any,
-        scope: Scope,
-        state: MockState,
-        config: HttpConfig,
-        now: float,
-        decision: Decision,
-        response: _Response,
-        operation: str | None,
-        api_key: Any,
-        plan: Plan,
-        request_body: bytes,
-        started: float,
-    ) -> None:
-        request_id = state.next_request_id()
+    async def _respond(self, send: Send, ex: Exchange, response: Response) -> None:
+        request_id = ex.state.next_request_id()
         body = response.body
-        headers = self._headers(
-            config, now, decision, response, operation, request_id, len(body), plan
-        )
+        headers = self._headers(ex, response, request_id, len(body))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-        self._record(
-            scope, state, now, operation, api_key, plan.name, request_body, response.status,
-            headers, body, started, response.rule, "response", request_id,
-        )
+        self._record(ex, request_id, response.status, headers, body, "response")
 
-    async def _break(
-        self,
-        send: Any,
-        scope: Scope,
-        state: MockState,
-        config: HttpConfig,
-        now: float,
-        decision: Decision,
-        fault: str,
-        operation: str | None,
-        api_key: Any,
-        plan: Plan,
-        request_body: bytes,
-        started: float,
-        rule: str | None,
-    ) -> None:
-        """Answer with a connection-level fault instead of a response."""
-        request_id = state.next_request_id()
+    async def _break(self, send: Send, ex: Exchange, fault: str) -> None:
+        """Answer with a connection-level fault instead of a well-formed response."""
+        request_id = ex.state.next_request_id()
         status, body, headers = 0, b"", []
         if fault == "connection_reset":
             transport.reset_connection(send)
         elif fault == "empty_response":
             transport.close_connection(send)
         else:
-            ok = _Response(200, b"")
+            status = 200
             if fault == "malformed_json":
-                status, body = 200, transport.MALFORMED_JSON
-                headers = self._headers(
-                    config, now, decision, ok, operation, request_id, len(body), plan
-                )
+                body = transport.MALFORMED_JSON
+            else:
+                tenant = ex.api_key.tenant if ex.api_key else None
+                body = ex.state.tenants.store_for(tenant).list_json(20)
+            headers = self._headers(ex, Response(200, body), request_id, len(body))
+            if fault == "malformed_json":
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
+            elif fault == "truncated_body":
+                await transport.send_truncated(send, 200, headers, body)
             else:
-                status, body = 200, state.tenants.store_for(
-                    api_key.tenant if api_key else None
-                ).list_json(20)
-                headers = self._headers(
-                    config, now, decision, ok, operation, request_id, len(body), plan
-                )
-                if fault == "truncated_body":
-                    await transport.send_truncated(send, 200, headers, body)
-                else:
-                    await transport.send_slowly(send, 200, headers, body)
-        self._record(
-            scope, state, now, operation, api_key, plan.name, request_body, status, headers, body,
-            started, rule, fault, request_id,
-        )
+                await transport.send_slowly(send, 200, headers, body)
+        self._record(ex, request_id, status, headers, body, fault)
 
     def _record(
         self,
-        scope: Scope,
-        state: MockState,
-        now: float,
-        operation: str | None,
-        api_key: Any,
-        plan: str,
-        request_body: bytes,
+        ex: Exchange,
+        request_id: str,
         status: int,
         headers: Headers,
         body: bytes,
-        started: float,
-        rule: str | None,
         outcome: str,
-        request_id: str,
     ) -> None:
+        """Append the exchange to the journal and write the access log line."""
         journal = self.runtime.journal
-        latency_ms = (time.perf_counter() - started) * 1000
-        client = scope.get("client")
+        latency_ms = (time.perf_counter() - ex.started) * 1000
+        scope = ex.scope
+        key = ex.api_key.key if ex.api_key else None
         if journal.enabled:
             cap = journal.body_bytes
+            client = scope.get("client")
             journal.append(
                 Entry(
                     seq=journal.next_seq(),
                     request_id=request_id,
-                    time=now,
-                    elapsed=now - state.clock.start,
+                    time=ex.now,
+                    elapsed=ex.now - ex.state.clock.start,
                     method=scope["method"],
                     path=scope["path"],
                     query=scope["query_string"],
                     request_headers=scope["headers"],
-                    request_body=request_body[:cap],
+                    request_body=ex.request_body[:cap],
                     client=client[0] if client else "unknown",
-                    operation=operation,
-                    key=api_key.key if api_key else None,
-                    plan=plan,
+                    operation=ex.operation,
+                    key=key,
+                    plan=ex.plan.name,
                     status=status,
                     response_headers=headers,
                     response_body=body[:cap],
                     latency_ms=latency_ms,
-                    rule=rule,
+                    rule=ex.rule,
                     outcome=outcome,
                 )
             )
@@ -508,60 +485,32 @@ class PetStoreAPI:
                     "method": scope["method"],
                     "path": scope["path"],
                     "status": status,
-                    "plan": plan if api_key else "anonymous",
+                    "plan": ex.plan.name if key else "anonymous",
                     "latency_ms": round(latency_ms, 3),
-                    "rule": rule,
-                    "operation": operation,
+                    "rule": ex.rule,
+                    "operation": ex.operation,
                     "request_id": request_id,
                     "outcome": outcome,
                 },
             )
 
 
-def _fill_facts(facts: RequestFacts, scope: Scope, body: bytes) -> None:
-    from urllib.parse import parse_qsl
-
-    for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
-        facts.query.setdefault(name, []).append(value)
-    for name, value in scope["headers"]:
-        facts.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
-    if body:
-        parsed = parse_json_body(body)
-        facts.body = None if isinstance(parsed, Invalid) else parsed
-
-
-def _scripted(reply: Reply) -> _Response:
-    response = _Response(
-        reply.status,
-        reply.body or b"",
-        [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers],
-    )
-    response.ratelimit = reply.ratelimit_headers
-    return response
-
-
-def _draft_headers(decision: Decision, plan: Plan, now: float) -> Headers:
-    """IETF draft-ietf-httpapi-ratelimit-headers (structured fields)."""
-    minute_left = max(0, decision.minute_reset - int(now))
-    day_left = max(0, decision.day_reset - int(now))
+def draft_headers(decision: Decision, plan: Plan, now: float) -> Headers:
+    """The IETF draft RateLimit-Policy / RateLimit headers (structured fields)."""
     policy = b'"minute";q=%d;w=60, "day";q=%d;w=86400' % (plan.per_minute, plan.per_day)
     state = b'"minute";r=%d;t=%d, "day";r=%d;t=%d' % (
         decision.minute_remaining,
-        minute_left,
+        max(0, decision.minute_reset - int(now)),
         decision.day_remaining,
-        day_left,
+        max(0, decision.day_reset - int(now)),
     )
     return [(b"ratelimit-policy", policy), (b"ratelimit", state)]
 
 
-async def _read_body(receive: Any, limit: int, declared: bytes | None) -> bytes | None:
-    """The request body, or None once it passes ``limit`` (without reading the rest)."""
-    if declared is not None:
-        try:
-            if int(declared) > limit:
-                return None
-        except ValueError:
-            pass
+async def read_body(receive: Receive, limit: int, declared: bytes | None) -> bytes | None:
+    """The request body, or None once it passes ``limit`` (the rest is never read)."""
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
     chunks = []
     size = 0
     while True:

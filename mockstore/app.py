@@ -64,7 +64,10 @@ async def _not_found(send: Any, path: str) -> None:
         {
             "type": "http.response.start",
             "status": 404,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -94,7 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"))
     serve.add_argument(
-        "--port", type=int, default=int(os.environ.get("MOCKSTORE_PORT", "8080")),
+        "--port",
+        type=int,
+        default=int(os.environ.get("MOCKSTORE_PORT", "8080")),
         help="TCP port (0 picks a free one; the address is printed)",
     )
     serve.add_argument(
@@ -109,12 +111,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--no-control", action="store_true", help="turn the control API off (404)")
     serve.add_argument(
-        "--log-level", default=os.environ.get("MOCKSTORE_LOG_LEVEL", "info"),
+        "--log-level",
+        default=os.environ.get("MOCKSTORE_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
         help="info logs one line per request; warning keeps only problems",
     )
     serve.add_argument(
-        "--log-format", default=os.environ.get("MOCKSTORE_LOG_FORMAT", "text"),
+        "--log-format",
+        default=os.environ.get("MOCKSTORE_LOG_FORMAT", "text"),
         choices=["text", "json"],
     )
 
@@ -130,7 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--format", default="text", choices=["text", "json", "junit", "html"])
     report.add_argument("--output", "-o", help="write to this file instead of stdout")
     report.add_argument(
-        "--fail-on", default="error", choices=["info", "warning", "error", "never"],
+        "--fail-on",
+        default="error",
+        choices=["info", "warning", "error", "never"],
         help="exit 1 when a finding at or above this severity exists",
     )
     report.add_argument("--control-token", default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"))
@@ -206,8 +212,10 @@ def _banner(app: Any, host: str, port: int) -> str:
     clock = state.clock
     start = datetime.fromtimestamp(clock.start, UTC).isoformat().replace("+00:00", "Z")
     lines.append(f"  clock:    {clock.mode}, starting {start}")
-    control = "off" if app.control is None else (
-        "on, token required" if app.control.token else "on, no token (test networks only)"
+    control = (
+        "off"
+        if app.control is None
+        else ("on, token required" if app.control.token else "on, no token (test networks only)")
     )
     lines.append(f"  control:  http://{shown_host}:{port}/__mockstore ({control})")
     lines.append("  keys:")

@@ -12,8 +12,10 @@ import secrets
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse as StarletteJSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from mockstore import __version__, schemas
@@ -27,8 +29,29 @@ from mockstore.state import Runtime, bucket_id
 PREFIX = "/__mockstore"
 
 
+class JSONResponse(StarletteJSONResponse):
+    """JSON with non-ASCII escaped, so any stored string (even a lone surrogate) encodes."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def _problem(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"code": code, "message": message, "status": status, **extra}, status)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
+    message = f"{request.method} {PREFIX}{request.url.path}: {exc.detail}"
+    response = _problem(exc.status_code, code, message)
+    response.headers.update(exc.headers or {})
+    return response
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    # A bug in the control API must still answer with an Error body, not a traceback.
+    return _problem(500, "internal_error", f"{type(exc).__name__}: {exc}")
 
 
 async def _json_object(request: Request) -> dict[str, Any] | JSONResponse:
@@ -66,7 +89,10 @@ class ControlAPI:
             Route("/pets", self.list_pets, methods=["GET"]),
             *journal_routes(runtime),
         ]
-        self.app = Starlette(routes=routes)
+        self.app = Starlette(
+            routes=routes,
+            exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self.token is not None and scope["path"] != "/health":
@@ -122,8 +148,11 @@ class ControlAPI:
     async def reset(self, request: Request) -> Response:
         self.runtime.reset()
         return JSONResponse(
-            {"status": "reset", "scenario": self.runtime.scenario.name,
-             "journal_seq": self.runtime.journal.last_seq}
+            {
+                "status": "reset",
+                "scenario": self.runtime.scenario.name,
+                "journal_seq": self.runtime.journal.last_seq,
+            }
         )
 
     def _clock_json(self) -> dict[str, Any]:
@@ -154,7 +183,9 @@ class ControlAPI:
             try:
                 clock.set(parse_time(str(body["set"])))
             except ValueError:
-                return _problem(400, "invalid_request", f"set: not an ISO 8601 time: {body['set']!r}")
+                return _problem(
+                    400, "invalid_request", f"set: not an ISO 8601 time: {body['set']!r}"
+                )
         else:
             return _problem(
                 400,
@@ -177,7 +208,11 @@ class ControlAPI:
                 "remaining": usage.minute_remaining,
                 "reset": usage.minute_reset,
             },
-            "day": {"used": usage.day_used, "remaining": usage.day_remaining, "reset": usage.day_reset},
+            "day": {
+                "used": usage.day_used,
+                "remaining": usage.day_remaining,
+                "reset": usage.day_reset,
+            },
             "banned": usage.banned_until is not None,
             "banned_until": format_time(usage.banned_until) if usage.banned_until else None,
             "recent_rejections": usage.recent_rejections,
@@ -193,13 +228,17 @@ class ControlAPI:
         state = self.runtime.state
         unknown = set(body) - {"key", "plan", "tenant"}
         if unknown:
-            return _problem(400, "invalid_request", f"unknown field(s): {', '.join(sorted(unknown))}")
+            return _problem(
+                400, "invalid_request", f"unknown field(s): {', '.join(sorted(unknown))}"
+            )
         plan = body.get("plan", "free")
         if isinstance(plan, dict):
             try:
                 per_minute, per_day = int(plan["per_minute"]), int(plan["per_day"])
             except (KeyError, TypeError, ValueError):
-                return _problem(400, "invalid_request", "plan needs per_minute and per_day integers")
+                return _problem(
+                    400, "invalid_request", "plan needs per_minute and per_day integers"
+                )
             name = f"custom:{len(state.plans)}"
             state.plans[name] = Plan(name, per_minute, per_day)
             plan = name

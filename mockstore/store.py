@@ -15,6 +15,7 @@ from typing import Any
 Pet = dict[str, Any]
 FIELD_ORDER = ("id", "name", "categoryId", "status")
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 
 def _ordered(pet: Pet) -> Pet:
@@ -44,8 +45,15 @@ class PetStore:
         self._list_cache: dict[tuple[str | None, int], bytes] = {}
 
     def _put(self, pet: Pet) -> None:
+        try:
+            encoded = _encode(pet).encode()
+        except UnicodeEncodeError:
+            # A JSON string may carry an escaped lone surrogate ("\\ud800") that
+            # UTF-8 cannot hold; keeping the escape returns the name unchanged.
+            encoded = _encode_ascii(pet).encode()
+        # Encode before storing: a failure must not leave a half-stored pet.
         self._pets[pet["id"]] = pet
-        self._json[pet["id"]] = _encode(pet).encode()
+        self._json[pet["id"]] = encoded
 
     def create(self, new_pet: Pet) -> tuple[Pet, bytes]:
         """Store a NewPet under the next id; returns the Pet and its JSON."""

@@ -9,6 +9,7 @@ which every ASGI server answers by closing the connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import struct
 from typing import Any
@@ -32,10 +33,8 @@ def reset_connection(send: Send) -> None:
         raise ConnectionBroken("connection_reset")
     sock = transport.get_extra_info("socket")
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
     transport.abort()
 
 
@@ -51,10 +50,14 @@ def close_connection(send: Send) -> None:
 MALFORMED_JSON = b'{"id": 1, "name": "Rex", "categoryId": 1, "status": "availab'
 
 
-async def send_truncated(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+async def send_truncated(
+    send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
     """Promise the whole body in Content-Length, send half, then close."""
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body[: max(1, len(body) // 2)], "more_body": True})
+    await send(
+        {"type": "http.response.body", "body": body[: max(1, len(body) // 2)], "more_body": True}
+    )
     close_connection(send)
 
 
