@@ -1,0 +1,68 @@
+"""The ceiling for mockstore's stack: a bare Starlette app on uvicorn.
+
+It answers ``GET /v1/pets`` with a constant body of a given size and does
+nothing else — no authentication, no rate limiting, no headers beyond the
+ones Starlette always sends. Served with the same uvicorn settings as
+``mockstore serve`` (httptools + uvloop, access log, server and date headers
+off, lifespan off), it is the fastest this stack can answer the benchmarked
+request, so ``mockstore / ceiling`` is the share of the stack's speed mockstore
+keeps while doing its job.
+
+    python bench/ceiling.py --port 8081 --body-bytes 1165
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+
+def constant_body(size: int) -> bytes:
+    """A valid JSON document (a string) of exactly ``size`` bytes (at least 2)."""
+    if size < 2:
+        raise ValueError("the body must be at least 2 bytes (a JSON string)")
+    return b'"' + b"x" * (size - 2) + b'"'
+
+
+def build_app(body: bytes) -> Starlette:
+    """A Starlette app whose one route returns ``body`` as application/json."""
+
+    async def pets(request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    return Starlette(routes=[Route("/v1/pets", pets, methods=["GET"])])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--body-bytes", type=int, required=True)
+    args = parser.parse_args(argv)
+    app = build_app(constant_body(args.body_bytes))
+    # The same settings as mockstore's own uvicorn.Config in mockstore/cli.py,
+    # so the only difference between the two sides is the application.
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        log_level="warning",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

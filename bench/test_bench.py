@@ -1,0 +1,180 @@
+"""Checks of the bench's own parsing and arithmetic, so a figure it prints can be trusted.
+
+    .venv/bin/pytest -q bench/test_bench.py
+
+No server is started and nothing is timed: the parts tested here are the ones
+that turn wrk's and py-spy's output into the numbers of the report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+# bench/ is not a package: its modules are imported from beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ceiling
+import run
+from hotspots import frame_name, summarise
+
+# Real wrk 4.1 output (Debian), from a run against mockstore with the free key:
+# almost every answer was a 429.
+WRK_RATE_LIMITED = """\
+Running 1s test @ http://127.0.0.1:18766/v1/pets?limit=20
+  1 threads and 4 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     1.39ms    2.53ms  27.30ms   91.71%
+    Req/Sec     6.31k     2.90k   14.37k    90.00%
+  Latency Distribution
+     50%  395.00us
+     75%    1.71ms
+     90%    3.56ms
+     99%   13.20ms
+  6324 requests in 1.01s, 2.12MB read
+  Non-2xx or 3xx responses: 6264
+Requests/sec:   6285.54
+Transfer/sec:      2.11MB
+"""
+WRK_CLEAN = WRK_RATE_LIMITED.replace("  Non-2xx or 3xx responses: 6264\n", "")
+# wrk prints this line only when a count is not zero (src/wrk.c).
+WRK_SOCKET_ERRORS = WRK_CLEAN.replace(
+    "  6324 requests in 1.01s, 2.12MB read\n",
+    "  6324 requests in 1.01s, 2.12MB read\n"
+    "  Socket errors: connect 0, read 3, write 0, timeout 12\n",
+)
+
+
+def test_a_clean_wrk_run_is_read_and_valid() -> None:
+    result = run.parse_wrk(WRK_CLEAN, "mockstore", 2)
+    assert result.requests_per_second == pytest.approx(6285.54)
+    assert result.p50_ms == pytest.approx(0.395)
+    assert result.p99_ms == pytest.approx(13.2)
+    assert result.requests == 6324
+    assert (result.side, result.round) == ("mockstore", 2)
+    assert result.valid and result.problems == []
+
+
+def test_non_2xx_answers_invalidate_a_run() -> None:
+    result = run.parse_wrk(WRK_RATE_LIMITED)
+    assert result.non_2xx == 6264
+    assert not result.valid
+    assert result.problems == ["6264 non-2xx/3xx responses"]
+
+
+def test_socket_errors_invalidate_a_run() -> None:
+    result = run.parse_wrk(WRK_SOCKET_ERRORS)
+    assert result.socket_errors == {"connect": 0, "read": 3, "write": 0, "timeout": 12}
+    assert not result.valid
+    assert "read 3" in result.problems[0] and "timeout 12" in result.problems[0]
+
+
+def test_output_without_the_latency_distribution_is_refused() -> None:
+    without = WRK_CLEAN.replace("     50%  395.00us\n", "")
+    with pytest.raises(run.BenchError, match="--latency"):
+        run.parse_wrk(without)
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [("395.00us", 0.395), ("1.71ms", 1.71), ("2.00s", 2000.0), ("1.50m", 90_000.0)],
+)
+def test_wrk_durations_convert_to_milliseconds(text: str, ms: float) -> None:
+    assert run._ms(text) == pytest.approx(ms)
+
+
+def test_an_unknown_duration_unit_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        run._ms("3.0ns")
+
+
+@given(st.integers(min_value=2, max_value=70_000))
+def test_the_ceiling_body_is_json_of_exactly_the_asked_size(size: int) -> None:
+    body = ceiling.constant_body(size)
+    assert len(body) == size
+    assert isinstance(json.loads(body), str)
+
+
+def test_the_ceiling_app_serves_its_body_on_the_benchmarked_path() -> None:
+    body = ceiling.constant_body(1135)
+    with TestClient(ceiling.build_app(body)) as client:
+        response = client.get("/v1/pets?limit=20", headers={"Authorization": "Bearer bench-key"})
+    assert response.status_code == 200
+    assert response.content == body
+    assert response.headers["content-type"] == "application/json"
+
+
+def _run(side: str, round_: int, rps: float, cpu_us: float, share: float = 1.0) -> run.WrkRun:
+    result = run.parse_wrk(WRK_CLEAN, side, round_)
+    result.requests_per_second = rps
+    result.cpu_us_per_request = cpu_us
+    result.server_cpu_share = share
+    return result
+
+
+def _side(side_id: str, runs: list[run.WrkRun]) -> run.Side:
+    server = run.Server(side_id, [], 0, Path("/nonexistent"))
+    return run.Side(side_id, side_id, run.LIST_20, server, runs=runs)
+
+
+def test_a_comparison_uses_medians_and_pairs_rounds() -> None:
+    top = _side("mockstore", [_run("mockstore", r, v, 40) for r, v in ((1, 60), (2, 90), (3, 66))])
+    bottom = _side("ceiling", [_run("ceiling", r, v, 25) for r, v in ((1, 100), (2, 100), (3, 90))])
+    result = run.compare({"mockstore": top, "ceiling": bottom}, run.COMPARISONS[0])
+    assert result["ratio"] == pytest.approx(66 / 100)
+    assert result["per_round_ratios"] == pytest.approx([0.6, 0.9, 66 / 90])
+    assert result["cpu_cost_ratio"] == pytest.approx(25 / 40)
+    assert result["verdict"] == "met"
+
+
+def test_a_strict_target_is_missed_at_exactly_the_target() -> None:
+    faults = next(c for c in run.COMPARISONS if c.id == "faults_50")
+    top = _side("faults-50", [_run("faults-50", 1, 90, 10)])
+    bottom = _side("mockstore", [_run("mockstore", 1, 100, 9)])
+    result = run.compare({"faults-50": top, "mockstore": bottom}, faults)
+    assert result["ratio"] == pytest.approx(0.9)
+    assert result["verdict"] == "MISSED"
+
+
+def test_an_invalid_or_contended_run_is_flagged_in_the_verdict() -> None:
+    journal = next(c for c in run.COMPARISONS if c.id == "journal")
+    on = _side("mockstore", [_run("mockstore", 1, 95, 10, share=0.5)])
+    off = _side("journal-off", [_run("journal-off", 1, 100, 9)])
+    result = run.compare({"mockstore": on, "journal-off": off}, journal)
+    assert result["verdict"] == "met (noisy)"
+    assert result["contended_runs"] == ["mockstore round 1"]
+    on.runs[0].problems.append("12 non-2xx/3xx responses")
+    result = run.compare({"mockstore": on, "journal-off": off}, journal)
+    assert result["verdict"].startswith("INVALID")
+
+
+def test_in_process_figures_predict_the_server_ratio() -> None:
+    journal = next(c for c in run.COMPARISONS if c.id == "journal")
+    on = _side("mockstore", [_run("mockstore", 1, 95, 33)])
+    off = _side("journal-off", [_run("journal-off", 1, 100, 30)])
+    on.inprocess_us, off.inprocess_us = [12.0, 13.0, 14.0], [9.0, 10.0, 30.0]
+    result = run.compare({"mockstore": on, "journal-off": off}, journal)
+    assert result["inprocess_added_us"] == pytest.approx(3.0)
+    assert result["inprocess_predicted_ratio"] == pytest.approx(30 / 33)
+
+
+def test_py_spy_frames_are_merged_across_lines_and_counted() -> None:
+    raw = [
+        "main (mockstore/cli.py:10);PetStoreAPI.__call__ (mockstore/api.py:200) 3",
+        "main (mockstore/cli.py:10);PetStoreAPI.__call__ (mockstore/api.py:210) 2",
+        "main (mockstore/cli.py:10);RequestResponseCycle.send (uvicorn/h.py:501) 5",
+        "not a sample line",
+    ]
+    total, leaf, inclusive = summarise(raw)
+    assert total == 10
+    assert leaf["PetStoreAPI.__call__ (mockstore/api.py)"] == 5
+    assert leaf["RequestResponseCycle.send (uvicorn/h.py)"] == 5
+    assert inclusive["main (mockstore/cli.py)"] == 10
+    assert "RequestResponseCycle.send (uvicorn/h.py)" not in inclusive
+    assert frame_name("<module> (<frozen runpy>:88)") == "<module> (<frozen runpy>)"
