@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl
 
 from mockstore import schemas, transport
 from mockstore.errors import ERROR_CODES, error_body
-from mockstore.faults import RequestFacts
+from mockstore.faults import Needs, RequestFacts
 from mockstore.journal import Entry
 from mockstore.keys import ApiKey, Credentials, parse_authorization
 from mockstore.ratelimit import Decision, Plan
@@ -107,13 +107,14 @@ class HttpConfig:
 class Response:
     """A response being assembled; ``rule`` names the scenario rule(s) that fired."""
 
-    __slots__ = ("body", "extra", "ratelimit", "status")
+    __slots__ = ("body", "extra", "ratelimit", "replaces", "status")
 
     def __init__(self, status: int, body: bytes, extra: Headers | None = None) -> None:
         self.status = status
         self.body = body
         self.extra = extra or []
         self.ratelimit = True
+        self.replaces = False  # True for scripted answers, whose headers win
 
 
 def error(
@@ -132,6 +133,7 @@ def scripted(reply: Reply) -> Response:
         [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers],
     )
     response.ratelimit = reply.ratelimit_headers
+    response.replaces = bool(reply.headers)
     return response
 
 
@@ -214,8 +216,10 @@ class PetStoreAPI:
                 return
             ex.request_body = body
 
-        if state.faults.candidates(ex.operation):
-            outcome = state.faults.evaluate(self._facts(ex))
+        assert ex.api_key is not None
+        needs = state.faults.applies(ex.operation, ex.api_key.key)
+        if needs is not None:
+            outcome = state.faults.evaluate(self._facts(ex, needs))
             ex.rule = ",".join(outcome.fired) or None
             if outcome.delay_ms:
                 await asyncio.sleep(outcome.delay_ms / 1000)
@@ -292,7 +296,8 @@ class PetStoreAPI:
             )
         return error("not_found", f"no such path: {path}")
 
-    def _facts(self, ex: Exchange) -> RequestFacts:
+    def _facts(self, ex: Exchange, needs: Needs) -> RequestFacts:
+        """What the fault rules may look at; only the parts they read are parsed."""
         assert ex.api_key is not None
         scope = ex.scope
         facts = RequestFacts(
@@ -303,11 +308,15 @@ class PetStoreAPI:
             plan=ex.api_key.plan,
             elapsed=ex.now - ex.state.clock.start,
         )
-        for name, value in parse_qsl(scope["query_string"].decode("latin-1"), True):
-            facts.query.setdefault(name, []).append(value)
-        for name, value in scope["headers"]:
-            facts.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
-        if ex.request_body:
+        if needs.query:
+            facts.query = parse_query(scope["query_string"])
+        if needs.headers:
+            wanted = needs.headers
+            for raw_name, value in scope["headers"]:
+                name = raw_name.decode("latin-1").lower()
+                if name in wanted:
+                    facts.headers[name] = value.decode("latin-1")
+        if needs.body and ex.request_body:
             parsed = parse_json_body(ex.request_body)
             facts.body = None if isinstance(parsed, Invalid) else parsed
         return facts
@@ -398,6 +407,10 @@ class PetStoreAPI:
         if ex.operation == "getPet" and ex.api_key is not None:
             # Only for authenticated callers: a 401 must not reveal which paths exist.
             headers.extend(config.deprecation)
+        if response.replaces:
+            # A scripted header replaces the default of the same name.
+            names = {name for name, _ in response.extra}
+            headers = [h for h in headers if h[0] not in names]
         headers.extend(response.extra)
         headers.append((b"x-request-id", request_id.encode()))
         return headers
@@ -414,26 +427,29 @@ class PetStoreAPI:
         """Answer with a connection-level fault instead of a well-formed response."""
         request_id = ex.state.next_request_id()
         status, body, headers = 0, b"", []
-        if fault == "connection_reset":
-            transport.reset_connection(send)
-        elif fault == "empty_response":
-            transport.close_connection(send)
-        else:
-            status = 200
-            if fault == "malformed_json":
-                body = transport.MALFORMED_JSON
+        try:
+            if fault == "connection_reset":
+                transport.reset_connection(send)
+            elif fault == "empty_response":
+                transport.close_connection(send)
             else:
-                tenant = ex.api_key.tenant if ex.api_key else None
-                body = ex.state.tenants.store_for(tenant).list_json(20)
-            headers = self._headers(ex, Response(200, body), request_id, len(body))
-            if fault == "malformed_json":
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
-            elif fault == "truncated_body":
-                await transport.send_truncated(send, 200, headers, body)
-            else:
-                await transport.send_slowly(send, 200, headers, body)
-        self._record(ex, request_id, status, headers, body, fault)
+                status = 200
+                if fault == "malformed_json":
+                    body = transport.MALFORMED_JSON
+                else:
+                    tenant = ex.api_key.tenant if ex.api_key else None
+                    body = ex.state.tenants.store_for(tenant).list_json(20)
+                headers = self._headers(ex, Response(200, body), request_id, len(body))
+                if fault == "malformed_json":
+                    await send({"type": "http.response.start", "status": 200, "headers": headers})
+                    await send({"type": "http.response.body", "body": body})
+                elif fault == "truncated_body":
+                    await transport.send_truncated(send, 200, headers, body)
+                else:
+                    await transport.send_slowly(send, 200, headers, body)
+        finally:
+            # Recorded even where the transport is out of reach and the break raises.
+            self._record(ex, request_id, status, headers, body, fault)
 
     def _record(
         self,
@@ -493,6 +509,22 @@ class PetStoreAPI:
                     "outcome": outcome,
                 },
             )
+
+
+_query_cache: dict[bytes, dict[str, list[str]]] = {}
+
+
+def parse_query(query_string: bytes) -> dict[str, list[str]]:
+    """A query string as lists of values per name, cached: clients repeat their queries."""
+    parsed = _query_cache.get(query_string)
+    if parsed is None:
+        parsed = {}
+        for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+            parsed.setdefault(name, []).append(value)
+        if len(_query_cache) >= 4096:
+            _query_cache.clear()
+        _query_cache[query_string] = parsed
+    return parsed
 
 
 def draft_headers(decision: Decision, plan: Plan, now: float) -> Headers:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,106 +47,262 @@ def compile_path(template: str) -> re.Pattern[str]:
     return re.compile(f"^{regex}$")
 
 
-class _CompiledMatch:
-    __slots__ = ("match", "needs_body", "path_re")
+Check = Callable[[RequestFacts], bool]
+_NO_LIMIT = 2**63
 
-    def __init__(self, match: Match) -> None:
-        self.match = match
-        self.path_re = compile_path(match.path) if match.path else None
-        self.needs_body = bool(match.body)
 
-    def static(self, facts: RequestFacts) -> bool:
-        """The conditions that depend on the request alone."""
-        m = self.match
-        if m.operation is not None and m.operation != facts.operation:
-            return False
-        if m.method is not None and m.method != facts.method:
-            return False
-        if self.path_re is not None and not self.path_re.match(facts.path):
-            return False
-        if m.key is not None and m.key != facts.key:
-            return False
-        if m.plan is not None and m.plan != facts.plan:
-            return False
-        for name, value in m.query:
-            if value not in facts.query.get(name, ()):
+class _CompiledRule:
+    """A rule reduced to what evaluation needs; ``static`` holds only the checks it has."""
+
+    __slots__ = (
+        "calls",
+        "every",
+        "first",
+        "index",
+        "last",
+        "probability",
+        "rule",
+        "scope",
+        "static",
+        "window",
+    )
+
+    def __init__(self, index: int, rule: FaultRule) -> None:
+        m = rule.match
+        self.index = index
+        self.rule = rule
+        self.static = _static_check(m)
+        # The first and last counts at which the rule can fire, so most count
+        # conditions are two integer comparisons.
+        self.first = max(m.from_call or 1, min(m.calls, default=1), m.every or 1)
+        self.last = min(m.until_call or _NO_LIMIT, max(m.calls, default=_NO_LIMIT))
+        self.calls = m.calls or None
+        self.every = m.every
+        self.window = m.between_seconds
+        self.probability = m.probability
+        self.scope: int | None = None  # the shared counter of a rule with no static check
+
+
+def _static_check(m: Match) -> Check | None:
+    """One callable for the request conditions beyond operation and key (the index's)."""
+    checks = _static_checks(m)
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+
+    def every_check(facts: RequestFacts) -> bool:
+        # A plain loop: all() with a generator costs more than the checks themselves.
+        for check in checks:  # noqa: SIM110
+            if not check(facts):
                 return False
-        for name, value in m.headers:
-            if facts.headers.get(name) != value:
-                return False
-        if m.body:
-            if not isinstance(facts.body, dict):
-                return False
-            for name, value in m.body:
-                if name not in facts.body or facts.body[name] != value:
-                    return False
         return True
+
+    return every_check
+
+
+def _static_checks(m: Match) -> tuple[Check, ...]:
+    checks: list[Check] = []
+    if m.method is not None:
+        method = m.method
+        checks.append(lambda f: f.method == method)
+    if m.path is not None:
+        pattern = compile_path(m.path)
+        checks.append(lambda f: pattern.match(f.path) is not None)
+    if m.plan is not None:
+        plan = m.plan
+        checks.append(lambda f: f.plan == plan)
+    for name, value in m.query:
+        checks.append(lambda f, n=name, v=value: v in f.query.get(n, ()))
+    for name, value in m.headers:
+        checks.append(lambda f, n=name, v=value: f.headers.get(n) == v)
+    if m.body:
+        wanted = m.body
+        checks.append(
+            lambda f: (
+                isinstance(f.body, dict) and all(n in f.body and f.body[n] == v for n, v in wanted)
+            )
+        )
+    return tuple(checks)
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """Which parts of a request the candidate rules read, so the caller parses only those."""
+
+    query: bool = False
+    headers: frozenset[str] = frozenset()  # lower-case names of the headers rules compare
+    body: bool = False
 
 
 class FaultEngine:
-    """Evaluates the scenario's fault rules in order, counting matching calls."""
+    """Evaluates the scenario's fault rules in order, counting matching calls.
+
+    Rules are indexed by (operation, key): a request that no rule names costs
+    one dict lookup however many rules there are, and a rule bound to another
+    key is never looked at. A rule's count is the number of requests that met
+    its request conditions, whether or not an earlier rule answered them, so
+    ``calls: [3]`` means the third such request whatever the rules above it did.
+    """
 
     def __init__(self, rules: tuple[FaultRule, ...], rng: random.Random) -> None:
         self._rules = rules
-        self._compiled = [_CompiledMatch(rule.match) for rule in rules]
+        self._compiled = [_CompiledRule(i, rule) for i, rule in enumerate(rules)]
         self._rng = rng
-        self.counts = [0] * len(rules)
-        # Rules bound to one operation are looked up by it, so a request that no
-        # rule names costs one dict lookup however many rules there are.
-        self._by_operation: dict[str | None, list[int]] = {}
-        anywhere = [i for i, r in enumerate(rules) if r.match.operation is None]
-        for index, rule in enumerate(rules):
-            if rule.match.operation is not None:
-                self._by_operation.setdefault(rule.match.operation, []).append(index)
-        for operation in list(self._by_operation):
-            self._by_operation[operation] = sorted(self._by_operation[operation] + anywhere)
-        self._anywhere = anywhere
-        self.needs_body = {
-            op: any(self._compiled[i].needs_body for i in indexes)
-            for op, indexes in self._by_operation.items()
-        }
-        self.any_needs_body = any(c.needs_body for c in self._compiled)
+        self._counts = [0] * len(rules)
+        # A rule with no condition beyond operation and key counts exactly the
+        # requests of its (operation, key) scope, so those share one counter per
+        # scope, bumped once per request instead of once per rule.
+        self._scopes: dict[tuple[str | None, str | None], int] = {}
+        for c in self._compiled:
+            if c.static is None:
+                scope = (c.rule.match.operation, c.rule.match.key)
+                c.scope = self._scopes.setdefault(scope, len(self._scopes))
+        self._scope_counts = [0] * len(self._scopes)
+        self._tables: dict[tuple[str | None, str | None], _Table] = {}
 
     def __bool__(self) -> bool:
         return bool(self._rules)
 
+    @property
+    def counts(self) -> list[int]:
+        """Each rule's count of matching calls, in rule order."""
+        return [
+            self._counts[c.index] if c.scope is None else self._scope_counts[c.scope]
+            for c in self._compiled
+        ]
+
     def candidates(self, operation: str | None) -> list[int]:
-        return self._by_operation.get(operation, self._anywhere)
+        """The indexes of the rules that can apply to an operation, for any key."""
+        return [
+            i for i, rule in enumerate(self._rules) if rule.match.operation in (None, operation)
+        ]
+
+    def _table(self, operation: str | None, key: str | None) -> _Table:
+        table = self._tables.get((operation, key))
+        if table is None:
+            table = self._tables[(operation, key)] = _Table(self._compiled, operation, key)
+            table.scopes = tuple(
+                index
+                for (op, k), index in self._scopes.items()
+                if op in (None, operation) and k in (None, key)
+            )
+        return table
+
+    def applies(self, operation: str | None, key: str | None) -> Needs | None:
+        """None when no rule can apply to this operation and key; else what they read."""
+        table = self._table(operation, key)
+        return table.needs if table.rows else None
 
     def evaluate(self, facts: RequestFacts) -> Outcome:
         outcome = Outcome()
-        for index in self.candidates(facts.operation):
-            rule = self._rules[index]
-            if not self._fires(index, facts):
+        table = self._table(facts.operation, facts.key)
+        counts = self._counts
+        scope_counts = self._scope_counts
+        for scope in table.scopes:
+            scope_counts[scope] += 1
+        elapsed = facts.elapsed
+        answered = False
+        for static, index, scope, first, last, calls, every, window, chance, rule in table.rows_for(
+            facts
+        ):
+            if static is None:
+                count = scope_counts[scope]
+            elif static(facts):
+                count = counts[index] = counts[index] + 1
+            else:
+                continue
+            if answered or count < first or count > last:
+                continue
+            if calls is not None and count not in calls:
+                continue
+            if every is not None and count % every:
+                continue
+            if window is not None and not window[0] <= elapsed < window[1]:
+                continue
+            # Drawn last, and only here, so the random sequence depends on
+            # nothing but the requests that reach this rule.
+            if chance is not None and self._rng.random() >= chance:
                 continue
             outcome.fired.append(rule.name)
             if rule.delay is not None:
                 outcome.delay_ms += rule.delay.draw_ms(self._rng)
             if rule.reply is not None or rule.fault is not None:
                 outcome.rule = rule
-                break
+                answered = True
         return outcome
 
-    def _fires(self, index: int, facts: RequestFacts) -> bool:
-        compiled = self._compiled[index]
-        if not compiled.static(facts):
-            return False
-        self.counts[index] += 1
-        count = self.counts[index]
-        m = compiled.match
-        if m.calls and count not in m.calls:
-            return False
-        if m.from_call is not None and count < m.from_call:
-            return False
-        if m.until_call is not None and count > m.until_call:
-            return False
-        if m.between_seconds is not None:
-            start, end = m.between_seconds
-            if not start <= facts.elapsed < end:
-                return False
-        # Drawn last, and only here, so the random sequence depends on nothing
-        # but the requests that reach this rule.
-        return m.probability is None or self._rng.random() < m.probability
+
+Row = tuple[Any, ...]
+
+
+class _Table:
+    """The rules that can apply to one (operation, key), as flat rows for a fast loop.
+
+    A rule that needs a query parameter or header the request does not carry
+    cannot match, so it is left out of the rows for requests of that shape: a
+    suite's requests come in few shapes, and the rows of each are kept.
+    """
+
+    __slots__ = ("_header_names", "_query_names", "_variants", "needs", "rows", "scopes")
+
+    def __init__(
+        self, compiled: list[_CompiledRule], operation: str | None, key: str | None
+    ) -> None:
+        chosen = [
+            c
+            for c in compiled
+            if c.rule.match.operation in (None, operation) and c.rule.match.key in (None, key)
+        ]
+        self._query_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.query}))
+        self._header_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.headers}))
+        self.rows: tuple[Row, ...] = tuple(_row(c) for c in chosen)
+        self._variants: dict[tuple[bool, ...], tuple[Row, ...]] = {}
+        self.scopes: tuple[int, ...] = ()
+        self.needs = Needs(
+            query=bool(self._query_names),
+            headers=frozenset(self._header_names),
+            body=any(c.rule.match.body for c in chosen),
+        )
+
+    def rows_for(self, facts: RequestFacts) -> tuple[Row, ...]:
+        if not (self._query_names or self._header_names):
+            return self.rows
+        # map() over a bound method: this runs per request, and a generator costs more.
+        shape = (
+            *map(facts.query.__contains__, self._query_names),
+            *map(facts.headers.__contains__, self._header_names),
+        )
+        rows = self._variants.get(shape)
+        if rows is None:
+            present = {n for n, here in zip(self._query_names, shape, strict=False) if here}
+            present_headers = {
+                n
+                for n, here in zip(self._header_names, shape[len(self._query_names) :], strict=True)
+                if here
+            }
+            rows = self._variants[shape] = tuple(
+                row
+                for row in self.rows
+                if all(n in present for n, _ in row[-1].match.query)
+                and all(n in present_headers for n, _ in row[-1].match.headers)
+            )
+        return rows
+
+
+def _row(c: _CompiledRule) -> Row:
+    return (
+        c.static,
+        c.index,
+        c.scope,
+        c.first,
+        c.last,
+        c.calls,
+        c.every,
+        c.window,
+        c.probability,
+        c.rule,
+    )
 
 
 class RouteTable:
