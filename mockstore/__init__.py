@@ -1,10 +1,54 @@
-"""mockstore: a high-fidelity mock server of the Pet Store service."""
+"""mockstore: a high-fidelity mock server of the Pet Store service.
 
-from importlib.metadata import PackageNotFoundError, version
+``import mockstore`` stays cheap (pytest imports it through the plugin entry point in
+every run, used or not): the public names below are loaded on first use.
 
-try:
-    __version__ = version("mockstore")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0"
+- ``mockstore.Control``: the typed control API client (``ControlError``, ``VerificationError``).
+- ``mockstore.create_app()``: the ASGI app, for in-process use with ``httpx.ASGITransport``.
+"""
 
-__all__ = ["__version__"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    __version__: str
+    from mockstore.app import create_app
+    from mockstore.control_client import Control, ControlError, VerificationError
+
+__all__ = ["Control", "ControlError", "VerificationError", "__version__", "create_app"]
+
+_LAZY = {
+    "Control": "mockstore.control_client",
+    "ControlError": "mockstore.control_client",
+    "VerificationError": "mockstore.control_client",
+    "create_app": "mockstore.app",
+}
+
+
+def _version() -> str:
+    # importlib.metadata costs more than the rest of `import mockstore` together.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mockstore")
+    except PackageNotFoundError:  # running from a source tree without an install
+        return "0.0.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'mockstore' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -23,7 +23,6 @@ from urllib.parse import parse_qsl
 from mockstore import schemas, transport
 from mockstore.errors import ERROR_CODES, error_body
 from mockstore.faults import Needs, RequestFacts
-from mockstore.journal import Entry
 from mockstore.keys import ApiKey, Credentials, parse_authorization
 from mockstore.ratelimit import Decision, Plan
 from mockstore.scenario.model import Reply, Scenario
@@ -468,27 +467,28 @@ class PetStoreAPI:
         if journal.enabled:
             cap = journal.body_bytes
             client = scope.get("client")
-            journal.append(
-                Entry(
-                    seq=journal.next_seq(),
-                    request_id=request_id,
-                    time=ex.now,
-                    elapsed=ex.now - ex.state.clock.start,
-                    method=scope["method"],
-                    path=scope["path"],
-                    query=scope["query_string"],
-                    request_headers=scope["headers"],
-                    request_body=ex.request_body[:cap],
-                    client=client[0] if client else "unknown",
-                    operation=ex.operation,
-                    key=key,
-                    plan=ex.plan.name,
-                    status=status,
-                    response_headers=headers,
-                    response_body=body[:cap],
-                    latency_ms=latency_ms,
-                    rule=ex.rule,
-                    outcome=outcome,
+            # A plain tuple, in Entry's field order: see journal.py for why.
+            journal.record(
+                (
+                    journal.next_seq(),
+                    request_id,
+                    ex.now,
+                    ex.now - ex.state.clock.start,
+                    scope["method"],
+                    scope["path"],
+                    scope["query_string"],
+                    tuple(scope["headers"]),
+                    ex.request_body[:cap],
+                    client[0] if client else "unknown",
+                    ex.operation,
+                    key,
+                    ex.plan.name,
+                    status,
+                    tuple(headers),
+                    body[:cap],
+                    latency_ms,
+                    ex.rule,
+                    outcome,
                 )
             )
         if access_log.isEnabledFor(logging.INFO):

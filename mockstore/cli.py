@@ -7,6 +7,7 @@ import errno
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -34,7 +35,17 @@ log = logging.getLogger("mockstore")
 class JsonFormatter(logging.Formatter):
     """One JSON object per line, for CI log search."""
 
-    FIELDS = ("method", "path", "status", "plan", "latency_ms", "rule", "operation", "request_id")
+    FIELDS = (
+        "method",
+        "path",
+        "status",
+        "plan",
+        "latency_ms",
+        "rule",
+        "operation",
+        "request_id",
+        "outcome",
+    )
 
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
@@ -56,9 +67,11 @@ class TextFormatter(logging.Formatter):
         if record.name == "mockstore.access":
             r: Any = record
             rule = r.rule or "-"
+            # A connection fault has no status worth the name: say which it was.
+            fault = "" if r.outcome == "response" else f" fault={r.outcome}"
             return (
                 f"{stamp} {r.method} {r.path} {r.status} plan={r.plan} "
-                f"latency={r.latency_ms}ms rule={rule} id={r.request_id}"
+                f"latency={r.latency_ms}ms rule={rule} id={r.request_id}{fault}"
             )
         return f"{stamp} {record.levelname.lower()} {record.getMessage()}"
 
@@ -74,6 +87,36 @@ def configure_logging(level: str, fmt: str) -> None:
     uvicorn_logger.handlers[:] = [handler]
     uvicorn_logger.setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
     uvicorn_logger.propagate = False
+
+
+def _port(text: str) -> int:
+    """A TCP port from --port or MOCKSTORE_PORT (argparse also runs string defaults through it)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a port number: {text!r} (from --port or MOCKSTORE_PORT)"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{port} is not a TCP port: use 1-65535, or 0 to pick a free one"
+        )
+    return port
+
+
+def _one_of(env: str, *allowed: str) -> Any:
+    """Like ``choices=``, but also applied to the default taken from ``env``."""
+
+    def check(text: str) -> str:
+        value = text.strip().lower()
+        if value not in allowed:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not one of {', '.join(allowed)} (from the flag or {env})"
+            )
+        return value
+
+    check.__name__ = env
+    return check
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,9 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"))
     serve.add_argument(
         "--port",
-        type=int,
-        default=int(os.environ.get("MOCKSTORE_PORT", "8080")),
-        help="TCP port (0 picks a free one; the address is printed)",
+        type=_port,
+        default=os.environ.get("MOCKSTORE_PORT", "8080"),
+        help="TCP port (0 picks a free one; the address is printed; env MOCKSTORE_PORT)",
     )
     serve.add_argument(
         "--scenario",
@@ -112,14 +155,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-control", action="store_true", help="turn the control API off (404)")
     serve.add_argument(
         "--log-level",
+        type=_one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
         default=os.environ.get("MOCKSTORE_LOG_LEVEL", "info"),
-        choices=["debug", "info", "warning", "error"],
-        help="info logs one line per request; warning keeps only problems",
+        metavar="{debug,info,warning,error}",
+        help="info logs one line per request; warning keeps only problems "
+        "(env MOCKSTORE_LOG_LEVEL)",
     )
     serve.add_argument(
         "--log-format",
+        type=_one_of("MOCKSTORE_LOG_FORMAT", "text", "json"),
         default=os.environ.get("MOCKSTORE_LOG_FORMAT", "text"),
-        choices=["text", "json"],
+        metavar="{text,json}",
+        help="text, or JSON lines for CI log search (env MOCKSTORE_LOG_FORMAT)",
     )
 
     validate = sub.add_parser("validate", help="check scenario files; exit 1 on any problem")
@@ -199,6 +246,12 @@ def _bind(host: str, port: int) -> socket.socket | str:
     return sock
 
 
+def _control_state(app: Any) -> str:
+    if app.control is None:
+        return "off"
+    return "on, token required" if app.control.token else "on, no token (test networks only)"
+
+
 def _banner(app: Any, host: str, port: int) -> str:
     scenario = app.runtime.scenario
     state = app.runtime.state
@@ -212,11 +265,7 @@ def _banner(app: Any, host: str, port: int) -> str:
     clock = state.clock
     start = datetime.fromtimestamp(clock.start, UTC).isoformat().replace("+00:00", "Z")
     lines.append(f"  clock:    {clock.mode}, starting {start}")
-    control = (
-        "off"
-        if app.control is None
-        else ("on, token required" if app.control.token else "on, no token (test networks only)")
-    )
+    control = _control_state(app)
     lines.append(f"  control:  http://{shown_host}:{port}/__mockstore ({control})")
     lines.append("  keys:")
     for key in state.keys:
@@ -227,6 +276,33 @@ def _banner(app: Any, host: str, port: int) -> str:
     if not len(state.keys):
         lines.append("    (none: issue one with POST /__mockstore/keys)")
     return "\n".join(lines)
+
+
+def _started_record(app: Any, host: str, port: int) -> dict[str, Any]:
+    """The start-up block as one JSON line, so a JSON-lines log parses from its first line."""
+    scenario = app.runtime.scenario
+    state = app.runtime.state
+    first_line = _banner(app, host, port).splitlines()[0]
+    return {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "level": "info",
+        "logger": "mockstore",
+        "message": first_line,
+        "scenario": scenario.name,
+        "file": scenario.file,
+        "address": first_line.split("serving ", 1)[1],
+        "control": _control_state(app),
+        "clock": {"mode": state.clock.mode, "start": state.clock.start},
+        "keys": [
+            {
+                "key": key.key,
+                "plan": key.plan,
+                "per_minute": state.plans[key.plan].per_minute,
+                "per_day": state.plans[key.plan].per_day,
+            }
+            for key in state.keys
+        ],
+    }
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -244,7 +320,10 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"mockstore: {sock}", file=sys.stderr)
         return 1
     port = sock.getsockname()[1]
-    print(_banner(app, args.host, port), file=sys.stderr, flush=True)
+    if args.log_format == "json":
+        print(json.dumps(_started_record(app, args.host, port)), file=sys.stderr, flush=True)
+    else:
+        print(_banner(app, args.host, port), file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app,
         loop="auto",
@@ -258,8 +337,18 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
+    # uvicorn re-raises the signal that stopped it once it has shut down. With the
+    # default handlers that turns a clean stop into death by SIGTERM (exit 143 in a
+    # container, which CI runners report as a failure) and Ctrl-C into a
+    # KeyboardInterrupt traceback; with this handler either ends in exit 0.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_cleanly)
     server.run(sockets=[sock])
     return 0
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import secrets
 from typing import Any
 
@@ -20,13 +21,15 @@ from starlette.routing import Route
 
 from mockstore import __version__, schemas
 from mockstore.clock import format_time, parse_time
-from mockstore.keys import ApiKey
+from mockstore.keys import ApiKey, parse_authorization
 from mockstore.ratelimit import Plan
 from mockstore.reports.http import journal_routes
 from mockstore.scenario import ScenarioError, load_scenario, scenario_schema
+from mockstore.scenario.loader import Marks, schema_problems
 from mockstore.state import Runtime, bucket_id
 
 PREFIX = "/__mockstore"
+LATEST_TIME = 253402300799  # 9999-12-31T23:59:59Z
 
 
 class JSONResponse(StarletteJSONResponse):
@@ -96,10 +99,12 @@ class ControlAPI:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self.token is not None and scope["path"] != "/health":
-            supplied = b""
+            header = None
             for name, value in scope["headers"]:
                 if name == b"authorization":
-                    supplied = value.partition(b" ")[2].strip()
+                    header = value
+            credentials = parse_authorization(header)
+            supplied = credentials.token.encode() if credentials.kind == "bearer" else b""
             if not hmac.compare_digest(supplied, self.token.encode()):
                 response = _problem(401, "unauthorized", "the control API needs its token")
                 response.headers["www-authenticate"] = 'Bearer realm="mockstore-control"'
@@ -130,8 +135,13 @@ class ControlAPI:
         return JSONResponse(self.runtime.scenario.to_json())
 
     async def put_scenario(self, request: Request) -> Response:
-        text = (await request.body()).decode("utf-8", errors="replace")
         name = request.query_params.get("file", "<PUT /__mockstore/scenario>")
+        try:
+            text = (await request.body()).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _problem(
+                400, "invalid_scenario", f"the scenario is not UTF-8 text (byte {exc.start})"
+            )
         try:
             scenario = load_scenario(text, name)
         except ScenarioError as exc:
@@ -178,11 +188,11 @@ class ControlAPI:
             seconds = body["advance_seconds"]
             if isinstance(seconds, bool) or not isinstance(seconds, int | float):
                 return _problem(400, "invalid_request", "advance_seconds must be a number")
-            clock.advance(float(seconds))
+            target = clock.now() + seconds
         elif set(body) == {"set"}:
             try:
-                clock.set(parse_time(str(body["set"])))
-            except ValueError:
+                target = parse_time(str(body["set"]))
+            except (ValueError, OverflowError):
                 return _problem(
                     400, "invalid_request", f"set: not an ISO 8601 time: {body['set']!r}"
                 )
@@ -192,6 +202,13 @@ class ControlAPI:
                 "invalid_request",
                 'send {"advance_seconds": N} or {"set": "2030-12-05T00:00:00Z"}',
             )
+        # Refused before it is applied: a clock at NaN or past year 9999 would
+        # break every later request.
+        if not (math.isfinite(target) and 0 <= target <= LATEST_TIME):
+            return _problem(
+                400, "invalid_request", "the clock must stay between 1970 and the year 9999"
+            )
+        clock.set(target)
         return JSONResponse(self._clock_json())
 
     def _key_json(self, key: ApiKey) -> dict[str, Any]:
@@ -226,32 +243,34 @@ class ControlAPI:
         if isinstance(body, JSONResponse):
             return body
         state = self.runtime.state
-        unknown = set(body) - {"key", "plan", "tenant"}
-        if unknown:
-            return _problem(
-                400, "invalid_request", f"unknown field(s): {', '.join(sorted(unknown))}"
+        body = {"key": "ms_" + secrets.token_urlsafe(18), "plan": "free", **body}
+        # Checked as a scenario's key entry, so a key issued at run time obeys
+        # the same rules (one JSON Schema) as one written in a scenario.
+        problems = schema_problems({"version": 1, "keys": [body]}, Marks(), "POST /keys")
+        if problems:
+            message = "; ".join(
+                f"{p.path.removeprefix('$.keys[0].')}: {p.message}" for p in problems
             )
-        plan = body.get("plan", "free")
-        if isinstance(plan, dict):
-            try:
-                per_minute, per_day = int(plan["per_minute"]), int(plan["per_day"])
-            except (KeyError, TypeError, ValueError):
-                return _problem(
-                    400, "invalid_request", "plan needs per_minute and per_day integers"
-                )
-            name = f"custom:{len(state.plans)}"
-            state.plans[name] = Plan(name, per_minute, per_day)
-            plan = name
-        if not isinstance(plan, str) or plan not in state.plans:
-            known = ", ".join(sorted(state.plans))
-            return _problem(400, "unknown_plan", f"unknown plan {plan!r} (known: {known})")
-        key = body.get("key") or "ms_" + secrets.token_urlsafe(18)
-        if not isinstance(key, str) or not key or " " in key:
-            return _problem(400, "invalid_request", "key must be a non-empty string without spaces")
+            return _problem(400, "invalid_request", message)
+        key = body["key"]
         if key in state.keys:
             return _problem(409, "key_exists", f"key {key!r} already exists")
-        issued = ApiKey(key, plan, str(body.get("tenant") or key))
+        plan = body.get("plan", "free")
+        if isinstance(plan, dict):
+            name = f"custom:{key}"
+            state.plans[name] = Plan(name, plan["per_minute"], plan["per_day"])
+            plan = name
+        if plan not in state.plans:
+            known = ", ".join(sorted(state.plans))
+            return _problem(400, "unknown_plan", f"unknown plan {plan!r} (known: {known})")
+        issued = ApiKey(key, plan, body.get("tenant") or key)
         state.keys.issue(issued)
+        used = body.get("used", {})
+        if used:
+            minute = used.get("minute", 0)
+            state.limiter.preload(
+                bucket_id(key), state.clock.now(), minute, used.get("day", minute)
+            )
         return JSONResponse(self._key_json(issued), 201)
 
     async def revoke_key(self, request: Request) -> Response:
@@ -264,6 +283,8 @@ class ControlAPI:
 
     async def lift_ban(self, request: Request) -> Response:
         key = request.path_params["key"]
+        if key not in self.runtime.state.keys:
+            return _problem(404, "unknown_key", f"no key {key!r}")
         lifted = self.runtime.state.limiter.lift_ban(bucket_id(key))
         return JSONResponse({"key": key, "lifted": lifted})
 

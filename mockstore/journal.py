@@ -1,8 +1,11 @@
 """The request journal: a bounded record of every exchange.
 
 Recording must be cheap on the hot path, so an entry keeps the raw ASGI
-header lists and body bytes as they are; decoding and masking happen only
-when the journal is read.
+headers and body bytes as they are; decoding and masking happen only when
+the journal is read. The ring buffer holds each exchange as a plain tuple of
+bytes, strings and numbers (``Entry`` objects are made when it is read): the
+cyclic garbage collector stops tracking such tuples, so 10,000 recorded
+exchanges add nothing to the collections that run while the server works.
 """
 
 from __future__ import annotations
@@ -15,11 +18,20 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
+# An Entry's fields in declaration order, as a plain tuple (see the module docstring).
+Record = tuple[Any, ...]
+_SEQ, _OPERATION, _KEY, _STATUS = 0, 10, 11, 13
 
 
 @dataclass(slots=True)
 class Entry:
-    """One request and its response."""
+    """One request and its response.
+
+    ``key`` is the full API key the request was counted against (None without
+    a valid key); ``status`` is 0 when a connection fault left no response;
+    bodies are cut at the journal's ``body_bytes``. Entries are never changed
+    once appended, so readers may share them across threads.
+    """
 
     seq: int
     request_id: str
@@ -41,7 +53,32 @@ class Entry:
     rule: str | None
     outcome: str = "response"  # or the name of a connection fault
 
+    def as_record(self) -> Record:
+        """The entry as the journal stores it."""
+        return (
+            self.seq,
+            self.request_id,
+            self.time,
+            self.elapsed,
+            self.method,
+            self.path,
+            self.query,
+            tuple(self.request_headers),
+            self.request_body,
+            self.client,
+            self.operation,
+            self.key,
+            self.plan,
+            self.status,
+            tuple(self.response_headers),
+            self.response_body,
+            self.latency_ms,
+            self.rule,
+            self.outcome,
+        )
+
     def header(self, name: str) -> str | None:
+        """The first request header of that name, as sent (the token unmasked)."""
         target = name.lower().encode()
         for key, value in self.request_headers:
             if key.lower() == target:
@@ -49,6 +86,7 @@ class Entry:
         return None
 
     def response_header(self, name: str) -> str | None:
+        """The first response header of that name."""
         target = name.lower().encode()
         for key, value in self.response_headers:
             if key.lower() == target:
@@ -68,6 +106,7 @@ class Entry:
             return None
 
     def to_dict(self) -> dict[str, Any]:
+        """The entry as the control API shows it: the key and bearer token masked."""
         return {
             "seq": self.seq,
             "request_id": self.request_id,
@@ -104,6 +143,7 @@ def mask(secret: str) -> str:
 
 
 def decode_headers(headers: RawHeaders, mask_auth: bool = False) -> list[list[str]]:
+    """Raw ASGI headers as [name, value] pairs; ``mask_auth`` masks the credentials."""
     out = []
     for key, value in headers:
         name = key.decode("latin-1")
@@ -120,12 +160,20 @@ def _text(body: bytes) -> str:
 
 
 class Journal:
-    """A ring buffer of entries; the oldest go first when it is full."""
+    """A ring buffer of entries; the oldest go first when it is full.
+
+    ``size`` 0 turns recording off (what was recorded stays readable until
+    cleared). Sequence numbers only grow, across clears, resets and scenario
+    swaps, so ``since=N`` always means "after the N-th exchange ever served".
+    Every method runs on the server's event loop, between requests; readers
+    take a snapshot (``select``) so a report can be built off the loop while
+    the server keeps appending.
+    """
 
     def __init__(self, size: int = 10_000, body_bytes: int = 4096) -> None:
         self.size = size
         self.body_bytes = body_bytes
-        self._entries: deque[Entry] = deque(maxlen=size or None)
+        self._entries: deque[Record] = deque(maxlen=size or None)
         self._seq = 0
         self.enabled = size > 0
         self.dropped = 0
@@ -135,24 +183,32 @@ class Journal:
         return self._seq
 
     def append(self, entry: Entry) -> None:
+        self.record(entry.as_record())
+
+    def record(self, record: Record) -> None:
+        """Append an exchange given as a record (``Entry`` fields in order, headers as tuples)."""
         if not self.enabled:
             return
         if len(self._entries) == self.size:
             self.dropped += 1
-        self._entries.append(entry)
+        self._entries.append(record)
 
     def clear(self) -> None:
+        """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
         self._entries.clear()
         self.dropped = 0
 
     def resize(self, size: int, body_bytes: int) -> None:
+        """Apply a new scenario's ``journal:`` settings, keeping the newest entries."""
         self.size = size
         self.body_bytes = body_bytes
         self.enabled = size > 0
+        if size and len(self._entries) > size:
+            self.dropped += len(self._entries) - size
         self._entries = deque(self._entries, maxlen=size or None)
 
     def __iter__(self) -> Iterator[Entry]:
-        return iter(list(self._entries))
+        return iter(self.select())
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -168,12 +224,16 @@ class Journal:
         status: int | None = None,
         since: int | None = None,
     ) -> list[Entry]:
-        """Entries in order, filtered; ``since`` keeps those after a sequence number."""
+        """Entries in order, filtered; ``since`` keeps those after a sequence number.
+
+        ``key`` is the full API key the request was counted against.
+        """
+        snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
         return [
-            e
-            for e in self._entries
-            if (operation is None or e.operation == operation)
-            and (key is None or e.key == key)
-            and (status is None or e.status == status)
-            and (since is None or e.seq > since)
+            Entry(*r)
+            for r in snapshot
+            if (operation is None or r[_OPERATION] == operation)
+            and (key is None or r[_KEY] == key)
+            and (status is None or r[_STATUS] == status)
+            and (since is None or r[_SEQ] > since)
         ]

@@ -10,7 +10,6 @@ report at the end of a test run covers every test.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from mockstore.clock import Clock
 from mockstore.faults import FaultEngine, RouteTable
@@ -28,9 +27,10 @@ class Tenants:
     """One shared store, or one store per tenant (``isolation: per_key``)."""
 
     def __init__(self, scenario: Scenario) -> None:
-        self._initial = scenario.initial_pets()
         self.per_key = scenario.isolation == "per_key"
-        self.shared = PetStore(self._initial)
+        self.shared = PetStore(scenario.initial_pets())
+        # With per_key isolation the shared store is never written: it is the
+        # template each tenant's store is copied from.
         self._stores: dict[str, PetStore] = {}
 
     def store_for(self, tenant: str | None) -> PetStore:
@@ -38,15 +38,8 @@ class Tenants:
             return self.shared
         store = self._stores.get(tenant)
         if store is None:
-            store = self._stores[tenant] = PetStore(self._initial)
+            store = self._stores[tenant] = self.shared.copy()
         return store
-
-
-@dataclass(slots=True)
-class KeyUsage:
-    key: str
-    plan: str
-    tenant: str
 
 
 class MockState:
@@ -92,7 +85,6 @@ class Runtime:
         self._clock_override = clock
         self.state = MockState(scenario, clock)
         self.journal = Journal(scenario.journal_size, scenario.journal_body_bytes)
-        self.listeners: list = []
 
     @property
     def scenario(self) -> Scenario:

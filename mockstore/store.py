@@ -44,6 +44,22 @@ class PetStore:
         self._next_id = max(self._next_id, 1)
         self._list_cache: dict[tuple[str | None, int], bytes] = {}
 
+    def copy(self) -> PetStore:
+        """An independent store with the same pets, sharing their encoded JSON.
+
+        Stored pets are never changed in place, so the copy shares them and only
+        the indexes are copied: a new tenant costs O(pets) list copies, not a
+        re-encoding of every pet.
+        """
+        twin = PetStore.__new__(PetStore)
+        twin._pets = dict(self._pets)
+        twin._json = dict(self._json)
+        twin._ids = list(self._ids)
+        twin._by_status = {status: list(ids) for status, ids in self._by_status.items()}
+        twin._next_id = self._next_id
+        twin._list_cache = dict(self._list_cache)
+        return twin
+
     def _put(self, pet: Pet) -> None:
         try:
             encoded = _encode(pet).encode()

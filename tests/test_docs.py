@@ -35,3 +35,16 @@ def test_assumptions_section_lists_one_choice_per_line():
     section = README.split("## Assumptions", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("- ")]
     assert len(lines) >= 10
+
+
+def test_the_ci_recipes_in_the_readme_are_the_tested_example_files():
+    # tests/test_dockerfile.py runs these files against the image; the README must
+    # show exactly them, so a copied recipe is a tested one.
+    for name in (
+        "github-actions.yml",
+        "gitlab-ci.yml",
+        "docker-compose.yml",
+        "testcontainers_conftest.py",
+    ):
+        text = (ROOT / "examples" / name).read_text(encoding="utf-8").rstrip("\n")
+        assert text in README, f"examples/{name} differs from the README's copy"

@@ -131,3 +131,13 @@ def test_listing_is_the_first_limit_pets_in_id_order(
     assert json.loads(store.list_json(limit, status)) == expected
     ids = [p["id"] for p in created]
     assert ids == sorted(set(ids)), "ids must be distinct and increasing"
+
+
+def test_a_copy_shares_nothing_that_a_write_could_change() -> None:
+    original = PetStore([{"id": 1, "name": "Rex", "categoryId": 1, "status": "sold"}])
+    twin = original.copy()
+    twin.create({"name": "Max", "categoryId": 2, "status": "sold"})
+    assert [p["id"] for p in original.list(10, "sold")] == [1]
+    assert [p["id"] for p in twin.list(10, "sold")] == [1, 2]
+    assert original.list_json(10) == b'[{"id":1,"name":"Rex","categoryId":1,"status":"sold"}]'
+    assert original.next_id == 2 and twin.next_id == 3

@@ -7,19 +7,32 @@ node it is about, so a user can jump straight to it.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 
 from mockstore.clock import parse_time
 
 Path = tuple[str | int, ...]
+
+# A document whose aliases expand past this many values is refused rather than
+# built: a "billion laughs" file must not take the server (or the CI) down.
+MAX_VALUES = 5_000_000
+
+_YAML = "tag:yaml.org,2002:"
+_MAP_TAG = _YAML + "map"
+_SEQ_TAG = _YAML + "seq"
+# Plain data only: every other tag (python/object, binary, set, custom !tags)
+# is refused, whatever node it is on.
+_SCALAR_TAGS = frozenset(_YAML + t for t in ("str", "int", "float", "bool", "null"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +67,7 @@ class ScenarioError(Exception):
 
 
 def json_path(path: Path) -> str:
+    """``("faults", 0, "match")`` -> ``$.faults[0].match``."""
     text = "$"
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else f".{part}"
@@ -65,9 +79,16 @@ class _Loader(yaml.SafeLoader):
 
 
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _YAML + "timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# YAML 1.1 reads 1e-05 (how JSON writes 0.00001) as a string; YAML 1.2 and JSON
+# read it as a number, and so does a scenario, JSON bodies of PUT /scenario included.
+_Loader.add_implicit_resolver(
+    _YAML + "float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"),
+)
 
 
 class Marks:
@@ -78,6 +99,7 @@ class Marks:
         self.keys: dict[Path, tuple[int, int]] = {}
 
     def at(self, path: Path, *, key: bool = False) -> tuple[int, int]:
+        """The position of ``path``'s value (or key), else of its nearest ancestor."""
         if key and path in self.keys:
             return self.keys[path]
         while path not in self.values and path:
@@ -92,60 +114,208 @@ def _position(mark: yaml.Mark | None) -> tuple[int, int]:
 def parse_yaml(text: str, file: str) -> tuple[Any, Marks]:
     """Parse one YAML document into plain data and the marks of its nodes.
 
-    Raises ScenarioError for syntax errors, unsafe tags and duplicate keys.
+    Raises ScenarioError for syntax errors, refused tags, recursive aliases
+    and duplicate keys, with every such problem of the document at once.
     """
-    loader = _Loader(text)
-    marks = Marks()
-    problems: list[Problem] = []
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        raise ScenarioError([_reader_problem(exc, text, file)]) from None
     try:
         node = loader.get_single_node()
-        if node is None:
-            raise ScenarioError([Problem(file, 1, 1, "$", "the file is empty")])
-        data = _build(loader, node, (), marks, problems, file)
+    except yaml.reader.ReaderError as exc:
+        raise ScenarioError([_reader_problem(exc, text, file)]) from None
     except yaml.MarkedYAMLError as exc:
-        line, column = _position(exc.problem_mark or exc.context_mark)
-        message = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise ScenarioError([Problem(file, line, column, "$", f"YAML: {message}")]) from None
+        raise ScenarioError([_syntax_problem(exc, file)]) from None
     except yaml.YAMLError as exc:
         raise ScenarioError([Problem(file, 1, 1, "$", f"YAML: {exc}")]) from None
+    except RecursionError:
+        raise ScenarioError([Problem(file, 1, 1, "$", "YAML: nested too deeply")]) from None
     finally:
         loader.dispose()
-    if problems:
-        raise ScenarioError(problems)
-    return data, marks
+    if node is None:
+        raise ScenarioError(
+            [Problem(file, 1, 1, "$", "the file is empty: a scenario needs at least 'version: 1'")]
+        )
+    builder = _TreeBuilder(loader, file)
+    try:
+        if _expanded_size(node, {}, set()) > MAX_VALUES:
+            message = f"YAML: the document expands to more than {MAX_VALUES:,} values (aliases?)"
+            raise ScenarioError([Problem(file, 1, 1, "$", message)])
+        data = builder.build(node, ())
+    except RecursionError:
+        raise ScenarioError([Problem(file, 1, 1, "$", "YAML: nested too deeply")]) from None
+    if builder.problems:
+        raise ScenarioError(sorted(builder.problems, key=_order))
+    return data, builder.marks
 
 
-def _build(
-    loader: _Loader,
-    node: yaml.Node,
-    path: Path,
-    marks: Marks,
-    problems: list[Problem],
-    file: str,
-) -> Any:
-    marks.values[path] = _position(node.start_mark)
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
+def _reader_problem(exc: yaml.reader.ReaderError, text: str, file: str) -> Problem:
+    """A character YAML does not accept (a control character, say), at its position."""
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    character = exc.character
+    shown = f"#x{character:04x}" if isinstance(character, int) else repr(character)
+    return Problem(file, line, column, "$", f"YAML: the character {shown} is not allowed")
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
+    """A YAML syntax error in words a user can act on, at the offending character."""
+    line, column = _position(exc.problem_mark or exc.context_mark)
+    if exc.context == "expected a single document in the stream":
+        return Problem(
+            file, line, column, "$", "a scenario file holds one YAML document; a second starts here"
+        )
+    problem = str(exc.problem or "invalid YAML")
+    for said, meant in (
+        ("'<stream end>'", "the end of the file"),
+        ("unexpected end of stream", "the end of the file"),
+        ("<block end>", "the end of the block"),
+    ):
+        problem = problem.replace(said, meant)
+    message = f"YAML syntax error: {problem}"
+    if exc.context and exc.context_mark is not None:
+        where = _position(exc.context_mark)
+        context = exc.context.replace("scalar", "value")
+        if context.startswith("while "):
+            message += f" ({context} that starts at line {where[0]}, column {where[1]})"
+        else:
+            message += f" ({context}, line {where[0]})"
+    if "'\\t'" in problem:
+        message += "; indent with spaces: YAML does not allow tabs"
+    elif "mapping values are not allowed here" in problem:
+        message += "; check the indentation, or quote a value that holds ': '"
+    elif exc.context and "flow" in exc.context and problem.endswith(("'{'", "'['")):
+        message += "; inside { } or [ ], quote a value that holds { } [ ] or ,"
+    elif "the end of the block" in problem:
+        message += "; check the indentation of this line"
+    return Problem(file, line, column, "$", message)
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], active: set[int]) -> int:
+    """How many values the node becomes once every alias is expanded.
+
+    Counted per node, not per path, so a "billion laughs" file is measured in
+    as many steps as it has nodes, and refused before anything is built.
+    """
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    if id(node) in active:
+        return 1  # a recursive alias; building reports it
+    size = 1
+    if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        active.add(id(node))
+        for item in node.value:
+            parts = item if isinstance(item, tuple) else (item,)
+            size += sum(_expanded_size(part, sizes, active) for part in parts)
+            if size > MAX_VALUES:
+                break
+        active.discard(id(node))
+    sizes[id(node)] = size
+    return size
+
+
+class _TreeBuilder:
+    """Builds plain data from YAML nodes, noting each node's position.
+
+    Building by hand (rather than ``yaml.safe_load``) is what gives every value
+    a mark; it also lets duplicate keys, refused tags and recursive aliases be
+    reported with their positions instead of silently resolved.
+    """
+
+    def __init__(self, loader: _Loader, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.marks = Marks()
+        self.problems: list[Problem] = []
+        self._active: set[int] = set()
+        self._written: dict[int, set[int]] = {}
+
+    def _problem(self, node: yaml.Node, path: Path, message: str) -> None:
+        line, column = _position(node.start_mark)
+        self.problems.append(Problem(self.file, line, column, json_path(path), message))
+
+    def build(self, node: yaml.Node, path: Path) -> Any:
+        self.marks.values[path] = _position(node.start_mark)
+        if id(node) in self._active:
+            self._problem(node, path, "this alias refers to a node that contains it")
+            return None
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != _MAP_TAG:
+                self._refuse_tag(node, path)
+                return None
+            self._active.add(id(node))
+            try:
+                return self._mapping(node, path)
+            finally:
+                self._active.discard(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ_TAG:
+                self._refuse_tag(node, path)
+                return None
+            self._active.add(id(node))
+            try:
+                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+            finally:
+                self._active.discard(id(node))
+        if node.tag not in _SCALAR_TAGS:
+            self._refuse_tag(node, path)
+            return None
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.MarkedYAMLError as exc:
+            self._problem(node, path, f"YAML: {exc.problem}")
+            return None
+
+    def _refuse_tag(self, node: yaml.Node, path: Path) -> None:
+        tag = node.tag.replace(_YAML, "!!", 1) if node.tag.startswith(_YAML) else node.tag
+        self._problem(
+            node,
+            path,
+            f"the tag {tag!r} is not allowed: a scenario holds plain YAML data only "
+            "(mappings, lists, strings, numbers, booleans, null)",
+        )
+
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+        # Keys written in this mapping (not merged in with <<) may not repeat;
+        # a written key may override a merged one, as YAML's merge key intends.
+        # Remembered per node: flattening rewrites the node, and an alias
+        # builds the same node again.
+        written = self._written.get(id(node))
+        if written is None:
+            written = {id(k) for k, _ in node.value if k.tag != _YAML + "merge"}
+            self._written[id(node)] = written
+        try:
+            self.loader.flatten_mapping(node)
+        except yaml.MarkedYAMLError as exc:
+            self._problem(node, path, f"YAML: {exc.problem}")
+            return {}
         result: dict[str, Any] = {}
+        from_merge: set[str] = set()
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                key = str(key)
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALAR_TAGS:
+                self._problem(key_node, path, "a mapping key must be a plain string")
+                continue
+            raw_key = self.loader.construct_object(key_node)
+            key = raw_key if isinstance(raw_key, str) else str(key_node.value)
             child = (*path, key)
-            if key in result:
-                line, column = _position(key_node.start_mark)
-                problems.append(
-                    Problem(file, line, column, json_path(child), f"duplicate key {key!r}")
+            is_written = id(key_node) in written
+            if key in result and is_written and key not in from_merge:
+                first = self.marks.keys[child][0]
+                self._problem(
+                    key_node, child, f"duplicate key {key!r} (first given on line {first})"
                 )
-            marks.keys[child] = _position(key_node.start_mark)
-            result[key] = _build(loader, value_node, child, marks, problems, file)
+                continue
+            if is_written:
+                from_merge.discard(key)
+                self.marks.keys[child] = _position(key_node.start_mark)
+            else:
+                from_merge.add(key)
+                self.marks.keys.setdefault(child, _position(key_node.start_mark))
+            result[key] = self.build(value_node, child)
         return result
-    if isinstance(node, yaml.SequenceNode):
-        return [
-            _build(loader, item, (*path, index), marks, problems, file)
-            for index, item in enumerate(node.value)
-        ]
-    return loader.construct_object(node, deep=True)
 
 
 _formats = FormatChecker(formats=())
@@ -154,9 +324,15 @@ _formats = FormatChecker(formats=())
 @_formats.checks("date-time", raises=ValueError)
 def _is_time(value: object) -> bool:
     if isinstance(value, str):
-        if "T" not in value.upper() and " " not in value:
-            raise ValueError("not a date-time: it needs a date and a time, e.g. 2026-03-01T12:00:00Z")
-        parse_time(value)
+        if not re.match(r"^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d", value.strip()):
+            raise ValueError(
+                f"not a date-time: {value!r}; write an RFC 3339 instant such as "
+                "2026-03-01T12:00:00Z"
+            )
+        try:
+            parse_time(value)
+        except ValueError as exc:
+            raise ValueError(f"not a valid date-time: {value!r} ({exc})") from None
     return True
 
 
@@ -167,62 +343,132 @@ def scenario_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+def _is_strict_integer(checker: object, instance: object) -> bool:
+    # JSON Schema counts 60.0 as an integer; a scenario may not, so that a plan
+    # of 60.0 requests never turns into "60.0" in a header or a JSON body.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_ScenarioValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
+)
+
+
 @cache
-def _validator() -> Draft202012Validator:
-    return Draft202012Validator(scenario_schema(), format_checker=_formats)
+def _validator() -> Any:
+    return _ScenarioValidator(scenario_schema(), format_checker=_formats)
 
 
 def schema_problems(data: Any, marks: Marks, file: str) -> list[Problem]:
     """Every way ``data`` breaks the scenario JSON Schema, in file order."""
-    problems = []
+    return [problem for _, problem in check_schema(data, marks, file)]
+
+
+def check_schema(data: Any, marks: Marks, file: str) -> list[tuple[Path, Problem]]:
+    """Like ``schema_problems``, with the document path each problem is about.
+
+    The paths let the semantic checks skip exactly the parts the schema
+    already refused, and still check the rest of the file.
+    """
+    found: list[tuple[Path, Problem]] = []
     for error in _validator().iter_errors(data):
-        problems.extend(_explain(error, marks, file))
-    return sorted(problems, key=lambda p: (p.line, p.column, p.path, p.message))
+        found.extend(_explain(error, marks, file))
+    unique = {(p.line, p.column, p.path, p.message): (path, p) for path, p in found}
+    return sorted(unique.values(), key=lambda item: _order(item[1]))
 
 
-def _explain(error: ValidationError, marks: Marks, file: str) -> list[Problem]:
+def _order(problem: Problem) -> tuple[int, int, str, str]:
+    return (problem.line, problem.column, problem.path, problem.message)
+
+
+def _explain(error: ValidationError, marks: Marks, file: str) -> list[tuple[Path, Problem]]:
     path: Path = tuple(error.absolute_path)
-    custom = error.schema.get("x-error") if isinstance(error.schema, dict) else None
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if "propertyNames" in error.relative_schema_path and isinstance(error.instance, str):
+        # jsonschema reports a bad key at its mapping; point at the key itself.
+        key_path = (*path, error.instance)
+        message = schema.get("x-error", {}).get(error.validator) or _message(error)
+        return [(key_path, _problem(file, marks, key_path, message, key=True))]
+    custom = schema.get("x-error")
     if isinstance(custom, dict) and error.validator in custom:
-        return [_problem(file, marks, path, custom[error.validator])]
+        return [(path, _problem(file, marks, path, custom[error.validator]))]
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = set(error.schema.get("properties", {}))
+        known = set(schema.get("properties", {}))
+        patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
         out = []
         for extra in sorted(k for k in error.instance if k not in known):
-            hint = _closest(extra, known)
-            message = f"unknown key {extra!r}" + (f" (did you mean {hint!r}?)" if hint else "")
-            if not known:
-                message = f"unknown key {extra!r}"
-            out.append(_problem(file, marks, (*path, extra), message, key=True))
+            if any(p.search(extra) for p in patterns):
+                continue
+            message = f"unknown key {extra!r}" + _did_you_mean(extra, known)
+            out.append(((*path, extra), _problem(file, marks, (*path, extra), message, key=True)))
         if out:
             return out
     if error.validator in ("oneOf", "anyOf") and error.context:
         # Report the branch that came closest rather than "is not valid under any".
         best = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.message)))
-        if best.validator != "type":
+        if best.validator != "type" or len(best.absolute_path) > len(path):
             return _explain(best, marks, file)
         types = sorted({str(e.validator_value) for e in error.context if e.validator == "type"})
-        return [_problem(file, marks, path, f"must be {' or '.join(types)}, got {_kind(error.instance)}")]
-    return [_problem(file, marks, path, _message(error))]
+        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
+        message = f"must be {wanted}, got {_kind(error.instance)}"
+        return [(path, _problem(file, marks, path, message))]
+    return [(path, _problem(file, marks, path, _message(error)))]
+
+
+_TYPE_WORDS = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
 
 
 def _message(error: ValidationError) -> str:
+    value = error.validator_value
+    instance = error.instance
     if error.validator == "type":
-        return f"must be {error.validator_value}, got {_kind(error.instance)}"
+        wanted = _TYPE_WORDS.get(str(value), str(value))
+        message = f"must be {wanted}, got {_kind(instance)}"
+        if value == "string" and isinstance(instance, bool):
+            message += " (YAML reads yes/no/on/off/true/false as booleans: quote it)"
+        elif value == "string" and isinstance(instance, int | float):
+            message += f" (quote it: '{instance}')"
+        return message
     if error.validator == "enum":
-        allowed = ", ".join(json.dumps(v) for v in error.validator_value)
-        return f"must be one of {allowed}, got {json.dumps(error.instance)}"
+        allowed = ", ".join(json.dumps(v) for v in value)
+        hint = ""
+        if isinstance(instance, str):
+            hint = _did_you_mean(instance, {v for v in value if isinstance(v, str)}, 0.75)
+        return f"must be one of {allowed}, got {json.dumps(instance)}{hint}"
     if error.validator == "const":
-        return f"must be {json.dumps(error.validator_value)}, got {json.dumps(error.instance)}"
+        return f"must be {json.dumps(value)}, got {json.dumps(instance)}"
     if error.validator == "required":
         return error.message.replace("is a required property", "is required")
     if error.validator == "format":
         cause = error.cause
-        return str(cause) if cause and "needs" in str(cause) else f"not a valid {error.validator_value}: {error.instance!r}"
+        return str(cause) if cause else f"not a valid {value}: {instance!r}"
     if error.validator == "minimum":
-        return f"must be at least {error.validator_value}, got {error.instance}"
+        return f"must be at least {value}, got {instance}"
     if error.validator == "maximum":
-        return f"must be at most {error.validator_value}, got {error.instance}"
+        return f"must be at most {value}, got {instance}"
+    if error.validator == "exclusiveMinimum":
+        return f"must be more than {value}, got {instance}"
+    if error.validator == "exclusiveMaximum":
+        return f"must be less than {value}, got {instance}"
+    if error.validator == "minItems":
+        return f"must have at least {value} item(s), got {len(instance)}"
+    if error.validator == "maxItems":
+        return f"must have at most {value} item(s), got {len(instance)}"
+    if error.validator == "minLength":
+        return "must not be empty" if value == 1 else f"must be at least {value} characters"
+    if error.validator == "pattern":
+        return f"{json.dumps(instance)} does not match the pattern {value}"
+    if error.validator == "not":
+        return "this combination is not allowed"
     return error.message
 
 
@@ -231,28 +477,33 @@ def _problem(file: str, marks: Marks, path: Path, message: str, key: bool = Fals
     return Problem(file, line, column, json_path(path), message)
 
 
-def problem_at(file: str, marks: Marks, path: Path, message: str) -> Problem:
-    return _problem(file, marks, path, message)
+def problem_at(file: str, marks: Marks, path: Path, message: str, key: bool = False) -> Problem:
+    """A Problem about ``path``, positioned at its value (or its key) in the file."""
+    return _problem(file, marks, path, message, key)
 
 
 def _kind(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
+        return f"boolean {json.dumps(value)}"
+    if isinstance(value, int | float):
+        return f"{'integer' if isinstance(value, int) else 'number'} {value}"
     if isinstance(value, str):
         return f"string {value!r}"
     if isinstance(value, list):
-        return "array"
-    return "object"
+        return "a list"
+    return "a mapping"
 
 
-def _closest(word: str, candidates: set[str]) -> str | None:
-    import difflib
+def did_you_mean(word: str, candidates: set[str] | list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
+    return _did_you_mean(word, set(candidates))
 
-    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
-    return found[0] if found else None
+
+def _did_you_mean(word: str, candidates: set[str], cutoff: float = 0.6) -> str:
+    lowered = {c.lower(): c for c in candidates}
+    if word.lower() in lowered and lowered[word.lower()] != word:
+        return f" (did you mean {lowered[word.lower()]!r}?)"
+    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=cutoff)
+    return f" (did you mean {found[0]!r}?)" if found else ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path as FilePath
@@ -22,16 +23,25 @@ from mockstore.scenario.loader import (
     Marks,
     Problem,
     ScenarioError,
+    check_schema,
+    did_you_mean,
     json_path,
     parse_yaml,
     problem_at,
-    schema_problems,
 )
+
+Path = tuple[str | int, ...]
 
 SUNSET = parse_time("2030-12-05T00:00:00Z")
 # The spec gives no deprecation date; this default is documented in the README.
 DEPRECATED_SINCE = parse_time("2026-01-01T00:00:00Z")
-FAULT_KINDS = ("connection_reset", "empty_response", "malformed_json", "truncated_body", "slow_body")
+FAULT_KINDS = (
+    "connection_reset",
+    "empty_response",
+    "malformed_json",
+    "truncated_body",
+    "slow_body",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,7 @@ class Match:
     calls: frozenset[int] = frozenset()
     from_call: int | None = None
     until_call: int | None = None
+    every: int | None = None
     probability: float | None = None
     between_seconds: tuple[float, float] | None = None
 
@@ -130,7 +141,7 @@ class Scenario:
     plans: dict[str, Plan] = field(default_factory=lambda: dict(BUILTIN_PLANS))
     anonymous_plan: str = "free"
     keys: tuple[KeySpec, ...] = ()
-    ban: BanPolicy | None = BanPolicy()
+    ban: BanPolicy | None = field(default_factory=BanPolicy)
     pets: tuple[dict[str, Any], ...] = ()
     generate_pets: int = 0
     behaviour: Behaviour = Behaviour()
@@ -170,9 +181,10 @@ class Scenario:
 
 
 _NAMES = (
-    "Rex Bella Max Luna Charlie Lucy Cooper Daisy Milo Bailey Rocky Sadie Buddy Molly Bear "
-    "Maggie Duke Sophie Tucker Chloe Oliver Lola Jack Zoe Toby Stella Leo Coco Bruno Nala"
-).split()
+    *("Rex", "Bella", "Max", "Luna", "Charlie", "Lucy", "Cooper", "Daisy", "Milo", "Bailey"),
+    *("Rocky", "Sadie", "Buddy", "Molly", "Bear", "Maggie", "Duke", "Sophie", "Tucker", "Chloe"),
+    *("Oliver", "Lola", "Jack", "Zoe", "Toby", "Stella", "Leo", "Coco", "Bruno", "Nala"),
+)
 _STATUSES = ("available", "pending", "sold")
 
 
@@ -191,6 +203,23 @@ def generate_pets(count: int, seed: int, existing: list[dict[str, Any]]) -> list
             }
         )
     return pets
+
+
+def schema_fields(name: str) -> set[str]:
+    """The property names of an OpenAPI component schema, through its ``allOf`` parts.
+
+    The OpenAPI document is the one source of what a Pet holds; the scenario
+    checks read it rather than keep a copy of the field list.
+    """
+    components = schemas.openapi_document()["components"]["schemas"]
+    schema = components[name]
+    fields = set(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        if "$ref" in part:
+            fields |= schema_fields(part["$ref"].rsplit("/", 1)[-1])
+        else:
+            fields |= set(part.get("properties", {}))
+    return fields
 
 
 def bundled_dir() -> Any:
@@ -227,46 +256,85 @@ def load_scenario_file(name_or_path: str) -> Scenario:
 
 
 def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
-    """Parse, validate and build a scenario; raises ``ScenarioError``."""
+    """Parse, validate and build a scenario; raises ``ScenarioError``.
+
+    The schema problems and the semantic ones (unknown plans, keys defined
+    twice, invalid pets, ...) are reported together: the semantic checks skip
+    only the parts the schema already refused, so one run shows every error.
+    """
     data, marks = parse_yaml(text, file)
-    problems = schema_problems(data, marks, file)
-    if problems:
-        raise ScenarioError(problems)
-    builder = _Builder(data, marks, file)
+    checked = check_schema(data, marks, file)
+    if checked and not isinstance(data, dict):
+        raise ScenarioError([problem for _, problem in checked])
+    builder = _Builder(data, marks, file, broken=[path for path, _ in checked])
     scenario = builder.build(text)
-    if builder.problems:
-        raise ScenarioError(sorted(builder.problems, key=lambda p: (p.line, p.column, p.path)))
+    problems = {str(p): p for p in [*(p for _, p in checked), *builder.problems]}
+    if problems:
+        raise ScenarioError(sorted(problems.values(), key=lambda p: (p.line, p.column, p.path)))
     return scenario
 
 
-class _Builder:
-    """Turns schema-valid data into a Scenario, noting what the schema cannot check."""
+# Headers that frame the message: the server derives them, a scenario may not.
+_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
-    def __init__(self, data: dict[str, Any], marks: Marks, file: str) -> None:
+
+class _Builder:
+    """Turns schema-checked data into a Scenario, noting what the schema cannot check.
+
+    ``broken`` holds the paths the schema refused. Building a part needs it
+    whole (``clean``); checking one field needs only that field to be free of
+    schema problems (``checkable``) and of the expected type, so the semantic
+    checks run on everything the schema did not already report.
+    """
+
+    def __init__(
+        self, data: dict[str, Any], marks: Marks, file: str, broken: list[Path] | None = None
+    ) -> None:
         self.data = data
         self.marks = marks
         self.file = file
         self.problems: list[Problem] = []
+        self._broken = [path for path in broken or [] if path]
 
-    def problem(self, path: tuple[str | int, ...], message: str) -> None:
-        self.problems.append(problem_at(self.file, self.marks, path, message))
+    def problem(self, path: Path, message: str, *, key: bool = False) -> None:
+        self.problems.append(problem_at(self.file, self.marks, path, message, key=key))
+
+    def clean(self, path: Path) -> bool:
+        """True when the schema found nothing wrong at, inside or around ``path``."""
+        for bad in self._broken:
+            shorter = min(len(bad), len(path))
+            if bad[:shorter] == path[:shorter]:
+                return False
+        return True
+
+    def checkable(self, path: Path) -> bool:
+        """True when the schema found nothing wrong at or inside ``path``."""
+        return not any(bad[: len(path)] == path for bad in self._broken)
+
+    def get(self, path: Path, default: Any) -> Any:
+        """The value at a top-level ``path`` if present and clean, else ``default``."""
+        value: Any = self.data
+        for part in path:
+            if not isinstance(value, dict) or part not in value:
+                return default
+            value = value[part]
+        return value if self.clean(path) else default
 
     def build(self, source: str) -> Scenario:
-        d = self.data
-        plans = dict(BUILTIN_PLANS)
-        for name, raw in d.get("plans", {}).items():
-            plans[name] = Plan(name, raw["per_minute"], raw["per_day"])
-        keys = self._keys(d.get("keys", []), plans)
-        anonymous = d.get("anonymous_plan", "free")
-        if anonymous not in plans:
+        plans = self._plans()
+        keys = self._keys(plans)
+        anonymous = self.get(("anonymous_plan",), "free")
+        if anonymous not in plans and self._plan_names_known():
             self.problem(("anonymous_plan",), self._unknown_plan(anonymous, plans))
-        base_path = d.get("base_path", "/v1")
-        if base_path.startswith("/__mockstore"):
+        base_path = self.get(("base_path",), "/v1")
+        if base_path == "/__mockstore" or base_path.startswith("/__mockstore/"):
             self.problem(("base_path",), "must not be under /__mockstore (the control API)")
-        clock = d.get("clock", {})
-        start = parse_time(clock["start"]) if "start" in clock else None
-        mode = clock.get("mode", "running")
-        raw_ban = d.get("ban", {})
+        start_text = self.get(("clock", "start"), None)
+        start = parse_time(start_text) if start_text is not None else None
+        mode = self.get(("clock", "mode"), "running")
+        raw_ban = self.get(("ban",), {})
         ban = None
         if raw_ban.get("enabled", True):
             ban = BanPolicy(
@@ -275,56 +343,112 @@ class _Builder:
                 duration_seconds=raw_ban.get("duration_seconds", 600),
                 status=raw_ban.get("status", 429),
             )
-        key_names = {k.key for k in keys}
+        key_names = set(self._key_names())
+        faults = []
+        for index, raw in self._items("faults"):
+            path: Path = ("faults", index)
+            self._check_fault(raw, path, key_names, plans, base_path)
+            if self.clean(path):
+                faults.append(self._fault(index, raw))
+        routes = []
+        for index, raw in self._items("routes"):
+            path = ("routes", index)
+            self._check_route(raw, path, base_path)
+            if self.clean(path):
+                routes.append(self._route(index, raw))
+        journal = self.get(("journal",), {})
         return Scenario(
-            name=d.get("name", FilePath(self.file.split(" ")[0]).stem or "scenario"),
-            description=d.get("description", "").strip(),
-            seed=d.get("seed", 0),
+            name=self.get(("name",), FilePath(self.file.split(" ")[0]).stem or "scenario"),
+            description=self.get(("description",), "").strip(),
+            seed=self.get(("seed",), 0),
             base_path=base_path,
-            isolation=d.get("isolation", "shared"),
+            isolation=self.get(("isolation",), "shared"),
             clock_start=start,
             clock_mode=mode,
             plans=plans,
             anonymous_plan=anonymous,
             keys=tuple(keys),
             ban=ban,
-            pets=tuple(self._pets(d.get("pets", []))),
-            generate_pets=d.get("generate", {}).get("pets", 0),
-            behaviour=self._behaviour(d.get("behaviour", {})),
-            faults=tuple(
-                self._fault(i, raw, key_names, plans) for i, raw in enumerate(d.get("faults", []))
-            ),
-            routes=tuple(self._route(i, raw) for i, raw in enumerate(d.get("routes", []))),
-            journal_size=d.get("journal", {}).get("size", 10_000),
-            journal_body_bytes=d.get("journal", {}).get("body_bytes", 4096),
+            pets=tuple(self._pets()),
+            generate_pets=self.get(("generate", "pets"), 0),
+            behaviour=self._behaviour(),
+            faults=tuple(faults),
+            routes=tuple(routes),
+            journal_size=journal.get("size", 10_000),
+            journal_body_bytes=journal.get("body_bytes", 4096),
             source=source,
             file=self.file,
         )
 
+    def _items(self, section: str) -> list[tuple[int, dict[str, Any]]]:
+        """The mapping items of a list section, with their indexes."""
+        items = self.data.get(section)
+        if not isinstance(items, list):
+            return []
+        return [(index, raw) for index, raw in enumerate(items) if isinstance(raw, dict)]
+
+    def _field(self, raw: dict[str, Any], path: Path, name: str, kind: type | tuple) -> Any:
+        """``raw[name]`` when it is there, of ``kind`` and free of schema problems."""
+        value = raw.get(name)
+        if (
+            isinstance(value, kind)
+            and not isinstance(value, bool)
+            and self.checkable((*path, name))
+        ):
+            return value
+        return None
+
+    def _plan_names_known(self) -> bool:
+        """False when ``plans`` is not a mapping, so no name can be called unknown."""
+        return "plans" not in self.data or isinstance(self.data["plans"], dict)
+
+    def _plans(self) -> dict[str, Plan]:
+        plans = dict(BUILTIN_PLANS)
+        raw_plans = self.data.get("plans")
+        if isinstance(raw_plans, dict):
+            for name, raw in raw_plans.items():
+                if self.clean(("plans", name)):
+                    plans[name] = Plan(name, raw["per_minute"], raw["per_day"])
+                else:
+                    # Refused by the schema, but named: keys using it are not "unknown".
+                    plans[name] = Plan(name, 1, 1)
+        return plans
+
+    def _key_names(self) -> list[str]:
+        raw_keys = self.data.get("keys")
+        if not isinstance(raw_keys, list):
+            return []
+        return [k["key"] for k in raw_keys if isinstance(k, dict) and isinstance(k.get("key"), str)]
+
     @staticmethod
     def _unknown_plan(name: str, plans: dict[str, Plan]) -> str:
-        return f"unknown plan {name!r} (known: {', '.join(sorted(plans))})"
+        known = sorted(n for n in plans if not n.startswith("custom:"))
+        return f"unknown plan {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})"
 
-    def _keys(self, raw_keys: list[dict[str, Any]], plans: dict[str, Plan]) -> list[KeySpec]:
+    def _keys(self, plans: dict[str, Plan]) -> list[KeySpec]:
         keys: list[KeySpec] = []
         first_seen: dict[str, int] = {}
-        for index, raw in enumerate(raw_keys):
-            path = ("keys", index)
-            key = raw["key"]
-            if key in first_seen:
-                line = self.marks.at(("keys", first_seen[key]))[0]
-                self.problem((*path, "key"), f"key {key!r} is defined twice (first on line {line})")
+        for index, raw in self._items("keys"):
+            path: Path = ("keys", index)
+            key = self._field(raw, path, "key", str)
+            if key is not None:
+                if key in first_seen:
+                    line = self.marks.at(("keys", first_seen[key]))[0]
+                    self.problem(
+                        (*path, "key"), f"key {key!r} is defined twice (first on line {line})"
+                    )
+                    continue
+                first_seen[key] = index
+            plan_name = self._field(raw, path, "plan", str)
+            if plan_name is not None and plan_name not in plans and self._plan_names_known():
+                self.problem((*path, "plan"), self._unknown_plan(plan_name, plans))
                 continue
-            first_seen[key] = index
+            if not self.clean(path):
+                continue
             plan_value = raw["plan"]
             if isinstance(plan_value, dict):
                 plan_name = f"custom:{key}"
                 plans[plan_name] = Plan(plan_name, plan_value["per_minute"], plan_value["per_day"])
-            else:
-                plan_name = plan_value
-                if plan_name not in plans:
-                    self.problem((*path, "plan"), self._unknown_plan(plan_name, plans))
-                    continue
             plan = plans[plan_name]
             used = raw.get("used", {})
             minute, day = used.get("minute", 0), used.get("day", used.get("minute", 0))
@@ -343,33 +467,46 @@ class _Builder:
             keys.append(KeySpec(key, plan_name, raw.get("tenant", key), minute, day))
         return keys
 
-    def _pets(self, raw_pets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _pets(self) -> list[dict[str, Any]]:
         validator = schemas.schema_validator("Pet")
+        fields = schema_fields("Pet")
         seen: dict[Any, int] = {}
         pets = []
-        for index, pet in enumerate(raw_pets):
+        for index, pet in self._items("pets"):
+            if not self.clean(("pets", index)):
+                continue
             errors = list(schemas.errors_of(validator, pet))
             for error in errors:
                 self.problem(
                     ("pets", index, *error.absolute_path),
                     "not a valid Pet: " + schemas.describe(error, ""),
                 )
-            extra = sorted(set(pet) - {"id", "name", "categoryId", "status"})
+            extra = sorted(set(pet) - fields)
             for name in extra:
-                self.problem(("pets", index, name), f"unknown Pet field {name!r}")
-            if errors or extra:
-                continue
-            if pet["id"] in seen:
-                line = self.marks.at(("pets", seen[pet["id"]]))[0]
                 self.problem(
-                    ("pets", index, "id"), f"pet id {pet['id']} is used twice (first on line {line})"
+                    ("pets", index, name),
+                    f"unknown Pet field {name!r}{did_you_mean(name, fields)}"
+                    f" (a Pet has {', '.join(sorted(fields))})",
+                    key=True,
                 )
-                continue
-            seen[pet["id"]] = index
-            pets.append(pet)
+            pet_id = pet.get("id")
+            id_ok = not any(tuple(e.absolute_path)[:1] == ("id",) for e in errors)
+            if pet_id is not None and id_ok:
+                # Checked even on an otherwise broken pet, so every clash shows at once.
+                if pet_id in seen:
+                    line = self.marks.at(("pets", seen[pet_id]))[0]
+                    self.problem(
+                        ("pets", index, "id"),
+                        f"pet id {pet_id} is used twice (first on line {line})",
+                    )
+                    continue
+                seen[pet_id] = index
+            if not errors and not extra:
+                pets.append(pet)
         return pets
 
-    def _behaviour(self, raw: dict[str, Any]) -> Behaviour:
+    def _behaviour(self) -> Behaviour:
+        raw = self.get(("behaviour",), {})
         status = raw.get("default_status", "omit")
         return Behaviour(
             default_status=None if status == "omit" else status,
@@ -383,54 +520,126 @@ class _Builder:
             sunset=parse_time(raw["sunset"]) if "sunset" in raw else SUNSET,
         )
 
-    def _reply(self, raw: dict[str, Any], path: tuple[str | int, ...]) -> Reply:
-        status = raw["status"]
-        has_body = "body" in raw
-        body = raw.get("body")
-        if status >= 400 and not raw.get("raw", False):
-            validator = schemas.schema_validator("Error")
-            if not has_body:
+    def _check_reply(self, raw: Any, path: Path) -> None:
+        """An error status needs an Error body whose status matches (unless raw)."""
+        if not isinstance(raw, dict):
+            return
+        self._check_headers(raw, path)
+        status = self._field(raw, path, "status", int)
+        if status is None or status < 400 or raw.get("raw", False) is True:
+            return
+        if "body" not in raw:
+            self.problem(
+                path,
+                f"an error status ({status}) needs an Error body "
+                f"{{code, message, status: {status}}} (or raw: true)",
+            )
+            return
+        if not self.checkable((*path, "body")):
+            return
+        body = raw["body"]
+        for error in schemas.errors_of(schemas.schema_validator("Error"), body):
+            self.problem(
+                (*path, "body", *error.absolute_path),
+                "not an Error: " + schemas.describe(error, ""),
+            )
+        if isinstance(body, dict) and body.get("status") not in (None, status):
+            self.problem(
+                (*path, "body", "status"),
+                f"Error status {body.get('status')} differs from the response status {status}",
+            )
+
+    def _check_headers(self, raw: dict[str, Any], path: Path) -> None:
+        """Scripted headers must be sendable: a token name, a Latin-1 one-line value."""
+        headers = self._field(raw, path, "headers", dict)
+        for name, value in (headers or {}).items():
+            where = (*path, "headers", name)
+            if name.lower() in _FRAMING_HEADERS:
                 self.problem(
-                    path, f"an error status ({status}) needs an Error body (or raw: true)"
+                    where, f"{name} is set by the server from the body; remove it", key=True
                 )
-            else:
-                for error in schemas.errors_of(validator, body):
-                    self.problem(
-                        (*path, "body", *error.absolute_path),
-                        "not an Error: " + schemas.describe(error, ""),
-                    )
-                if isinstance(body, dict) and body.get("status") not in (None, status):
-                    self.problem(
-                        (*path, "body", "status"),
-                        f"Error status {body.get('status')} differs from the response status {status}",
-                    )
+            elif not _HEADER_NAME.fullmatch(name):
+                self.problem(where, f"{name!r} is not a valid HTTP header name", key=True)
+            if isinstance(value, str) and not _HEADER_VALUE.fullmatch(value):
+                self.problem(where, "a header value must be one line of Latin-1 text")
+
+    @staticmethod
+    def _reply(raw: dict[str, Any]) -> Reply:
+        """A checked ``respond`` encoded once, so answering costs no encoding."""
+        body = raw.get("body")
         encoded = None
-        if has_body:
+        if "body" in raw:
             if isinstance(body, str) and raw.get("raw", False):
                 encoded = body.encode()
             else:
                 encoded = json.dumps(body, ensure_ascii=False).encode()
         headers = tuple((str(k), str(v)) for k, v in raw.get("headers", {}).items())
-        return Reply(status, encoded, headers, raw.get("ratelimit_headers", True))
+        return Reply(raw["status"], encoded, headers, raw.get("ratelimit_headers", True))
 
-    def _match(
+    def _check_where(self, raw: dict[str, Any], path: Path, base_path: str) -> None:
+        """A path must be relative to the base path, or it could never match."""
+        where = self._field(raw, path, "path", str)
+        if base_path and where is not None and where.startswith(base_path + "/"):
+            self.problem(
+                (*path, "path"),
+                f"paths are relative to base_path {base_path}: write {where[len(base_path) :]!r}",
+            )
+
+    def _check_match(
         self,
-        raw: dict[str, Any],
-        path: tuple[str | int, ...],
+        raw: Any,
+        path: Path,
         key_names: set[str],
         plans: dict[str, Plan],
-    ) -> Match:
-        if "key" in raw and raw["key"] not in key_names:
-            self.problem((*path, "key"), f"key {raw['key']!r} is not defined under keys")
-        if "plan" in raw and raw["plan"] not in plans:
-            self.problem((*path, "plan"), self._unknown_plan(raw["plan"], plans))
-        between = raw.get("between_seconds")
-        if between and between[0] > between[1]:
-            self.problem((*path, "between_seconds"), "the start must not be after the end")
-        if raw.get("from_call") and raw.get("until_call") and raw["from_call"] > raw["until_call"]:
+        base_path: str,
+    ) -> None:
+        if not isinstance(raw, dict):
+            return
+        key = self._field(raw, path, "key", str)
+        if key is not None and key not in key_names:
+            hint = did_you_mean(key, key_names)
+            self.problem((*path, "key"), f"key {key!r} is not defined under keys{hint}")
+        plan = self._field(raw, path, "plan", str)
+        if plan is not None and plan not in plans and self._plan_names_known():
+            self.problem((*path, "plan"), self._unknown_plan(plan, plans))
+        between = self._field(raw, path, "between_seconds", list)
+        if between is not None and between[0] >= between[1]:
+            self.problem((*path, "between_seconds"), "the start must be before the end")
+        first = self._field(raw, path, "from_call", int)
+        last = self._field(raw, path, "until_call", int)
+        if first is not None and last is not None and first > last:
             self.problem((*path, "from_call"), "from_call must not be after until_call")
         if "operation" in raw and ("method" in raw or "path" in raw):
             self.problem(path, "use operation, or method and path, not both")
+        self._check_where(raw, path, base_path)
+
+    def _check_fault(
+        self,
+        raw: dict[str, Any],
+        path: Path,
+        key_names: set[str],
+        plans: dict[str, Plan],
+        base_path: str,
+    ) -> None:
+        self._check_match(raw.get("match"), (*path, "match"), key_names, plans, base_path)
+        self._check_reply(raw.get("respond"), (*path, "respond"))
+        delay = raw.get("delay")
+        if isinstance(delay, dict):
+            bounds = self._field(delay, (*path, "delay"), "uniform_ms", list)
+            if bounds is not None and bounds[0] > bounds[1]:
+                self.problem((*path, "delay", "uniform_ms"), "the low bound is above the high")
+
+    def _check_route(self, raw: dict[str, Any], path: Path, base_path: str) -> None:
+        # The schema reports a route that names neither or all of operation,
+        # method and path; one naming an operation and a method only passes it.
+        if "operation" in raw and ("method" in raw) != ("path" in raw):
+            self.problem(path, "a route needs either operation, or method and path (not both)")
+        self._check_where(raw, path, base_path)
+        self._check_reply(raw.get("respond"), (*path, "respond"))
+
+    @staticmethod
+    def _match(raw: dict[str, Any]) -> Match:
+        between = raw.get("between_seconds")
         return Match(
             operation=raw.get("operation"),
             method=raw.get("method"),
@@ -443,31 +652,28 @@ class _Builder:
             calls=frozenset(raw.get("calls", ())),
             from_call=raw.get("from_call"),
             until_call=raw.get("until_call"),
+            every=raw.get("every"),
             probability=raw.get("probability"),
-            between_seconds=tuple(between) if between else None,
+            between_seconds=(float(between[0]), float(between[1])) if between else None,
         )
 
-    def _fault(
-        self, index: int, raw: dict[str, Any], key_names: set[str], plans: dict[str, Plan]
-    ) -> FaultRule:
-        path: tuple[str | int, ...] = ("faults", index)
+    def _fault(self, index: int, raw: dict[str, Any]) -> FaultRule:
         delay = None
-        if "delay" in raw:
-            spec = raw["delay"]
+        spec = raw.get("delay")
+        if spec is not None:
             if "fixed_ms" in spec:
                 delay = Delay("fixed", spec["fixed_ms"])
             elif "uniform_ms" in spec:
-                low, high = spec["uniform_ms"]
-                if low > high:
-                    self.problem((*path, "delay", "uniform_ms"), "the low bound is above the high")
-                delay = Delay("uniform", low, high)
+                delay = Delay("uniform", *spec["uniform_ms"])
             else:
-                delay = Delay("lognormal", spec["lognormal"]["median_ms"], spec["lognormal"]["sigma"])
+                delay = Delay(
+                    "lognormal", spec["lognormal"]["median_ms"], spec["lognormal"]["sigma"]
+                )
         return FaultRule(
             index=index,
             name=raw.get("name", f"faults[{index}]"),
-            match=self._match(raw["match"], (*path, "match"), key_names, plans),
-            reply=self._reply(raw["respond"], (*path, "respond")) if "respond" in raw else None,
+            match=self._match(raw["match"]),
+            reply=self._reply(raw["respond"]) if "respond" in raw else None,
             delay=delay,
             fault=raw.get("fault"),
         )
@@ -478,7 +684,7 @@ class _Builder:
             operation=raw.get("operation"),
             method=raw.get("method"),
             path=raw.get("path"),
-            reply=self._reply(raw["respond"], ("routes", index, "respond")),
+            reply=self._reply(raw["respond"]),
         )
 
 

@@ -1,0 +1,471 @@
+"""The etiquette report: does the client behave as the Pet Store interface asks?
+
+The spec asks a client to wait for ``Retry-After`` after a 429, to use
+exponential backoff, not to keep sending after 429s (or be banned), to move
+off the deprecated ``GET /pets/{petId}`` before 5 December 2030, and to send
+``Authorization: Bearer <API_KEY>`` on every call. Each rule below turns one
+of those sentences into a check over the journal, with a stable id so a team
+can track or discuss a finding by its number.
+
+Time is always *scenario* time (the mock's clock when each request arrived),
+so a manual clock judges exactly the time a test moved, and a running clock
+judges real waiting. Rate-limit rules work per *bucket*: what the limiter
+counts, i.e. one API key, or one client address for callers without a valid
+key.
+
+=======  ======================  ========  ==========================================
+id       rule                    severity  fires when (threshold)
+=======  ======================  ========  ==========================================
+ETQ001   retry-after-ignored     error     a request on a bucket arrives before the
+                                           ``Retry-After`` of an earlier response on that
+                                           bucket has elapsed (no tolerance). A request
+                                           that arrived after that response's request
+                                           but before the response was sent (in flight
+                                           on another connection) is exempt.
+ETQ002   no-exponential-backoff  warning   in a run of retries after consecutive 429s
+                                           on one bucket, with at least 3 waits not set
+                                           by a ``Retry-After`` the client honoured,
+                                           fewer than half of the successive waits grow
+                                           to at least 1.5x the one before (and above
+                                           10 ms). A wait that honours ``Retry-After``
+                                           ends the run: the server set the pace.
+ETQ003   key-banned              error     a response says ``key_banned``. Evidence: the
+                                           429 ``rate_limited`` rejections within the
+                                           scenario's ban window before the ban, and
+                                           every request answered ``key_banned``.
+ETQ004   deprecated-operation    warning   any call of a deprecated operation (``getPet``)
+                                           before its sunset (from the ``Sunset`` header).
+ETQ005   removed-operation       error     any call of a deprecated operation at or after
+                                           its sunset (``410 gone``, or answered anyway
+                                           when a scenario keeps it).
+ETQ006   invalid-request         warning   any request refused as invalid (400, 413,
+                                           415); one finding per operation, Error code
+                                           and message.
+ETQ007   bad-authorization       warning   a request without an ``Authorization`` header
+                                           (one finding), or with one that is not
+                                           ``Bearer <token>`` (another finding).
+=======  ======================  ========  ==========================================
+
+The thresholds are the module constants below; ``RULES`` is the table in
+code, and ``tests/test_etiquette.py`` checks that this docstring lists the
+same ids, names and severities.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from email.utils import formatdate
+from itertools import pairwise
+
+from mockstore import schemas
+from mockstore.reports.model import Fact, Finding, ReportContext, Rule, severity_rank
+
+BACKOFF_MIN_WAITS = 3  # ETQ002 judges runs with at least this many waits
+BACKOFF_GROWTH = 1.5  # a wait "grows" when it is at least this times the one before
+BACKOFF_FLOOR = 0.010  # ... and longer than this many seconds (no wait is not a wait)
+INVALID_STATUSES = frozenset({400, 413, 415})
+EXAMPLES = 20  # pairs of evidence spelled out in a finding's details
+
+RETRY_AFTER_IGNORED = Rule(
+    "ETQ001",
+    "retry-after-ignored",
+    "error",
+    "Request sent before Retry-After elapsed",
+    "no request on a key (or anonymous client) until the Retry-After of its last "
+    "response has elapsed, in scenario time; tolerance 0 s",
+)
+NO_BACKOFF = Rule(
+    "ETQ002",
+    "no-exponential-backoff",
+    "warning",
+    "Retries after 429 without exponential backoff",
+    f"in runs of >= {BACKOFF_MIN_WAITS} retries after consecutive 429s (waits not set by "
+    f"Retry-After), at least half the waits grow >= {BACKOFF_GROWTH}x the one before "
+    f"and exceed {int(BACKOFF_FLOOR * 1000)} ms",
+)
+KEY_BANNED = Rule(
+    "ETQ003",
+    "key-banned",
+    "error",
+    "Requests that led to a ban",
+    "no key banned (the scenario's ban policy: N rejections within S seconds)",
+)
+DEPRECATED = Rule(
+    "ETQ004",
+    "deprecated-operation",
+    "warning",
+    "Calls of a deprecated operation",
+    "no call of a deprecated operation (getPet) before its sunset",
+)
+REMOVED = Rule(
+    "ETQ005",
+    "removed-operation",
+    "error",
+    "Calls of an operation after its sunset",
+    "no call of a deprecated operation at or after its sunset",
+)
+INVALID = Rule(
+    "ETQ006",
+    "invalid-request",
+    "warning",
+    "Requests refused as invalid",
+    "no request answered 400, 413 or 415",
+)
+BAD_AUTHORIZATION = Rule(
+    "ETQ007",
+    "bad-authorization",
+    "warning",
+    "Missing or malformed Authorization header",
+    "every request sends Authorization: Bearer <API_KEY>",
+)
+
+RULES: tuple[Rule, ...] = (
+    RETRY_AFTER_IGNORED,
+    NO_BACKOFF,
+    KEY_BANNED,
+    DEPRECATED,
+    REMOVED,
+    INVALID,
+    BAD_AUTHORIZATION,
+)
+
+# The spec's stated replacement for each deprecated operation.
+REPLACEMENTS: dict[str, str] = {
+    "getPet": "GET /pets with the status filter (listPets, e.g. GET /pets?status=available)",
+}
+
+
+def judge(facts: list[Fact], context: ReportContext | None = None) -> list[Finding]:
+    """Every finding for these facts, most severe first, then by rule id and subject."""
+    context = context or ReportContext()
+    buckets: dict[str, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        buckets[fact.bucket].append(fact)
+    for items in buckets.values():
+        items.sort(key=lambda f: (f.time, f.seq))
+    findings: list[Finding] = []
+    for items in buckets.values():
+        findings.extend(_retry_after_ignored(items))
+        findings.extend(_no_backoff(items))
+        findings.extend(_bans(items, context))
+    findings.extend(_deprecated(facts))
+    findings.extend(_invalid(facts))
+    findings.extend(_bad_authorization(facts))
+    findings.sort(key=lambda f: (-severity_rank(f.rule.severity), f.rule.id, f.subject))
+    return findings
+
+
+def _finding(
+    rule: Rule, subject: str, message: str, evidence: Iterable[Fact], **details: object
+) -> Finding:
+    ordered = sorted({f.seq: f for f in evidence}.values(), key=lambda f: f.seq)
+    return Finding(
+        rule,
+        subject,
+        message,
+        [f.seq for f in ordered],
+        [f.request_id for f in ordered],
+        dict(details),
+    )
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    if word == "time":
+        return {1: "once", 2: "twice"}.get(count, f"{count} times")
+    return f"{count} {word}" if count == 1 else f"{count} {plural or word + 's'}"
+
+
+# -- ETQ001 ---------------------------------------------------------------------
+
+
+def _retry_after_ignored(items: list[Fact]) -> list[Finding]:
+    deadline: float | None = None
+    told: Fact | None = None
+    early: list[tuple[Fact, Fact]] = []
+    for fact in items:
+        if deadline is not None and told is not None and fact.time < deadline:
+            in_flight = told.time < fact.time < told.time + told.latency
+            if not in_flight:
+                early.append((fact, told))
+        if fact.wait_until is not None and (deadline is None or fact.wait_until >= deadline):
+            deadline, told = fact.wait_until, fact
+    if not early:
+        return []
+    first, source = early[0]
+    assert source.wait_until is not None
+    message = (
+        f"{_plural(len(early), 'request')} on {first.subject} arrived before the "
+        f"Retry-After of an earlier response had elapsed; e.g. #{first.seq} came "
+        f"{first.time - source.time:.3f} s after #{source.seq} "
+        f"({source.status} {source.code or ''}, Retry-After: {source.retry_after}), "
+        f"{source.wait_until - first.time:.3f} s too early"
+    ).replace(" )", ")")
+    examples = [
+        {
+            "seq": f.seq,
+            "after_seq": s.seq,
+            "retry_after": s.retry_after,
+            "early_by_seconds": round((s.wait_until or f.time) - f.time, 6),
+        }
+        for f, s in early[:EXAMPLES]
+    ]
+    evidence = [f for f, _ in early] + [s for _, s in early]
+    return [
+        _finding(
+            RETRY_AFTER_IGNORED,
+            first.subject,
+            message,
+            evidence,
+            early_requests=len(early),
+            examples=examples,
+        )
+    ]
+
+
+# -- ETQ002 ---------------------------------------------------------------------
+
+
+def _runs(items: list[Fact]) -> list[list[tuple[Fact, float]]]:
+    """Runs of (retry, wait before it) after consecutive 429s.
+
+    A wait that honoured the Retry-After of the 429 before it ends the run.
+    """
+    runs: list[list[tuple[Fact, float]]] = []
+    current: list[tuple[Fact, float]] = []
+    previous: Fact | None = None
+    for fact in items:
+        follows_429 = previous is not None and previous.status == 429
+        honoured = (
+            follows_429
+            and previous is not None
+            and previous.wait_until is not None
+            and fact.time >= previous.wait_until
+        )
+        if follows_429 and not honoured and previous is not None:
+            current.append((fact, fact.time - previous.time))
+        elif current:
+            runs.append(current)
+            current = []
+        previous = fact
+    if current:
+        runs.append(current)
+    return runs
+
+
+def grows(waits: list[float]) -> bool:
+    """Whether waits back off: at least half grow by BACKOFF_GROWTH and pass the floor."""
+    pairs = list(pairwise(waits))
+    growing = sum(1 for a, b in pairs if b >= BACKOFF_GROWTH * a and b > BACKOFF_FLOOR)
+    return 2 * growing >= len(pairs)
+
+
+def _no_backoff(items: list[Fact]) -> list[Finding]:
+    failing = [
+        run
+        for run in _runs(items)
+        if len(run) >= BACKOFF_MIN_WAITS and not grows([wait for _, wait in run])
+    ]
+    if not failing:
+        return []
+    subject = failing[0][0][0].subject
+    shown = [round(wait, 3) for _, wait in failing[0][:8]]
+    retries = sum(len(run) for run in failing)
+    message = (
+        f"{_plural(len(failing), 'run')} of retries after 429 on {subject} "
+        f"({_plural(retries, 'retry', 'retries')}) did not back off: waits in seconds "
+        f"{shown}{' ...' if len(failing[0]) > 8 else ''} do not grow "
+        f"(expected each about {BACKOFF_GROWTH}x or more the one before)"
+    )
+    return [
+        _finding(
+            NO_BACKOFF,
+            subject,
+            message,
+            [fact for run in failing for fact, _ in run],
+            runs=[
+                {"seqs": [f.seq for f, _ in run], "waits": [round(w, 6) for _, w in run]}
+                for run in failing[:EXAMPLES]
+            ],
+        )
+    ]
+
+
+# -- ETQ003 ---------------------------------------------------------------------
+
+
+def _bans(items: list[Fact], context: ReportContext) -> list[Finding]:
+    bans = 0
+    led: list[Fact] = []
+    banned: list[Fact] = []
+    in_ban = False
+    for index, fact in enumerate(items):
+        if fact.code == "key_banned":
+            if not in_ban:
+                bans += 1
+                horizon = fact.time - context.ban_within_seconds
+                for earlier in reversed(items[:index]):
+                    if earlier.time < horizon or earlier.code == "key_banned":
+                        break
+                    if earlier.code == "rate_limited":
+                        led.append(earlier)
+            in_ban = True
+            banned.append(fact)
+        else:
+            in_ban = False
+    if not bans:
+        return []
+    subject = banned[0].subject
+    policy = ""
+    if context.ban_after_rejections:
+        policy = (
+            f" (the scenario bans after {context.ban_after_rejections} rejections "
+            f"within {context.ban_within_seconds:g} s)"
+        )
+    message = (
+        f"{subject} was banned {_plural(bans, 'time')} for sending on after 429: "
+        f"{_plural(len(led), 'rate-limited request')} led to the ban{policy}; it then sent "
+        f"{_plural(len(banned), 'request')} refused as key_banned"
+    )
+    return [
+        _finding(
+            KEY_BANNED,
+            subject,
+            message,
+            led + banned,
+            bans=bans,
+            led_to_ban=[f.seq for f in sorted(led, key=lambda f: f.seq)],
+            while_banned=len(banned),
+        )
+    ]
+
+
+# -- ETQ004 / ETQ005 -----------------------------------------------------------
+
+
+def _deprecated(facts: list[Fact]) -> list[Finding]:
+    operations = schemas.operations()
+    deprecated = {op for op, spec in operations.items() if spec.deprecated}
+    before: dict[str, list[Fact]] = defaultdict(list)
+    after: dict[str, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        if fact.operation in deprecated:
+            assert fact.operation is not None
+            gone = fact.code == "gone" or (fact.sunset is not None and fact.time >= fact.sunset)
+            (after if gone else before)[fact.operation].append(fact)
+    findings = []
+    for operation, calls in sorted(before.items()):
+        spec = operations[operation]
+        sunset = next((f.sunset for f in calls if f.sunset is not None), None)
+        when = formatdate(sunset, usegmt=True) if sunset is not None else "its sunset"
+        subjects = sorted({f.subject for f in calls})
+        replacement = REPLACEMENTS.get(operation, "its successor")
+        message = (
+            f"{operation} ({spec.method} {spec.path}) was called {_plural(len(calls), 'time')} "
+            f"by {', '.join(subjects)}; it is deprecated and will be removed on {when}. "
+            f"Use {replacement} instead"
+        )
+        findings.append(
+            _finding(
+                DEPRECATED,
+                operation,
+                message,
+                calls,
+                sunset=when,
+                replacement=replacement,
+                callers=subjects,
+            )
+        )
+    for operation, calls in sorted(after.items()):
+        spec = operations[operation]
+        subjects = sorted({f.subject for f in calls})
+        replacement = REPLACEMENTS.get(operation, "its successor")
+        statuses = sorted({f.status for f in calls})
+        message = (
+            f"{operation} ({spec.method} {spec.path}) was called "
+            f"{_plural(len(calls), 'time')} after its sunset by {', '.join(subjects)} "
+            f"(answered {', '.join(str(s) for s in statuses)}); use {replacement}"
+        )
+        findings.append(
+            _finding(REMOVED, operation, message, calls, replacement=replacement, callers=subjects)
+        )
+    return findings
+
+
+# -- ETQ006 ---------------------------------------------------------------------
+
+
+def _invalid(facts: list[Fact]) -> list[Finding]:
+    groups: dict[tuple[str, int, str, str], list[Fact]] = defaultdict(list)
+    for fact in facts:
+        if fact.status in INVALID_STATUSES:
+            cause = (
+                fact.operation or f"{fact.method} {fact.path}",
+                fact.status,
+                fact.code or f"HTTP {fact.status}",
+                fact.message or "",
+            )
+            groups[cause].append(fact)
+    findings = []
+    for (operation, status, code, text), calls in sorted(groups.items()):
+        message = (
+            f"{_plural(len(calls), 'request')} to {operation} refused with {status} {code}"
+            + (f": {text}" if text else "")
+        )
+        findings.append(
+            _finding(
+                INVALID,
+                f"{operation}: {code}",
+                message,
+                calls,
+                operation=operation,
+                status=status,
+                code=code,
+                error_message=text,
+                callers=sorted({f.subject for f in calls}),
+            )
+        )
+    return findings
+
+
+# -- ETQ007 ---------------------------------------------------------------------
+
+
+def _bad_authorization(facts: list[Fact]) -> list[Finding]:
+    missing = [f for f in facts if f.auth == "missing"]
+    malformed = [f for f in facts if f.auth == "malformed"]
+    findings = []
+    if missing:
+        message = (
+            f"{_plural(len(missing), 'request')} had no Authorization header "
+            f"(every call needs Authorization: Bearer <API_KEY>)"
+        )
+        findings.append(
+            _finding(
+                BAD_AUTHORIZATION,
+                "missing Authorization",
+                message,
+                missing,
+                kind="missing",
+                clients=sorted({f.subject for f in missing}),
+            )
+        )
+    if malformed:
+        schemes = sorted({f.auth_scheme or "(empty)" for f in malformed})
+        message = (
+            f"{_plural(len(malformed), 'request')} sent an Authorization header that is not "
+            f"'Bearer <API_KEY>' (schemes sent: {', '.join(schemes)}; a Bearer header needs "
+            f"exactly one token)"
+        )
+        findings.append(
+            _finding(
+                BAD_AUTHORIZATION,
+                "malformed Authorization",
+                message,
+                malformed,
+                kind="malformed",
+                schemes=schemes,
+                clients=sorted({f.subject for f in malformed}),
+            )
+        )
+    return findings

@@ -1,0 +1,317 @@
+"""The journal as HAR 1.2, and HAR read back for replay.
+
+HAR (http://www.softwareishard.com/blog/har-12-spec/) is what browsers'
+developer tools, proxies and many API tools read, so a recorded session can be
+inspected anywhere. Times are the mock's *scenario* time: a session recorded
+on a virtual clock shows the virtual dates. What HAR has no field for goes in
+``_mockstore`` objects (custom fields start with ``_`` in HAR): the journal's
+sequence number, the exact scenario time and elapsed seconds, the client
+address, the scenario rule that fired and the outcome (a response, or a
+connection fault), which is what a replay needs to be exact.
+
+Bearer tokens: mockstore's keys are test keys, and a replay needs the real key
+to be counted in the same bucket, so by default the HAR keeps the
+``Authorization`` header as sent. ``mask=True`` masks tokens (as the journal
+endpoint does) for a HAR that leaves the test network; such a HAR can be read
+but not replayed faithfully.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from mockstore.journal import Entry, decode_headers
+
+
+class HarError(ValueError):
+    """The file is not a HAR this module can read."""
+
+
+@dataclass(frozen=True)
+class HarMeta:
+    """What the HAR says about the recording as a whole."""
+
+    creator_version: str = "0.0.0"
+    scenario: str = ""
+    seed: int = 0
+    base_path: str = "/v1"
+    clock_mode: str = "running"
+    issued_keys: tuple[dict[str, Any], ...] = ()
+    dropped: int = 0
+    mask: bool = False
+
+
+def iso_time(when: float) -> str:
+    """Unix seconds as HAR's ``startedDateTime`` (ISO 8601, milliseconds, UTC)."""
+    text = datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def _status_text(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _text(body: bytes) -> tuple[str, str | None]:
+    """(text, encoding): UTF-8 text as is, anything else base64 (HAR's ``encoding``)."""
+    try:
+        return body.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def _first(headers: list[list[str]], name: str) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+
+
+def _har_entry(entry: Entry, mask: bool) -> dict[str, Any]:
+    request_headers = decode_headers(entry.request_headers, mask_auth=mask)
+    response_headers = decode_headers(entry.response_headers)
+    query = entry.query.decode("latin-1")
+    host = _first(request_headers, "host") or "mockstore"
+    # The journal keeps the decoded path; quote it back so the URL is a URL.
+    url = f"http://{host}{quote(entry.path, safe=_PATH_SAFE)}" + (f"?{query}" if query else "")
+
+    declared = _first(request_headers, "content-length")
+    request_size = int(declared) if declared and declared.isdigit() else len(entry.request_body)
+    request: dict[str, Any] = {
+        "method": entry.method,
+        "url": url,
+        "httpVersion": "HTTP/1.1",
+        "cookies": [],
+        "headers": [{"name": k, "value": v} for k, v in request_headers],
+        "queryString": [
+            {"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)
+        ],
+        "headersSize": -1,
+        "bodySize": request_size if entry.request_body or declared else 0,
+    }
+    if entry.request_body:
+        text, encoding = _text(entry.request_body)
+        post: dict[str, Any] = {
+            "mimeType": _first(request_headers, "content-type") or "",
+            "text": text,
+        }
+        if encoding:
+            post["_encoding"] = encoding
+        request["postData"] = post
+
+    broken = entry.status == 0
+    length = _first(response_headers, "content-length")
+    size = int(length) if length and length.isdigit() else len(entry.response_body)
+    text, encoding = _text(entry.response_body)
+    content: dict[str, Any] = {
+        "size": size,
+        "mimeType": _first(response_headers, "content-type") or "",
+        "text": text,
+    }
+    if encoding:
+        content["encoding"] = encoding
+    response = {
+        "status": entry.status,
+        "statusText": "" if broken else _status_text(entry.status),
+        "httpVersion": "" if broken else "HTTP/1.1",
+        "cookies": [],
+        "headers": [{"name": k, "value": v} for k, v in response_headers],
+        "content": content,
+        "redirectURL": _first(response_headers, "location") or "",
+        "headersSize": -1,
+        "bodySize": -1 if broken else size,
+    }
+    if broken:
+        response["_error"] = entry.outcome
+    latency = round(entry.latency_ms, 3)
+    return {
+        "startedDateTime": iso_time(entry.time),
+        "time": latency,
+        "request": request,
+        "response": response,
+        "cache": {},
+        "timings": {
+            "blocked": -1,
+            "dns": -1,
+            "connect": -1,
+            "send": 0,
+            "wait": latency,
+            "receive": 0,
+            "ssl": -1,
+        },
+        "_mockstore": {
+            "seq": entry.seq,
+            "request_id": entry.request_id,
+            "time": entry.time,
+            "elapsed": entry.elapsed,
+            "client": entry.client,
+            "operation": entry.operation,
+            "plan": entry.plan,
+            "rule": entry.rule,
+            "outcome": entry.outcome,
+            "request_truncated": len(entry.request_body) < request_size,
+            "response_truncated": len(entry.response_body) < size,
+        },
+    }
+
+
+def to_har(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, Any]:
+    """A HAR 1.2 document of ``entries`` (journal order)."""
+    meta = meta or HarMeta()
+    keys = [] if meta.mask else [dict(k) for k in meta.issued_keys]
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "mockstore", "version": meta.creator_version},
+            "pages": [],
+            "entries": [_har_entry(e, meta.mask) for e in entries],
+            "comment": f"mockstore journal, scenario {meta.scenario!r} (scenario time)",
+            "_mockstore": {
+                "scenario": meta.scenario,
+                "seed": meta.seed,
+                "base_path": meta.base_path,
+                "clock_mode": meta.clock_mode,
+                "issued_keys": keys,
+                "dropped": meta.dropped,
+                "masked": meta.mask,
+                "first_seq": entries[0].seq if entries else None,
+                "last_seq": entries[-1].seq if entries else None,
+            },
+        }
+    }
+
+
+# -- reading ----------------------------------------------------------------
+
+
+@dataclass
+class Recorded:
+    """One exchange of a HAR, as replay needs it."""
+
+    index: int
+    seq: int | None
+    request_id: str | None
+    method: str
+    path: str
+    query: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    time: float
+    elapsed: float | None
+    client: str
+    status: int
+    response_headers: list[tuple[str, str]]
+    response_body: bytes
+    response_size: int
+    outcome: str
+    request_truncated: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def response_truncated(self) -> bool:
+        return len(self.response_body) < self.response_size
+
+    def describe(self) -> str:
+        target = self.path + (f"?{self.query}" if self.query else "")
+        where = f"#{self.seq}" if self.seq is not None else f"entry {self.index + 1}"
+        rid = f" ({self.request_id})" if self.request_id else ""
+        return f"{where} {self.method} {target}{rid}"
+
+
+def _decode(text: str, encoding: str | None) -> bytes:
+    if encoding == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise HarError(f"a base64 body does not decode: {exc}") from exc
+    return text.encode("utf-8")
+
+
+def _parse_started(value: Any, where: str) -> float:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise HarError(f"{where}: startedDateTime {value!r} is not ISO 8601") from exc
+
+
+def _pairs(items: Any, where: str) -> list[tuple[str, str]]:
+    if not isinstance(items, list):
+        raise HarError(f"{where} must be a list")
+    pairs = []
+    for item in items:
+        if not isinstance(item, dict) or "name" not in item or "value" not in item:
+            raise HarError(f"{where}: each header needs a name and a value")
+        pairs.append((str(item["name"]), str(item["value"])))
+    return pairs
+
+
+def read_har(document: Any) -> list[Recorded]:
+    """The exchanges of a HAR document in file order; raises ``HarError``."""
+    if not isinstance(document, dict) or not isinstance(document.get("log"), dict):
+        raise HarError("not a HAR file: no 'log' object")
+    log = document["log"]
+    entries = log.get("entries")
+    if not isinstance(entries, list):
+        raise HarError("not a HAR file: 'log.entries' is not a list")
+    recorded = []
+    for index, raw in enumerate(entries):
+        where = f"log.entries[{index}]"
+        try:
+            request, response = raw["request"], raw["response"]
+            method, url = str(request["method"]), str(request["url"])
+            status = int(response["status"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HarError(f"{where}: missing or invalid request/response ({exc})") from exc
+        extra = raw.get("_mockstore") or {}
+        parts = urlsplit(url)
+        post = request.get("postData") or {}
+        content = response.get("content") or {}
+        body = _decode(str(post.get("text", "")), post.get("_encoding")) if post else b""
+        response_body = _decode(str(content.get("text", "")), content.get("encoding"))
+        size = content.get("size", len(response_body))
+        when = extra.get("time")
+        if not isinstance(when, int | float):
+            when = _parse_started(raw.get("startedDateTime"), where)
+        outcome = extra.get("outcome") or ("response" if status else "connection_error")
+        recorded.append(
+            Recorded(
+                index=index,
+                seq=extra.get("seq"),
+                request_id=extra.get("request_id"),
+                method=method,
+                path=unquote(parts.path) or "/",
+                query=parts.query,
+                headers=_pairs(request.get("headers", []), f"{where}.request.headers"),
+                body=body,
+                time=float(when),
+                elapsed=extra.get("elapsed"),
+                client=str(extra.get("client") or "127.0.0.1"),
+                status=status,
+                response_headers=_pairs(response.get("headers", []), f"{where}.response.headers"),
+                response_body=response_body,
+                response_size=int(size) if isinstance(size, int) and size >= 0 else 0,
+                outcome=str(outcome),
+                request_truncated=bool(extra.get("request_truncated", False)),
+                extra=extra,
+            )
+        )
+    return recorded
+
+
+def har_meta(document: dict[str, Any]) -> dict[str, Any]:
+    """The ``log._mockstore`` object of a HAR mockstore wrote (empty for others)."""
+    log = document.get("log") if isinstance(document, dict) else None
+    meta = log.get("_mockstore") if isinstance(log, dict) else None
+    return meta if isinstance(meta, dict) else {}

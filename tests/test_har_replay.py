@@ -1,0 +1,288 @@
+"""HAR export and ``mockstore replay``: a recorded session replays with no differences.
+
+The recording is made on a real server with a *running* clock, so the
+recorded times are whatever they happened to be; the replay drives a manual
+clock to each of them. The session exercises what makes a mock stateful:
+seeded random faults, call-count faults, a connection reset, ids assigned on
+creation, minute windows, a ban, a key issued through the control API.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from mockstore.app import create_app
+from mockstore.reports.replay import replay
+from mockstore.scenario import load_scenario
+from tests.support import LiveServer, assert_conforms, auth, live_server
+
+SCENARIO = """
+version: 1
+name: replayable
+seed: 42
+keys:
+  - {key: pro-key, plan: pro}
+  - {key: tight-key, plan: {per_minute: 2, per_day: 1000}}
+ban: {after_rejections: 3, within_seconds: 60, duration_seconds: 600}
+pets:
+  - {id: 1, name: Rex, categoryId: 1, status: available}
+  - {id: 2, name: Bella, categoryId: 2, status: pending}
+  - {id: 3, name: Max, categoryId: 1}
+faults:
+  - name: coin
+    match: {operation: listPets, key: pro-key, probability: 0.5}
+    respond: {status: 503, body: {code: unavailable, message: the coin says no, status: 503}}
+  - name: reset-third-get
+    match: {operation: getPet, calls: [3]}
+    fault: connection_reset
+  - name: garbled-fourth-get
+    match: {operation: getPet, calls: [4]}
+    fault: malformed_json
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Record a session on a live server; keep its HAR, journal and scenario file."""
+    tmp = tmp_path_factory.mktemp("replay")
+    scenario_file = tmp / "replayable.yaml"
+    scenario_file.write_text(SCENARIO)
+    with live_server("--scenario", str(scenario_file)) as server:
+        _session(server)
+        control = server.url + "/__mockstore"
+        har = httpx.get(control + "/requests.har").json()
+        masked = httpx.get(control + "/requests.har", params={"mask": "true"}).json()
+        entries = httpx.get(control + "/requests").json()["entries"]
+    har_file = tmp / "session.har"
+    har_file.write_text(json.dumps(har))
+    return {
+        "tmp": tmp,
+        "scenario": scenario_file,
+        "har": har,
+        "har_file": har_file,
+        "masked": masked,
+        "entries": entries,
+    }
+
+
+def _session(server: LiveServer) -> None:
+    with server.client() as http:
+        for _ in range(6):
+            http.get("/v1/pets", params={"limit": 2}, headers=auth("pro"))
+        for name in ("Nala", "Milo"):
+            created = http.post(
+                "/v1/pets", json={"name": name, "categoryId": 4}, headers=auth("pro")
+            )
+            assert_conforms(created)
+        assert_conforms(http.post("/v1/pets", json={"name": "Nobody"}, headers=auth("pro")))
+        assert_conforms(http.get("/v1/pets/1", headers=auth("pro")))
+        assert_conforms(http.get("/v1/pets/99", headers=auth("pro")))
+        with pytest.raises(httpx.TransportError):
+            http.get("/v1/pets/2", headers=auth("pro"))  # the third getPet: connection reset
+        garbled = http.get("/v1/pets/3", headers=auth("pro"))
+        assert garbled.status_code == 200
+        for _ in range(6):
+            assert_conforms(http.get("/v1/pets", headers=auth("tight-key")))
+        assert_conforms(http.get("/v1/pets"))
+        assert_conforms(http.get("/v1/pets", params={"limit": "many"}, headers=auth("pro")))
+        issued = http.post("/__mockstore/keys", json={"plan": {"per_minute": 1, "per_day": 5}})
+        assert issued.status_code == 201
+        new_key = issued.json()["key"]
+        assert_conforms(http.get("/v1/pets", headers=auth(new_key)))
+        assert_conforms(http.get("/v1/pets", headers=auth(new_key)))
+
+
+def _replay(har_file: Path, scenario: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "mockstore", "replay", str(har_file), "--scenario", scenario]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+# -- the HAR ---------------------------------------------------------------------
+
+REQUEST_FIELDS = {
+    "method",
+    "url",
+    "httpVersion",
+    "headers",
+    "queryString",
+    "headersSize",
+    "bodySize",
+    "cookies",
+}
+RESPONSE_FIELDS = {
+    "status",
+    "statusText",
+    "httpVersion",
+    "headers",
+    "content",
+    "redirectURL",
+    "headersSize",
+    "bodySize",
+    "cookies",
+}
+
+
+def test_the_har_is_har_1_2(recorded: dict[str, Any]) -> None:
+    log = recorded["har"]["log"]
+    assert log["version"] == "1.2"
+    assert log["creator"]["name"] == "mockstore" and log["creator"]["version"]
+    entries = log["entries"]
+    journal = recorded["entries"]
+    assert len(entries) == len(journal) == 23
+    for har_entry, entry in zip(entries, journal, strict=True):
+        assert {"startedDateTime", "time", "request", "response", "cache", "timings"} <= set(
+            har_entry
+        )
+        started = datetime.fromisoformat(har_entry["startedDateTime"].replace("Z", "+00:00"))
+        assert abs(started.timestamp() - entry["time"]) < 0.001
+        timings = har_entry["timings"]
+        assert {"send", "wait", "receive"} <= set(timings)
+        assert har_entry["time"] == sum(v for v in timings.values() if v >= 0)
+        request, response = har_entry["request"], har_entry["response"]
+        assert set(request) >= REQUEST_FIELDS and set(response) >= RESPONSE_FIELDS
+        assert request["method"] == entry["request"]["method"]
+        assert request["url"].endswith(
+            entry["request"]["path"]
+            + (f"?{entry['request']['query_string']}" if entry["request"]["query_string"] else "")
+        )
+        assert {q["name"]: q["value"] for q in request["queryString"]} == entry["request"]["query"]
+        assert all(set(h) == {"name", "value"} for h in request["headers"] + response["headers"])
+        assert response["status"] == entry["response"]["status"]
+        content = response["content"]
+        assert {"size", "mimeType", "text"} <= set(content)
+        if entry["request"]["body"]:
+            assert request["postData"]["text"] == entry["request"]["body"]
+            assert request["postData"]["mimeType"] == "application/json"
+        assert har_entry["_mockstore"]["seq"] == entry["seq"]
+
+
+def test_a_connection_fault_is_recorded_as_no_response(recorded: dict[str, Any]) -> None:
+    (broken,) = [e for e in recorded["har"]["log"]["entries"] if e["response"]["status"] == 0]
+    assert broken["_mockstore"]["outcome"] == "connection_reset"
+    assert broken["_mockstore"]["rule"] == "reset-third-get"
+    assert broken["response"]["_error"] == "connection_reset"
+    assert broken["request"]["url"].endswith("/v1/pets/2")
+
+
+def test_tokens_are_kept_for_replay_unless_masked(recorded: dict[str, Any]) -> None:
+    def authorizations(har: dict[str, Any]) -> set[str]:
+        return {
+            h["value"]
+            for e in har["log"]["entries"]
+            for h in e["request"]["headers"]
+            if h["name"].lower() == "authorization"
+        }
+
+    assert "Bearer pro-key" in authorizations(recorded["har"])
+    masked = authorizations(recorded["masked"])
+    assert masked and not any("pro-key" in v or "tight-key" in v for v in masked)
+    assert recorded["masked"]["log"]["_mockstore"]["masked"] is True
+    assert recorded["masked"]["log"]["_mockstore"]["issued_keys"] == []
+    (issued,) = recorded["har"]["log"]["_mockstore"]["issued_keys"]
+    assert (issued["per_minute"], issued["per_day"]) == (1, 5)
+
+
+# -- replay ----------------------------------------------------------------------
+
+
+def test_the_recorded_session_replays_with_no_differences(recorded: dict[str, Any]) -> None:
+    result = _replay(recorded["har_file"], str(recorded["scenario"]))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "replayed 23 request(s)" in result.stdout
+    assert "no differences: every response matches the recording" in result.stdout
+    assert "warning" not in result.stdout
+
+
+def test_a_changed_scenario_shows_where_responses_differ(recorded: dict[str, Any]) -> None:
+    changed = recorded["tmp"] / "changed.yaml"
+    changed.write_text(
+        SCENARIO.replace("per_minute: 2, per_day: 1000", "per_minute: 3, per_day: 1000")
+    )
+    result = _replay(recorded["har_file"], str(changed))
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    tight = [e for e in recorded["entries"] if e["plan"] == "custom:tight-key"]
+    third = tight[2]
+    assert f"#{third['seq']} GET /v1/pets ({third['request_id']})" in out
+    assert "status: recorded 429, replayed 200" in out
+    assert "header x-ratelimit-limit: recorded '2', replayed '3'" in out
+    assert "header retry-after: recorded " in out and ", replayed absent" in out
+    assert "body differs at byte" in out
+    assert out.rstrip().endswith("of 23 response(s) differ")
+
+
+def test_another_seed_flips_other_coins(recorded: dict[str, Any]) -> None:
+    changed = recorded["tmp"] / "seed.yaml"
+    changed.write_text(SCENARIO.replace("seed: 42", "seed: 7"))
+    result = _replay(recorded["har_file"], str(changed))
+    assert result.returncode == 1
+    assert "status: recorded 503, replayed 200" in result.stdout or (
+        "status: recorded 200, replayed 503" in result.stdout
+    )
+    assert "recorded with scenario 'replayable'" not in result.stdout  # same name, same scenario
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("{not json", "is not JSON"),
+        ('{"log": {"entries": "none"}}', "'log.entries' is not a list"),
+        ('{"log": {"entries": [{"request": {}}]}}', "log.entries[0]: missing or invalid"),
+    ],
+)
+def test_an_unreadable_har_is_exit_2(tmp_path: Path, content: str, words: str) -> None:
+    bad = tmp_path / "bad.har"
+    bad.write_text(content)
+    result = _replay(bad, "default")
+    assert result.returncode == 2
+    assert words in result.stderr
+
+
+def test_an_unknown_scenario_is_exit_2(recorded: dict[str, Any]) -> None:
+    result = _replay(recorded["har_file"], "no-such-scenario")
+    assert result.returncode == 2
+    assert "no scenario file or bundled scenario named 'no-such-scenario'" in result.stderr
+
+
+# -- a HAR from elsewhere: times from startedDateTime only ------------------------
+
+
+@pytest.fixture
+def manual_session() -> Iterator[tuple[TestClient, str]]:
+    text = """
+version: 1
+name: manual
+clock: {start: "2026-03-01T12:00:00Z", mode: manual}
+keys: [{key: tight-key, plan: {per_minute: 1, per_day: 100}}]
+"""
+    app = create_app(load_scenario(text, "manual.yaml"))
+    with TestClient(app) as client:
+        yield client, text
+
+
+def test_a_foreign_har_replays_from_its_started_date_times(
+    manual_session: tuple[TestClient, str],
+) -> None:
+    client, text = manual_session
+    for seconds in (0, 1, 59, 1):
+        client.post("/__mockstore/clock", json={"advance_seconds": seconds})
+        assert_conforms(client.get("/v1/pets", headers=auth("tight-key")))
+    har = client.get("/__mockstore/requests.har").json()
+    for entry in har["log"]["entries"]:
+        del entry["_mockstore"]
+    del har["log"]["_mockstore"]
+    statuses = [e["response"]["status"] for e in har["log"]["entries"]]
+    assert statuses == [200, 429, 200, 429]  # a new minute at +60 s
+    result = replay(har, load_scenario(text, "manual.yaml"))
+    assert result.identical, [d.problems for d in result.differences]
+    assert result.total == 4

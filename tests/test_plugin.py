@@ -1,0 +1,469 @@
+"""The pytest plugin as a user meets it: test files that use only its public fixtures and
+marker, run by a separate pytest process that loads the plugin from its entry point."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from mockstore import create_app
+from mockstore.scenario import bundled_names
+from tests.support import LiveServer, live_server
+
+pytest_plugins = ["pytester"]
+
+MANUAL = """\
+version: 1
+name: manual
+clock: {start: 2026-03-01T12:00:00Z, mode: manual}
+plans:
+  tight: {per_minute: 2, per_day: 100}
+keys:
+  - {key: tight-key, plan: tight}
+pets:
+  - {id: 7, name: Solo, categoryId: 1, status: available}
+"""
+
+# What a user's conftest or test module would hold: plain httpx against the fixture's url.
+HELPERS = f'''
+import httpx
+import pytest
+
+MANUAL = """{MANUAL}"""
+
+
+def auth(key):
+    return {{"Authorization": f"Bearer {{key}}"}}
+
+
+def pets(mockstore, key="free-key"):
+    response = httpx.get(mockstore.url + "/pets", params={{"limit": 100}}, headers=auth(key))
+    assert response.status_code == 200, response.text
+    return response.json()
+'''
+
+USER_TESTS = """
+import pathlib
+
+import mockstore as mockstore_package
+
+SEEN = set()
+
+
+def test_url_points_at_the_api(mockstore, mockstore_server):
+    SEEN.add((mockstore_server.base_url, mockstore_server.process.pid))
+    assert mockstore.url == mockstore.base_url + "/v1"
+    assert mockstore.base_url == mockstore_server.base_url
+    response = httpx.get(mockstore.url + "/pets", headers=auth(mockstore.key("free")))
+    assert response.status_code == 200
+    assert len(response.json()) == 20
+    assert response.headers["x-ratelimit-limit"] == "60"
+
+
+def test_changes_made_in_one_test(mockstore, mockstore_server):
+    SEEN.add((mockstore_server.base_url, mockstore_server.process.pid))
+    created = httpx.post(
+        mockstore.url + "/pets", json={"name": "Nova", "categoryId": 1}, headers=auth("pro-key")
+    )
+    assert created.status_code == 201
+    assert len(pets(mockstore)) == 21
+
+
+def test_are_gone_in_the_next(mockstore, mockstore_server):
+    SEEN.add((mockstore_server.base_url, mockstore_server.process.pid))
+    assert len(pets(mockstore)) == 20
+
+
+def test_each_key_has_counters_of_its_own(mockstore):
+    first = mockstore.key("free")
+    for _ in range(3):
+        httpx.get(mockstore.url + "/pets", headers=auth(first))
+    second = mockstore.key("free")
+    assert second != first
+    response = httpx.get(mockstore.url + "/pets", headers=auth(second))
+    assert response.headers["x-ratelimit-remaining"] == "59"
+    pro = httpx.get(mockstore.url + "/pets", headers=auth(mockstore.key("pro")))
+    assert pro.headers["x-ratelimit-limit"] == "300"
+    custom = mockstore.key({"per_minute": 5, "per_day": 10}, tenant="team-a")
+    assert httpx.get(mockstore.url + "/pets", headers=auth(custom)).headers[
+        "x-ratelimit-limit"
+    ] == "5"
+
+
+@pytest.mark.mockstore_scenario(MANUAL)
+def test_marker_loads_yaml_text_and_advance_moves_its_clock(mockstore):
+    assert [p["name"] for p in pets(mockstore, "tight-key")] == ["Solo"]
+    assert httpx.get(mockstore.url + "/pets", headers=auth("tight-key")).status_code == 200
+    assert httpx.get(mockstore.url + "/pets", headers=auth("tight-key")).status_code == 429
+    assert mockstore.advance(60)["elapsed_seconds"] == 60
+    assert httpx.get(mockstore.url + "/pets", headers=auth("tight-key")).status_code == 200
+
+
+@pytest.mark.mockstore_scenario(str(pathlib.Path(__file__).with_name("extra.yaml")))
+def test_marker_loads_a_file(mockstore):
+    assert mockstore.control.health()["scenario"] == "extra"
+    assert mockstore.url.endswith("/api/v2")
+    assert pets(mockstore, "extra-key") == []
+
+
+@pytest.mark.mockstore_scenario(pathlib.Path(__file__).with_name("extra.yaml"))
+class TestMarkedClass:
+    def test_the_class_marker_applies(self, mockstore):
+        assert mockstore.control.health()["scenario"] == "extra"
+
+
+@pytest.mark.mockstore_scenario("flaky-create")
+def test_marker_loads_a_bundled_scenario(mockstore):
+    summary = mockstore.control.scenario()
+    assert summary["name"] == "flaky-create"
+    assert summary["file"] == "flaky-create.yaml (bundled)"
+    assert summary["faults"] >= 1
+
+
+def test_the_session_scenario_is_back_after_a_marker(mockstore):
+    assert mockstore.control.health()["scenario"] == "default"
+    assert mockstore.url.endswith("/v1")
+    assert len(pets(mockstore)) == 20
+
+
+def test_load_inside_a_test(mockstore):
+    mockstore.load(MANUAL)
+    assert mockstore.control.health()["scenario"] == "manual"
+    mockstore.set_time("2030-12-05T00:00:00Z")
+    assert mockstore.control.clock()["now"] == "2030-12-05T00:00:00Z"
+    mockstore.load("default")  # a bundled name
+    assert len(pets(mockstore)) == 20
+    mockstore.control.load_scenario(MANUAL)
+
+
+def test_and_back_again(mockstore):
+    assert mockstore.control.health()["scenario"] == "default"
+
+
+def test_a_swap_behind_the_fixtures_back(mockstore):
+    sneaky = MANUAL.replace("name: manual", "name: sneaky")
+    put = httpx.put(mockstore.base_url + "/__mockstore/scenario", content=sneaky)
+    assert put.status_code == 200
+
+
+def test_is_undone_too(mockstore):
+    assert mockstore.control.health()["scenario"] == "default"
+
+
+def test_in_process_app_with_asgi_transport():
+    import asyncio
+
+    from mockstore import Control, create_app
+
+    async def main():
+        transport = httpx.ASGITransport(app=create_app("default"))
+        async with httpx.AsyncClient(transport=transport, base_url="http://mockstore") as client:
+            listed = await client.get("/v1/pets", params={"limit": 3}, headers=auth("free-key"))
+            assert listed.status_code == 200
+            assert [p["id"] for p in listed.json()] == [1, 2, 3]
+            issued = await client.post("/__mockstore/keys", json={"plan": "pro"})
+            assert issued.status_code == 201
+            mine = await client.get("/v1/pets", headers=auth(issued.json()["key"]))
+            assert mine.headers["x-ratelimit-limit"] == "300"
+
+    asyncio.run(main())
+    assert mockstore_package.Control is Control
+
+
+def test_the_server_was_started_once():
+    assert len(SEEN) == 1, SEEN
+"""
+
+EXTRA = """\
+version: 1
+name: extra
+base_path: /api/v2
+keys:
+  - {key: extra-key, plan: pro}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _lean_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user runs skip plugins this suite's own runs load: hypothesis alone adds ~1 s.
+
+    After ``pytester``, which clears ``PYTEST_ADDOPTS`` when it starts.
+    """
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest -p no:anyio -p no:cacheprovider")
+
+
+@pytest.fixture(scope="module")
+def external() -> Iterator[LiveServer]:
+    """A server started outside the user's pytest run, as a container would be."""
+    with live_server("--control-token", "tok") as server:
+        yield server
+
+
+def _write_user_suite(pytester: pytest.Pytester, tests: str) -> None:
+    pytester.makepyfile(helpers=HELPERS)
+    pytester.makefile(".yaml", extra=EXTRA)
+    pytester.makepyfile(test_user="from helpers import *\n" + tests)
+
+
+def test_fixtures_marker_and_in_process_app(pytester: pytest.Pytester) -> None:
+    _write_user_suite(pytester, USER_TESTS)
+    result = pytester.runpytest_subprocess("--strict-markers", "-v")
+    result.assert_outcomes(passed=15)
+
+
+def test_requests_and_verify_cover_only_this_test(pytester: pytest.Pytester) -> None:
+    with TestClient(create_app()) as probe:
+        if probe.get("/__mockstore/requests").status_code == 404:
+            pytest.skip(
+                "GET /__mockstore/requests answers 404: the journal endpoints "
+                "(issue 5) are not mounted yet"
+            )
+    _write_user_suite(
+        pytester,
+        """
+def test_earlier(mockstore):
+    for _ in range(3):
+        httpx.get(mockstore.url + "/pets/1", headers=auth("free-key"))
+
+
+def test_requests_since_the_reset(mockstore):
+    key = mockstore.key("free")
+    httpx.get(mockstore.url + "/pets", headers=auth(key))
+    httpx.get(mockstore.url + "/pets/1", headers=auth(key))
+    httpx.post(mockstore.url + "/pets", json={"name": "Rex", "categoryId": 1}, headers=auth(key))
+    entries = mockstore.requests()
+    assert [e["operation"] for e in entries] == ["listPets", "getPet", "createPet"]
+    assert [e["operation"] for e in mockstore.requests(status=201)] == ["createPet"]
+    assert mockstore.verify("getPet", count=1) == 1
+    assert mockstore.verify("createPet", body_contains={"name": "Rex"}) == 1
+    with pytest.raises(AssertionError):
+        mockstore.verify("createPet", count=2)
+""",
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=2)
+
+
+def test_a_run_that_does_not_use_the_fixtures_starts_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_plain="""
+import os
+from pathlib import Path
+
+
+def children():
+    mine = str(os.getpid())
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\\0", b" ")
+        except OSError:
+            continue
+        if fields[1] == mine:
+            found.append(cmdline.decode())
+    return found
+
+
+def test_plain():
+    assert not [c for c in children() if "mockstore" in c]
+"""
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    # An unreachable --mockstore-url is not even looked at when no test needs it.
+    result = pytester.runpytest_subprocess("--mockstore-url", "http://127.0.0.1:9")
+    result.assert_outcomes(passed=1)
+
+
+def test_options_and_marker_are_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "*mockstore*",
+            "*--mockstore-url=URL*",
+            "*--mockstore-token=TOKEN*",
+            "*--mockstore-scenario*",
+        ]
+    )
+    result = pytester.runpytest_subprocess("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.mockstore_scenario(scenario):*"])
+
+
+def test_xdist_workers_each_get_their_own_server(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "seen"
+    out.mkdir()
+    monkeypatch.setenv("SEEN_DIR", str(out))
+    # Autoload off: the plugin is loaded by name, as `-p mockstore` in a locked-down setup.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    tests = "\n".join(
+        f"""
+def test_{n}(mockstore, mockstore_server, worker_id):
+    created = httpx.post(
+        mockstore.url + "/pets", json={{"name": "N{n}", "categoryId": 1}}, headers=auth("pro-key")
+    )
+    assert created.status_code == 201
+    assert len(pets(mockstore)) == 21, "another worker's pet would make this 22"
+    record = {{"worker": worker_id, "url": mockstore_server.base_url,
+              "pid": mockstore_server.process.pid}}
+    path = os.path.join(os.environ["SEEN_DIR"], "{n}.json")
+    with open(path, "w") as handle:
+        json.dump(record, handle)
+"""
+        for n in range(8)
+    )
+    _write_user_suite(pytester, "import json\nimport os\n" + tests)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "mockstore",
+        "-p",
+        "xdist",
+        "-n",
+        "2",
+    )
+    result.assert_outcomes(passed=8)
+    records = [json.loads(p.read_text()) for p in out.iterdir()]
+    assert len(records) == 8
+    by_worker: dict[str, set[tuple[str, int]]] = {}
+    for record in records:
+        by_worker.setdefault(record["worker"], set()).add((record["url"], record["pid"]))
+    assert set(by_worker) == {"gw0", "gw1"}
+    assert all(len(servers) == 1 for servers in by_worker.values()), by_worker
+    assert by_worker["gw0"] != by_worker["gw1"], "each worker must have its own server"
+
+
+def test_an_already_running_server_by_url(
+    pytester: pytest.Pytester, external: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXPECTED_URL", external.url)
+    _write_user_suite(
+        pytester,
+        """
+import os
+
+
+def test_uses_the_given_server(mockstore, mockstore_server):
+    assert mockstore.base_url == os.environ["EXPECTED_URL"]
+    assert mockstore_server.process is None
+    assert mockstore.control.health()["scenario"] == "checkout"
+    assert len(pets(mockstore, "ci-pro-key")) == 2
+    mockstore.load(MANUAL)
+    assert len(pets(mockstore, "tight-key")) == 1
+
+
+def test_returns_to_the_session_scenario(mockstore):
+    assert mockstore.control.health()["scenario"] == "checkout"
+""",
+    )
+    scenario = Path(__file__).parent.parent / "examples" / "scenarios" / "checkout.yaml"
+    result = pytester.runpytest_subprocess(
+        "--mockstore-url",
+        external.url,
+        "--mockstore-token",
+        "tok",
+        "--mockstore-scenario",
+        str(scenario),
+    )
+    result.assert_outcomes(passed=2)
+
+
+def test_a_conftest_can_supply_the_url(
+    pytester: pytest.Pytester, external: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Testcontainers recipe: a session fixture overriding ``mockstore_url``."""
+    monkeypatch.setenv("CONTAINER_URL", external.url)
+    monkeypatch.setenv("MOCKSTORE_CONTROL_TOKEN", "tok")
+    pytester.makepyfile(helpers=HELPERS)
+    pytester.makeconftest(
+        """
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def mockstore_url():
+    yield os.environ["CONTAINER_URL"]
+"""
+    )
+    pytester.makepyfile(
+        test_user="""
+import os
+
+import httpx
+from helpers import auth
+
+
+def test_runs_against_the_supplied_server(mockstore):
+    assert mockstore.base_url == os.environ["CONTAINER_URL"]
+    response = httpx.get(mockstore.url + "/pets", headers=auth(mockstore.key("pro")))
+    assert response.status_code == 200
+"""
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+
+
+def test_url_errors_are_explained(
+    pytester: pytest.Pytester, external: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_user="def test_needs_it(mockstore):\n    pass\n")
+    monkeypatch.setenv("MOCKSTORE_URL", external.url)  # the env form of --mockstore-url
+    monkeypatch.delenv("MOCKSTORE_CONTROL_TOKEN", raising=False)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*401 unauthorized*(pass --mockstore-token)*"])
+
+    # One server shared by several xdist workers would have each reset the others' state.
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    result = pytester.runpytest_subprocess("--mockstore-token", "tok")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*--mockstore-url with 2 xdist workers*"])
+
+
+def test_scenario_mistakes_are_explained(pytester: pytest.Pytester) -> None:
+    _write_user_suite(
+        pytester,
+        """
+@pytest.mark.mockstore_scenario("version: 1\\nname: bad\\nkeys: [{key: k, plan: platinum}]\\n")
+def test_invalid(mockstore):
+    pass
+
+
+@pytest.mark.mockstore_scenario("flakey-create")
+def test_misspelt(mockstore):
+    pass
+
+
+def test_fine(mockstore):
+    assert mockstore.control.health()["scenario"] == "default"
+""",
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*invalid_scenario*",
+            "*test_user.py::test_invalid (mockstore_scenario):3:*"
+            "$.keys[[]0[]].plan: unknown plan 'platinum'*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*no scenario file or bundled scenario named 'flakey-create'; "
+            f"bundled: {', '.join(bundled_names())}*"
+        ]
+    )
+
+
+def test_a_session_scenario_that_does_not_exist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user="def test_needs_it(mockstore):\n    pass\n")
+    result = pytester.runpytest_subprocess("--mockstore-scenario", "nope")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*mockstore did not start*", "*bundled: *default*"])
