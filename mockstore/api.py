@@ -310,11 +310,10 @@ class PetStoreAPI:
         if needs.query:
             facts.query = parse_query(scope["query_string"])
         if needs.headers:
-            wanted = needs.headers
-            for raw_name, value in scope["headers"]:
-                name = raw_name.decode("latin-1").lower()
-                if name in wanted:
-                    facts.headers[name] = value.decode("latin-1")
+            wanted = needs.header_keys
+            for name, value in scope["headers"]:
+                if name in wanted:  # ASGI header names are lower-case already
+                    facts.headers[name.decode("latin-1")] = value.decode("latin-1")
         if needs.body and ex.request_body:
             parsed = parse_json_body(ex.request_body)
             facts.body = None if isinstance(parsed, Invalid) else parsed

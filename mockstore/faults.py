@@ -133,6 +133,7 @@ class Needs:
     query: bool = False
     headers: frozenset[str] = frozenset()  # lower-case names of the headers rules compare
     body: bool = False
+    header_keys: frozenset[bytes] = frozenset()  # the same names as ASGI spells them
 
 
 class FaultEngine:
@@ -203,9 +204,8 @@ class FaultEngine:
             scope_counts[scope] += 1
         elapsed = facts.elapsed
         answered = False
-        for static, index, scope, first, last, calls, every, window, chance, rule in table.rows_for(
-            facts
-        ):
+        rows = table.rows_for(facts, scope_counts)
+        for static, index, scope, first, last, calls, every, window, chance, rule in rows:
             if static is None:
                 count = scope_counts[scope]
             elif static(facts):
@@ -236,15 +236,47 @@ class FaultEngine:
 Row = tuple[Any, ...]
 
 
+class _Live:
+    """The rows worth trying for one request shape, and how long that stays true."""
+
+    __slots__ = ("count_guards", "from_elapsed", "rows", "until_elapsed")
+
+    def __init__(
+        self,
+        rows: tuple[Row, ...],
+        count_guards: tuple[tuple[int, int], ...],
+        from_elapsed: float,
+        until_elapsed: float,
+    ) -> None:
+        self.rows = rows
+        self.count_guards = count_guards  # (scope, count at which a resting rule wakes)
+        self.from_elapsed = from_elapsed
+        self.until_elapsed = until_elapsed
+
+    def holds(self, scope_counts: list[int], elapsed: float) -> bool:
+        if not self.from_elapsed <= elapsed < self.until_elapsed:
+            return False
+        for scope, wakes_at in self.count_guards:  # noqa: SIM110 - see every_check
+            if scope_counts[scope] >= wakes_at:
+                return False
+        return True
+
+
 class _Table:
     """The rules that can apply to one (operation, key), as flat rows for a fast loop.
 
-    A rule that needs a query parameter or header the request does not carry
-    cannot match, so it is left out of the rows for requests of that shape: a
-    suite's requests come in few shapes, and the rows of each are kept.
+    Two kinds of rule are left out of the loop while they cannot fire, so a
+    scenario's many rules cost little on the requests they do not match:
+
+    - a rule that needs a query parameter or header the request does not carry
+      (a suite's requests come in few shapes; the rows of each are kept);
+    - a rule with no request condition beyond operation and key, whose count
+      or time window says "not now": its count lives in a shared scope counter
+      that moves anyway, so skipping it changes nothing but the time spent.
+      The rows are recomputed when such a rule's count or window comes due.
     """
 
-    __slots__ = ("_header_names", "_query_names", "_variants", "needs", "rows", "scopes")
+    __slots__ = ("_header_names", "_live", "_query_names", "needs", "rows", "scopes")
 
     def __init__(
         self, compiled: list[_CompiledRule], operation: str | None, key: str | None
@@ -257,37 +289,64 @@ class _Table:
         self._query_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.query}))
         self._header_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.headers}))
         self.rows: tuple[Row, ...] = tuple(_row(c) for c in chosen)
-        self._variants: dict[tuple[bool, ...], tuple[Row, ...]] = {}
+        self._live: dict[tuple[bool, ...], _Live] = {}
         self.scopes: tuple[int, ...] = ()
         self.needs = Needs(
             query=bool(self._query_names),
             headers=frozenset(self._header_names),
             body=any(c.rule.match.body for c in chosen),
+            header_keys=frozenset(n.encode("latin-1") for n in self._header_names),
         )
 
-    def rows_for(self, facts: RequestFacts) -> tuple[Row, ...]:
-        if not (self._query_names or self._header_names):
-            return self.rows
+    def rows_for(self, facts: RequestFacts, scope_counts: list[int]) -> tuple[Row, ...]:
         # map() over a bound method: this runs per request, and a generator costs more.
         shape = (
             *map(facts.query.__contains__, self._query_names),
             *map(facts.headers.__contains__, self._header_names),
         )
-        rows = self._variants.get(shape)
-        if rows is None:
-            present = {n for n, here in zip(self._query_names, shape, strict=False) if here}
-            present_headers = {
-                n
-                for n, here in zip(self._header_names, shape[len(self._query_names) :], strict=True)
-                if here
-            }
-            rows = self._variants[shape] = tuple(
-                row
-                for row in self.rows
-                if all(n in present for n, _ in row[-1].match.query)
-                and all(n in present_headers for n, _ in row[-1].match.headers)
-            )
-        return rows
+        live = self._live.get(shape)
+        if live is None or not live.holds(scope_counts, facts.elapsed):
+            live = self._live[shape] = self._compute(shape, scope_counts, facts.elapsed)
+        return live.rows
+
+    def _compute(self, shape: tuple[bool, ...], scope_counts: list[int], elapsed: float) -> _Live:
+        query = {n for n, here in zip(self._query_names, shape, strict=False) if here}
+        headers = {
+            n
+            for n, here in zip(self._header_names, shape[len(self._query_names) :], strict=True)
+            if here
+        }
+        rows = []
+        guards: dict[int, int] = {}
+        start, end = float("-inf"), float("inf")
+        for row in self.rows:
+            static, _, scope, first, last, _, _, window, _, rule = row
+            match = rule.match
+            if not all(n in query for n, _ in match.query):
+                continue
+            if not all(n in headers for n, _ in match.headers):
+                continue
+            if static is not None:
+                rows.append(row)
+                continue
+            count = scope_counts[scope]
+            if count > last:
+                continue  # counts only grow (until a reset builds a new engine)
+            if count < first:
+                # Asleep until its scope's count reaches ``first`` (counts are bumped
+                # before the rows are chosen, so that request finds it awake).
+                guards[scope] = min(guards.get(scope, first), first)
+                continue
+            if window is not None:
+                if elapsed < window[0]:
+                    end = min(end, window[0])
+                    continue
+                if elapsed >= window[1]:
+                    start = max(start, window[1])
+                    continue
+                start, end = max(start, window[0]), min(end, window[1])
+            rows.append(row)
+        return _Live(tuple(rows), tuple(guards.items()), start, end)
 
 
 def _row(c: _CompiledRule) -> Row:

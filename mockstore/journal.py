@@ -3,9 +3,10 @@
 Recording must be cheap on the hot path, so an entry keeps the raw ASGI
 headers and body bytes as they are; decoding and masking happen only when
 the journal is read. The ring buffer holds each exchange as a plain tuple of
-bytes, strings and numbers (``Entry`` objects are made when it is read): the
-cyclic garbage collector stops tracking such tuples, so 10,000 recorded
-exchanges add nothing to the collections that run while the server works.
+bytes, strings, numbers and tuples of those (``Entry`` objects are made when it
+is read): the cyclic garbage collector stops tracking such tuples after their
+first collections, so 10,000 recorded exchanges add nothing to the collections
+that run while the server works.
 """
 
 from __future__ import annotations

@@ -1,0 +1,213 @@
+"""Instructions per request, counted by callgrind: the bench's noise-free companion.
+
+    .venv/bin/python bench/instructions.py [--requests 3000] [--warmup 12000] [--cache]
+
+wrk's requests per second move by 10-20% from one run to the next on a shared
+virtual machine, which is as large as some of the differences the issues ask
+about (a journal within 15%, fault rules under 10%). Valgrind's callgrind
+counts the instructions the server process executes, and that count is the
+same run after run whatever else the machine does. For each side of
+``run.py``'s comparisons this starts the server under callgrind with
+instrumentation off, warms it up (with ``--warmup`` requests, more than the
+journal holds, so the ring buffer is full and evicting), switches
+instrumentation on for ``--requests`` keep-alive requests from one client,
+and divides. ``--cache`` also simulates the caches and reports last-level
+misses per request, the cost that instruction counts do not show.
+
+It counts user-space instructions only: the kernel's share of each request
+(the socket calls) is left out, so these ratios overstate differences in
+mockstore's own code compared with run.py's, and the two are read together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import BENCH_KEY, COMPARISONS, ROOT, SCENARIOS, free_port
+
+PYTHON = sys.executable
+LIST_20 = "/v1/pets?limit=20"
+LIST_SOLD = "/v1/pets?limit=100&status=sold"
+
+
+@dataclass(frozen=True)
+class Side:
+    id: str
+    scenario: str | None  # None: the ceiling
+    target: str
+
+
+SIDES = (
+    Side("ceiling", None, LIST_20),
+    Side("mockstore", "baseline", LIST_20),
+    Side("journal-off", "journal-off", LIST_20),
+    Side("faults-50", "faults-50", LIST_20),
+    Side("faults-50-other-ops", "faults-50-other-ops", LIST_20),
+    Side("default-sold", "baseline", LIST_SOLD),
+    Side("large-sold", "large-inventory", LIST_SOLD),
+)
+
+
+@dataclass
+class Count:
+    instructions: float
+    ll_misses: float | None
+
+
+def _get(connection: http.client.HTTPConnection, target: str, key: str | None) -> bytes:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    connection.request("GET", target, headers=headers)
+    response = connection.getresponse()
+    body = response.read()
+    if response.status != 200:
+        raise SystemExit(f"GET {target} answered {response.status}: {body[:200]!r}")
+    return body
+
+
+def _command(side: Side, port: int, body_bytes: int) -> list[str]:
+    if side.scenario is None:
+        ceiling = str(ROOT / "bench" / "ceiling.py")
+        return [PYTHON, ceiling, "--port", str(port), "--body-bytes", str(body_bytes)]
+    scenario = str(SCENARIOS / f"{side.scenario}.yaml")
+    serve = [PYTHON, "-m", "mockstore", "serve", "--port", str(port), "--log-level", "warning"]
+    return [*serve, "--scenario", scenario]
+
+
+def count(side: Side, requests: int, warmup: int, cache: bool, body_bytes: int) -> Count:
+    """Instructions (and last-level misses) per request for one side."""
+    port = free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="mockstore-callgrind-"))
+    out = workdir / "callgrind.out"
+    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    if cache:
+        valgrind.append("--cache-sim=yes")
+    process = subprocess.Popen(
+        [*valgrind, *_command(side, port, body_bytes)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                key = None if side.scenario is None else BENCH_KEY
+                _get(connection, side.target, key)
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise SystemExit(f"{side.id}: no server under valgrind") from None
+                time.sleep(0.5)
+        for _ in range(warmup):
+            _get(connection, side.target, key)
+        subprocess.run(["callgrind_control", "-i", "on", str(process.pid)], check=True,
+                       capture_output=True)  # fmt: skip
+        for _ in range(requests):
+            _get(connection, side.target, key)
+        subprocess.run(["callgrind_control", "-i", "off", str(process.pid)], check=True,
+                       capture_output=True)  # fmt: skip
+        subprocess.run(["callgrind_control", "-d", str(process.pid)], check=True,
+                       capture_output=True)  # fmt: skip
+        connection.close()
+    finally:
+        process.terminate()
+        process.wait(60)
+    events: list[str] = []
+    totals = [0] * 16
+    for dump in workdir.glob("callgrind.out*"):
+        for line in dump.read_text(errors="replace").splitlines():
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("totals:"):
+                for index, value in enumerate(line.split()[1:]):
+                    totals[index] += int(value)
+    shutil.rmtree(workdir, ignore_errors=True)
+    figures = dict(zip(events, totals, strict=False))
+    misses = None
+    if cache:
+        misses = (figures.get("DLmr", 0) + figures.get("DLmw", 0)) / requests
+    return Count(figures["Ir"] / requests, misses)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--warmup", type=int, default=12_000)
+    parser.add_argument("--cache", action="store_true", help="also count last-level misses")
+    parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "instructions.json"))
+    args = parser.parse_args()
+    if not shutil.which("valgrind"):
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+
+    probe_port = free_port()
+    probe = subprocess.Popen(
+        _command(Side("mockstore", "baseline", LIST_20), probe_port, 0),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                body_bytes = len(
+                    _get(http.client.HTTPConnection("127.0.0.1", probe_port), LIST_20, BENCH_KEY)
+                )
+                break
+            except OSError:
+                time.sleep(0.1)
+    finally:
+        probe.terminate()
+        probe.wait(10)
+
+    counts: dict[str, Count] = {}
+    for side in SIDES:
+        counts[side.id] = count(side, args.requests, args.warmup, args.cache, body_bytes)
+        misses = counts[side.id].ll_misses
+        extra = f", {misses:.1f} LL misses" if misses is not None else ""
+        print(f"  {side.id:<22} {counts[side.id].instructions:>10,.0f} instructions/request{extra}")
+
+    print()
+    print("| Comparison | Issue | Instructions per request | Ratio (inverse) | Target |")
+    print("|---|---|---|---:|---|")
+    rows = []
+    for comparison in COMPARISONS:
+        numerator = counts[comparison.numerator].instructions
+        denominator = counts[comparison.denominator].instructions
+        # Throughput is the inverse of the cost per request.
+        ratio = denominator / numerator
+        rows.append({"id": comparison.id, "ratio": ratio})
+        label = re.sub(r"`", "", comparison.label)
+        print(
+            f"| {label} | {comparison.issue} | {numerator:,.0f} / {denominator:,.0f} "
+            f"| {ratio:.0%} | {comparison.target_text} |"
+        )
+    Path(args.output).write_text(
+        json.dumps(
+            {
+                "requests": args.requests,
+                "warmup": args.warmup,
+                "per_request": {k: vars(v) for k, v in counts.items()},
+                "comparisons": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
