@@ -90,7 +90,14 @@ class Usage:
 class Bucket:
     """The counters of one bucket. Mutated only by ``RateLimiter``."""
 
-    __slots__ = ("banned_until", "day_start", "day_used", "minute_start", "minute_used", "rejections")
+    __slots__ = (
+        "banned_until",
+        "day_start",
+        "day_used",
+        "minute_start",
+        "minute_used",
+        "rejections",
+    )
 
     def __init__(self) -> None:
         self.minute_start = -1
