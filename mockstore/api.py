@@ -198,7 +198,8 @@ class PetStoreAPI:
         if refusal is not None:
             await self._respond(send, ex, refusal)
             return
-        route, route_methods = state.routes.for_path(scope["method"], self._relative(ex))
+        relative = self._relative(ex)
+        route, route_methods = state.routes.for_path(scope["method"], relative)
         if route is not None and ex.operation is None:
             ex.operation = f"{scope['method']} {route.path}"
         if ex.operation is None:
@@ -218,7 +219,7 @@ class PetStoreAPI:
         assert ex.api_key is not None
         needs = state.faults.applies(ex.operation, ex.api_key.key)
         if needs is not None:
-            outcome = state.faults.evaluate(self._facts(ex, needs))
+            outcome = state.faults.evaluate(self._facts(ex, needs, relative))
             ex.rule = ",".join(outcome.fired) or None
             if outcome.delay_ms:
                 await asyncio.sleep(outcome.delay_ms / 1000)
@@ -295,14 +296,14 @@ class PetStoreAPI:
             )
         return error("not_found", f"no such path: {path}")
 
-    def _facts(self, ex: Exchange, needs: Needs) -> RequestFacts:
+    def _facts(self, ex: Exchange, needs: Needs, relative: str) -> RequestFacts:
         """What the fault rules may look at; only the parts they read are parsed."""
         assert ex.api_key is not None
         scope = ex.scope
         facts = RequestFacts(
             operation=ex.operation,
             method=scope["method"],
-            path=self._relative(ex),
+            path=relative,
             key=ex.api_key.key,
             plan=ex.api_key.plan,
             elapsed=ex.now - ex.state.clock.start,

@@ -10,34 +10,64 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mockstore.scenario.model import FaultRule, Match, Route
 
 
-@dataclass(slots=True)
 class RequestFacts:
-    """What a rule may look at. ``path`` is relative to the base path."""
+    """What a rule may look at. ``path`` is relative to the base path.
 
-    operation: str | None
-    method: str
-    path: str
-    key: str | None
-    plan: str | None
-    elapsed: float
-    query: dict[str, list[str]] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-    body: Any = None
+    A plain class rather than a dataclass: one is built per request that a
+    rule could apply to, and a dataclass's default factories cost more.
+    """
+
+    __slots__ = (
+        "body",
+        "elapsed",
+        "headers",
+        "key",
+        "method",
+        "operation",
+        "path",
+        "plan",
+        "query",
+    )
+
+    def __init__(
+        self,
+        operation: str | None,
+        method: str,
+        path: str,
+        key: str | None,
+        plan: str | None,
+        elapsed: float,
+        query: dict[str, list[str]] | None = None,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+    ) -> None:
+        self.operation = operation
+        self.method = method
+        self.path = path
+        self.key = key
+        self.plan = plan
+        self.elapsed = elapsed
+        self.query = {} if query is None else query
+        self.headers = {} if headers is None else headers
+        self.body = body
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What the rules decided: extra delay, and at most one answering rule."""
 
     delay_ms: float = 0.0
     rule: FaultRule | None = None
-    fired: list[str] = field(default_factory=list)
+    fired: tuple[str, ...] = ()
+
+
+NOTHING = Outcome()  # most requests: immutable, so one instance serves them all
 
 
 def compile_path(template: str) -> re.Pattern[str]:
@@ -196,14 +226,17 @@ class FaultEngine:
         return table.needs if table.rows else None
 
     def evaluate(self, facts: RequestFacts) -> Outcome:
-        outcome = Outcome()
-        table = self._table(facts.operation, facts.key)
+        fired: list[str] = []
+        delay_ms = 0.0
+        answer: FaultRule | None = None
+        table = self._tables.get((facts.operation, facts.key)) or self._table(
+            facts.operation, facts.key
+        )
         counts = self._counts
         scope_counts = self._scope_counts
         for scope in table.scopes:
             scope_counts[scope] += 1
         elapsed = facts.elapsed
-        answered = False
         rows = table.rows_for(facts, scope_counts)
         for static, index, scope, first, last, calls, every, window, chance, rule in rows:
             if static is None:
@@ -212,7 +245,7 @@ class FaultEngine:
                 count = counts[index] = counts[index] + 1
             else:
                 continue
-            if answered or count < first or count > last:
+            if answer is not None or count < first or count > last:
                 continue
             if calls is not None and count not in calls:
                 continue
@@ -224,13 +257,14 @@ class FaultEngine:
             # nothing but the requests that reach this rule.
             if chance is not None and self._rng.random() >= chance:
                 continue
-            outcome.fired.append(rule.name)
+            fired.append(rule.name)
             if rule.delay is not None:
-                outcome.delay_ms += rule.delay.draw_ms(self._rng)
+                delay_ms += rule.delay.draw_ms(self._rng)
             if rule.reply is not None or rule.fault is not None:
-                outcome.rule = rule
-                answered = True
-        return outcome
+                answer = rule
+        if not fired:
+            return NOTHING
+        return Outcome(delay_ms, answer, tuple(fired))
 
 
 Row = tuple[Any, ...]
@@ -252,14 +286,6 @@ class _Live:
         self.count_guards = count_guards  # (scope, count at which a resting rule wakes)
         self.from_elapsed = from_elapsed
         self.until_elapsed = until_elapsed
-
-    def holds(self, scope_counts: list[int], elapsed: float) -> bool:
-        if not self.from_elapsed <= elapsed < self.until_elapsed:
-            return False
-        for scope, wakes_at in self.count_guards:  # noqa: SIM110 - see every_check
-            if scope_counts[scope] >= wakes_at:
-                return False
-        return True
 
 
 class _Table:
@@ -305,8 +331,13 @@ class _Table:
             *map(facts.headers.__contains__, self._header_names),
         )
         live = self._live.get(shape)
-        if live is None or not live.holds(scope_counts, facts.elapsed):
-            live = self._live[shape] = self._compute(shape, scope_counts, facts.elapsed)
+        if live is not None and live.from_elapsed <= facts.elapsed < live.until_elapsed:
+            for scope, wakes_at in live.count_guards:
+                if scope_counts[scope] >= wakes_at:
+                    break  # a resting rule is due: choose the rows again
+            else:
+                return live.rows
+        live = self._live[shape] = self._compute(shape, scope_counts, facts.elapsed)
         return live.rows
 
     def _compute(self, shape: tuple[bool, ...], scope_counts: list[int], elapsed: float) -> _Live:

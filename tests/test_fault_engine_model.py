@@ -134,5 +134,5 @@ def test_the_engine_fires_exactly_what_the_plain_reading_fires(
     expected = list(reference(loaded, random.Random(seed), sequence))
     for f, (fired, answer) in zip(sequence, expected, strict=True):
         outcome = engine.evaluate(f)
-        assert outcome.fired == fired
+        assert list(outcome.fired) == fired
         assert (outcome.rule.name if outcome.rule else None) == answer

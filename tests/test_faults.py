@@ -234,11 +234,11 @@ def test_engine_delays_add_up_and_the_first_answer_wins() -> None:
     """)
     outcome = rules.evaluate(facts())
     assert outcome.delay_ms == 42
-    assert outcome.fired == ["slow-a", "slow-b", "answer"]
+    assert outcome.fired == ("slow-a", "slow-b", "answer")
     assert outcome.rule is not None and outcome.rule.name == "answer"
     # A rule without an operation applies to every operation, in file order.
     other = rules.evaluate(facts("listPets"))
-    assert (other.delay_ms, other.fired, other.rule) == (12, ["slow-b"], None)
+    assert (other.delay_ms, other.fired, other.rule) == (12, ("slow-b",), None)
     assert rules.candidates("createPet") == [1]
     # Every rule counts the calls that meet its conditions, even after an earlier answer.
     assert rules.counts == [1, 2, 1, 1]
