@@ -26,9 +26,9 @@ NO_BAN = BanPolicy(after_rejections=2**62, within_seconds=1, duration_seconds=0)
 class Tenants:
     """One shared store, or one store per tenant (``isolation: per_key``)."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, template: PetStore) -> None:
         self.per_key = scenario.isolation == "per_key"
-        self.shared = PetStore(scenario.initial_pets())
+        self.shared = template.copy()
         # With per_key isolation the shared store is never written: it is the
         # template each tenant's store is copied from.
         self._stores: dict[str, PetStore] = {}
@@ -45,13 +45,15 @@ class Tenants:
 class MockState:
     """Everything that changes while the mock serves: store, counters, bans, clock."""
 
-    def __init__(self, scenario: Scenario, clock: Clock | None = None) -> None:
+    def __init__(
+        self, scenario: Scenario, clock: Clock | None = None, template: PetStore | None = None
+    ) -> None:
         self.scenario = scenario
         self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
         self.limiter = RateLimiter(scenario.ban or NO_BAN)
-        self.tenants = Tenants(scenario)
+        self.tenants = Tenants(scenario, template or PetStore(scenario.initial_pets()))
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -61,9 +63,6 @@ class MockState:
         for spec in scenario.keys:
             if spec.used_minute or spec.used_day:
                 self.limiter.preload(bucket_id(spec.key), now, spec.used_minute, spec.used_day)
-
-    def plan_of(self, key: ApiKey) -> Plan:
-        return self.plans[key.plan]
 
     def next_request_id(self) -> str:
         self.requests_served += 1
@@ -83,7 +82,10 @@ class Runtime:
 
     def __init__(self, scenario: Scenario, clock: Clock | None = None) -> None:
         self._clock_override = clock
-        self.state = MockState(scenario, clock)
+        # The scenario's pets, built once: a reset copies them (generating and
+        # encoding 100,000 pets again would make every reset take most of a second).
+        self._template = PetStore(scenario.initial_pets())
+        self.state = MockState(scenario, clock, self._template)
         self.journal = Journal(scenario.journal_size, scenario.journal_body_bytes)
 
     @property
@@ -95,13 +97,15 @@ class Runtime:
         clock = self._clock_override
         if clock is not None:
             clock.set(clock.start)
-        self.state = MockState(self.state.scenario, clock)
+        self.state = MockState(self.state.scenario, clock, self._template)
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
         """Replace the scenario; the new state is built before it is swapped in."""
-        new_state = MockState(scenario, None)
+        template = PetStore(scenario.initial_pets())
+        new_state = MockState(scenario, None, template)
         self._clock_override = None
+        self._template = template
         self.state = new_state
         self.journal.resize(scenario.journal_size, scenario.journal_body_bytes)
         return new_state
