@@ -10,6 +10,7 @@ import hmac
 import json
 import math
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -70,6 +71,18 @@ async def _json_object(request: Request) -> dict[str, Any] | JSONResponse:
     return value
 
 
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _by_method(path: str, **endpoints: Endpoint) -> Route:
+    """A Route whose methods each have their own endpoint."""
+
+    async def dispatch(request: Request) -> Response:
+        return await endpoints[request.method if request.method != "HEAD" else "GET"](request)
+
+    return Route(path, dispatch, methods=list(endpoints))
+
+
 class ControlAPI:
     """Builds the Starlette app for one ``Runtime``."""
 
@@ -80,13 +93,11 @@ class ControlAPI:
             Route("/health", self.health, methods=["GET"]),
             Route("/openapi.json", self.openapi, methods=["GET"]),
             Route("/schema", self.schema, methods=["GET"]),
-            Route("/scenario", self.get_scenario, methods=["GET"]),
-            Route("/scenario", self.put_scenario, methods=["PUT"]),
+            # One Route per path, so a 405 names every method the path has in Allow.
+            _by_method("/scenario", GET=self.get_scenario, PUT=self.put_scenario),
             Route("/reset", self.reset, methods=["POST"]),
-            Route("/clock", self.get_clock, methods=["GET"]),
-            Route("/clock", self.move_clock, methods=["POST"]),
-            Route("/keys", self.list_keys, methods=["GET"]),
-            Route("/keys", self.issue_key, methods=["POST"]),
+            _by_method("/clock", GET=self.get_clock, POST=self.move_clock),
+            _by_method("/keys", GET=self.list_keys, POST=self.issue_key),
             Route("/keys/{key:path}", self.revoke_key, methods=["DELETE"]),
             Route("/bans/{key:path}", self.lift_ban, methods=["DELETE"]),
             Route("/pets", self.list_pets, methods=["GET"]),

@@ -103,3 +103,20 @@ def test_lifting_the_ban_of_an_unknown_key_is_a_404(control: TestClient) -> None
     response = control.delete("/__mockstore/bans/nobody")
     assert response.status_code == 404
     assert response.json()["code"] == "unknown_key"
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/__mockstore/keys", {"GET", "HEAD", "POST"}),
+        ("/__mockstore/clock", {"GET", "HEAD", "POST"}),
+        ("/__mockstore/scenario", {"GET", "HEAD", "PUT"}),
+    ],
+)
+def test_a_wrong_method_on_the_control_api_names_every_allowed_one(
+    control: TestClient, path: str, allowed: set[str]
+) -> None:
+    response = control.patch(path)
+    assert response.status_code == 405
+    assert response.json()["code"] == "method_not_allowed"
+    assert {m.strip() for m in response.headers["allow"].split(",")} == allowed
