@@ -86,23 +86,9 @@ class Entry:
                 return value.decode("latin-1")
         return None
 
-    def response_header(self, name: str) -> str | None:
-        """The first response header of that name."""
-        target = name.lower().encode()
-        for key, value in self.response_headers:
-            if key.lower() == target:
-                return value.decode("latin-1")
-        return None
-
     def json_body(self) -> Any:
         try:
             return json.loads(self.request_body)
-        except ValueError:
-            return None
-
-    def response_json(self) -> Any:
-        try:
-            return json.loads(self.response_body)
         except ValueError:
             return None
 
