@@ -23,10 +23,10 @@ from urllib.parse import parse_qsl
 from mockstore import schemas, transport
 from mockstore.errors import ERROR_CODES, error_body
 from mockstore.faults import Needs, RequestFacts
-from mockstore.keys import ApiKey, Credentials, parse_authorization
+from mockstore.keys import ApiKey, Credentials, client_bucket, key_bucket, parse_authorization
 from mockstore.ratelimit import Decision, Plan
 from mockstore.scenario.model import Reply, Scenario
-from mockstore.state import MockState, Runtime, anonymous_bucket_id, bucket_id
+from mockstore.state import MockState, Runtime
 from mockstore.store import PetStore, StoreFull
 from mockstore.validation import (
     Invalid,
@@ -250,12 +250,12 @@ class PetStoreAPI:
             ex.api_key = state.keys.lookup(credentials.token)
         if ex.api_key is not None:
             ex.plan = state.plans[ex.api_key.plan]
-            bucket = bucket_id(ex.api_key.key)
+            bucket = key_bucket(ex.api_key.key)
         else:
             # Callers without a valid key share one bucket per client address.
             client = ex.scope.get("client")
             ex.plan = state.plans[state.scenario.anonymous_plan]
-            bucket = anonymous_bucket_id(client[0] if client else "unknown")
+            bucket = client_bucket(client[0] if client else "unknown")
         decision = ex.decision = state.limiter.check(bucket, ex.plan, ex.now)
 
         if decision.verdict == "key_banned":

@@ -6,10 +6,12 @@ from typing import Any
 
 from mockstore.api import PetStoreAPI
 from mockstore.clock import Clock
-from mockstore.control import PREFIX, ControlAPI
+from mockstore.control import ControlAPI
 from mockstore.errors import error_body
 from mockstore.scenario import Scenario, load_scenario_file
 from mockstore.state import Runtime
+from mockstore.urls import CONTROL_PREFIX as PREFIX
+from mockstore.urls import is_control_path
 
 
 class MockstoreApp:
@@ -38,7 +40,7 @@ class MockstoreApp:
         kind = scope["type"]
         if kind == "http":
             path: str = scope["path"]
-            if path.startswith(PREFIX) and (len(path) == len(PREFIX) or path[len(PREFIX)] == "/"):
+            if is_control_path(path):
                 if self.control is None:
                     await _not_found(send, path)
                     return

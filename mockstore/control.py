@@ -22,14 +22,14 @@ from starlette.routing import Route
 
 from mockstore import __version__, schemas
 from mockstore.clock import format_time, parse_time
-from mockstore.keys import ApiKey, parse_authorization
+from mockstore.keys import ApiKey, key_bucket, parse_authorization
 from mockstore.ratelimit import Plan
 from mockstore.reports.http import journal_routes
 from mockstore.scenario import ScenarioError, load_scenario, scenario_schema
 from mockstore.scenario.loader import Marks, schema_problems
-from mockstore.state import Runtime, bucket_id
+from mockstore.state import Runtime
+from mockstore.urls import CONTROL_PREFIX as PREFIX
 
-PREFIX = "/__mockstore"
 LATEST_TIME = 253402300799  # 9999-12-31T23:59:59Z
 
 
@@ -225,7 +225,7 @@ class ControlAPI:
     def _key_json(self, key: ApiKey) -> dict[str, Any]:
         state = self.runtime.state
         plan = state.plans[key.plan]
-        usage = state.limiter.usage(bucket_id(key.key), plan, state.clock.now())
+        usage = state.limiter.usage(key_bucket(key.key), plan, state.clock.now())
         return {
             "key": key.key,
             "plan": key.plan,
@@ -280,7 +280,7 @@ class ControlAPI:
         if used:
             minute = used.get("minute", 0)
             state.limiter.preload(
-                bucket_id(key), state.clock.now(), minute, used.get("day", minute)
+                key_bucket(key), state.clock.now(), minute, used.get("day", minute)
             )
         return JSONResponse(self._key_json(issued), 201)
 
@@ -289,14 +289,14 @@ class ControlAPI:
         key = request.path_params["key"]
         if state.keys.revoke(key) is None:
             return _problem(404, "unknown_key", f"no key {key!r}")
-        state.limiter.forget(bucket_id(key))
+        state.limiter.forget(key_bucket(key))
         return Response(status_code=204)
 
     async def lift_ban(self, request: Request) -> Response:
         key = request.path_params["key"]
         if key not in self.runtime.state.keys:
             return _problem(404, "unknown_key", f"no key {key!r}")
-        lifted = self.runtime.state.limiter.lift_ban(bucket_id(key))
+        lifted = self.runtime.state.limiter.lift_ban(key_bucket(key))
         return JSONResponse({"key": key, "lifted": lifted})
 
     async def list_pets(self, request: Request) -> Response:

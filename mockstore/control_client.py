@@ -25,9 +25,9 @@ from urllib.parse import quote
 
 import httpx
 
-__all__ = ["Control", "ControlError", "VerificationError"]
+from mockstore.urls import CONTROL_PREFIX as PREFIX
 
-PREFIX = "/__mockstore"
+__all__ = ["Control", "ControlError", "VerificationError"]
 
 
 class ControlError(Exception):

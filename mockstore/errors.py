@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +40,43 @@ ERROR_CODES: dict[str, ErrorCode] = {
 }
 
 
-def error_body(code: str, message: str, status: int | None = None) -> bytes:
-    """An Error body as JSON bytes; ``status`` defaults to the code's own."""
+def error_body(code: str, message: str, status: int | None = None, **extra: Any) -> bytes:
+    """An Error body as JSON bytes; ``status`` defaults to the code's own.
+
+    The one Error builder of the whole server (API and control API alike).
+    ``extra`` adds fields after the three the Error schema requires (a refused
+    scenario's ``problems``, say). Non-ASCII is escaped, so any string a client
+    sent, even a lone surrogate, can be echoed back.
+    """
     if status is None:
         status = ERROR_CODES[code].status
     return json.dumps(
-        {"code": code, "message": message, "status": status},
-        ensure_ascii=False,
+        {"code": code, "message": message, "status": status, **extra},
         separators=(",", ":"),
     ).encode()
+
+
+class ApiError(Exception):
+    """A refusal, the one way the domain says "no": an Error ``code``, its message,
+    the HTTP status (the code's own unless given) and any headers it needs
+    (``WWW-Authenticate``, ``Allow``, ...), as (name, value) byte pairs.
+    """
+
+    __slots__ = ("code", "headers", "message", "status")
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = ERROR_CODES[code].status if status is None else status
+        self.headers = headers
+
+    def body(self) -> bytes:
+        return error_body(self.code, self.message, self.status)

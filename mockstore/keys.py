@@ -89,3 +89,13 @@ class KeyRing:
 
     def __contains__(self, key: str) -> bool:
         return self.lookup(key) is not None
+
+
+def key_bucket(key: str) -> str:
+    """The rate-limit bucket of an API key."""
+    return "key:" + key
+
+
+def client_bucket(client: str) -> str:
+    """The rate-limit bucket shared by callers without a valid key from one address."""
+    return "anon:" + client

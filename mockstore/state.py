@@ -14,7 +14,7 @@ import random
 from mockstore.clock import Clock
 from mockstore.faults import FaultEngine, RouteTable
 from mockstore.journal import Journal
-from mockstore.keys import ApiKey, KeyRing
+from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
 from mockstore.scenario.model import Scenario
 from mockstore.store import PetStore
@@ -62,19 +62,11 @@ class MockState:
         now = self.clock.now()
         for spec in scenario.keys:
             if spec.used_minute or spec.used_day:
-                self.limiter.preload(bucket_id(spec.key), now, spec.used_minute, spec.used_day)
+                self.limiter.preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day)
 
     def next_request_id(self) -> str:
         self.requests_served += 1
         return f"req-{self.requests_served:06d}"
-
-
-def bucket_id(key: str) -> str:
-    return "key:" + key
-
-
-def anonymous_bucket_id(client: str) -> str:
-    return "anon:" + client
 
 
 class Runtime:

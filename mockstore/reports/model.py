@@ -17,7 +17,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from mockstore.journal import Entry, mask
-from mockstore.keys import parse_authorization
+from mockstore.keys import client_bucket, key_bucket, parse_authorization
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 FAIL_ON: tuple[str, ...] = (*SEVERITIES, "never")
@@ -123,8 +123,8 @@ class Fact:
 def subject_of(key: str | None, client: str) -> tuple[str, str]:
     """(bucket, subject) for a request: its key's bucket, or its address's anonymous one."""
     if key:
-        return "key:" + key, mask(key)
-    return "anon:" + client, f"anonymous ({client})"
+        return key_bucket(key), mask(key)
+    return client_bucket(client), f"anonymous ({client})"
 
 
 _SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")

@@ -29,6 +29,7 @@ from mockstore.scenario.loader import (
     parse_yaml,
     problem_at,
 )
+from mockstore.urls import CONTROL_PREFIX, is_control_path
 
 Path = tuple[str | int, ...]
 
@@ -329,8 +330,8 @@ class _Builder:
         if anonymous not in plans and self._plan_names_known():
             self.problem(("anonymous_plan",), self._unknown_plan(anonymous, plans))
         base_path = self.get(("base_path",), "/v1")
-        if base_path == "/__mockstore" or base_path.startswith("/__mockstore/"):
-            self.problem(("base_path",), "must not be under /__mockstore (the control API)")
+        if is_control_path(base_path):
+            self.problem(("base_path",), f"must not be under {CONTROL_PREFIX} (the control API)")
         start_text = self.get(("clock", "start"), None)
         start = parse_time(start_text) if start_text is not None else None
         mode = self.get(("clock", "mode"), "running")
