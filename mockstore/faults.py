@@ -11,8 +11,9 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+from mockstore.routing import allow_header, compile_path
 from mockstore.scenario.model import FaultRule, Match, Route
 
 
@@ -68,13 +69,6 @@ class Outcome:
 
 
 NOTHING = Outcome()  # most requests: immutable, so one instance serves them all
-
-
-def compile_path(template: str) -> re.Pattern[str]:
-    """``/pets/{petId}`` -> a pattern matching one segment per ``{name}``."""
-    parts = re.split(r"(\{[^/{}]+\})", template)
-    regex = "".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts)
-    return re.compile(f"^{regex}$")
 
 
 Check = Callable[[RequestFacts], bool]
@@ -267,7 +261,19 @@ class FaultEngine:
         return Outcome(delay_ms, answer, tuple(fired))
 
 
-Row = tuple[Any, ...]
+class Row(NamedTuple):
+    """One rule as the evaluation loop reads it (a tuple, so the loop unpacks it)."""
+
+    static: Check | None  # the request conditions beyond operation and key
+    index: int
+    scope: int | None  # the shared counter of a rule with no static check
+    first: int  # the first count at which it can fire
+    last: int  # the last count at which it can fire
+    calls: frozenset[int] | None
+    every: int | None
+    window: tuple[float, float] | None
+    probability: float | None
+    rule: FaultRule
 
 
 class _Live:
@@ -351,15 +357,16 @@ class _Table:
         guards: dict[int, int] = {}
         start, end = float("-inf"), float("inf")
         for row in self.rows:
-            static, _, scope, first, last, _, _, window, _, rule = row
-            match = rule.match
+            scope, first, last, window = row.scope, row.first, row.last, row.window
+            match = row.rule.match
             if not all(n in query for n, _ in match.query):
                 continue
             if not all(n in headers for n, _ in match.headers):
                 continue
-            if static is not None:
+            if row.static is not None:
                 rows.append(row)
                 continue
+            assert scope is not None
             count = scope_counts[scope]
             if count > last:
                 continue  # counts only grow (until a reset builds a new engine)
@@ -381,17 +388,17 @@ class _Table:
 
 
 def _row(c: _CompiledRule) -> Row:
-    return (
-        c.static,
-        c.index,
-        c.scope,
-        c.first,
-        c.last,
-        c.calls,
-        c.every,
-        c.window,
-        c.probability,
-        c.rule,
+    return Row(
+        static=c.static,
+        index=c.index,
+        scope=c.scope,
+        first=c.first,
+        last=c.last,
+        calls=c.calls,
+        every=c.every,
+        window=c.window,
+        probability=c.probability,
+        rule=c.rule,
     )
 
 
@@ -408,12 +415,20 @@ class RouteTable:
                 self._by_path.append((route.method, compile_path(route.path), route))
 
     def for_path(self, method: str, path: str) -> tuple[Route | None, list[str]]:
-        """The route for a method and path, and the methods the path has."""
+        """The route for a method and path (HEAD finds a GET route), and the path's methods."""
         allowed: list[str] = []
         found = None
+        wanted = "GET" if method == "HEAD" else method
         for route_method, pattern, route in self._by_path:
             if pattern.match(path):
                 allowed.append(route_method)
-                if route_method == method and found is None:
+                if found is None and route_method in (method, wanted):
                     found = route
         return found, allowed
+
+    @staticmethod
+    def allow(methods: list[str], documented: str) -> str:
+        """``Allow`` for a path: the document's methods and the scripted routes' together."""
+        if not methods:
+            return documented
+        return allow_header([*methods, *filter(None, documented.split(", "))])

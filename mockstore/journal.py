@@ -14,24 +14,21 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
-# An Entry's fields in declaration order, as a plain tuple (see the module docstring).
-Record = tuple[Any, ...]
-_SEQ, _OPERATION, _KEY, _STATUS = 0, 10, 11, 13
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One request and its response.
 
     ``key`` is the full API key the request was counted against (None without
     a valid key); ``status`` is 0 when a connection fault left no response;
-    bodies are cut at the journal's ``body_bytes``. Entries are never changed
-    once appended, so readers may share them across threads.
+    bodies are cut at the journal's ``body_bytes``. ``time`` is the scenario
+    clock and ``wall`` the wall clock when the exchange was answered (None in
+    entries read from a recording that did not say). Entries are immutable, so
+    readers may share them across threads.
     """
 
     seq: int
@@ -53,30 +50,7 @@ class Entry:
     latency_ms: float
     rule: str | None
     outcome: str = "response"  # or the name of a connection fault
-
-    def as_record(self) -> Record:
-        """The entry as the journal stores it."""
-        return (
-            self.seq,
-            self.request_id,
-            self.time,
-            self.elapsed,
-            self.method,
-            self.path,
-            self.query,
-            tuple(self.request_headers),
-            self.request_body,
-            self.client,
-            self.operation,
-            self.key,
-            self.plan,
-            self.status,
-            tuple(self.response_headers),
-            self.response_body,
-            self.latency_ms,
-            self.rule,
-            self.outcome,
-        )
+    wall: float | None = None
 
     def header(self, name: str) -> str | None:
         """The first request header of that name, as sent (the token unmasked)."""
@@ -157,10 +131,10 @@ class Journal:
     the server keeps appending.
     """
 
-    def __init__(self, size: int = 10_000, body_bytes: int = 4096) -> None:
+    def __init__(self, size: int, body_bytes: int) -> None:
         self.size = size
         self.body_bytes = body_bytes
-        self._entries: deque[Record] = deque(maxlen=size or None)
+        self._entries: deque[tuple[Any, ...]] = deque(maxlen=size or None)
         self._seq = 0
         self.enabled = size > 0
         self.dropped = 0
@@ -170,15 +144,68 @@ class Journal:
         return self._seq
 
     def append(self, entry: Entry) -> None:
-        self.record(entry.as_record())
-
-    def record(self, record: Record) -> None:
-        """Append an exchange given as a record (``Entry`` fields in order, headers as tuples)."""
+        """Append an entry as it is (its ``seq`` already taken with ``next_seq``)."""
         if not self.enabled:
             return
         if len(self._entries) == self.size:
             self.dropped += 1
-        self._entries.append(record)
+        self._entries.append(tuple(entry))
+
+    def record(
+        self,
+        *,
+        request_id: str,
+        time: float,
+        wall: float,
+        elapsed: float,
+        method: str,
+        path: str,
+        query: bytes,
+        request_headers: tuple[tuple[bytes, bytes], ...],
+        request_body: bytes,
+        client: str,
+        operation: str | None,
+        key: str | None,
+        plan: str | None,
+        status: int,
+        response_headers: tuple[tuple[bytes, bytes], ...],
+        response_body: bytes,
+        latency_ms: float,
+        rule: str | None,
+        outcome: str,
+    ) -> None:
+        """Append one exchange, numbering it and cutting its bodies to ``body_bytes``."""
+        if not self.enabled:
+            return
+        self._seq += 1
+        if len(self._entries) == self.size:
+            self.dropped += 1
+        cap = self.body_bytes
+        # A plain tuple in Entry's field order, not an Entry: see the module docstring.
+        self._entries.append(
+            (
+                self._seq,
+                request_id,
+                time,
+                elapsed,
+                method,
+                path,
+                query,
+                request_headers,
+                request_body[:cap],
+                client,
+                operation,
+                key,
+                plan,
+                status,
+                response_headers,
+                response_body[:cap],
+                latency_ms,
+                rule,
+                outcome,
+                wall,
+            )
+        )
 
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
@@ -216,11 +243,18 @@ class Journal:
         ``key`` is the full API key the request was counted against.
         """
         snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
+        make = Entry._make
         return [
-            Entry(*r)
+            make(r)
             for r in snapshot
             if (operation is None or r[_OPERATION] == operation)
             and (key is None or r[_KEY] == key)
             and (status is None or r[_STATUS] == status)
             and (since is None or r[_SEQ] > since)
         ]
+
+
+# Where each field sits in a stored record, for ``select``'s filters.
+_SEQ, _OPERATION, _KEY, _STATUS = (
+    Entry._fields.index(name) for name in ("seq", "operation", "key", "status")
+)

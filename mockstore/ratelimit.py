@@ -38,11 +38,15 @@ BUILTIN_PLANS: dict[str, Plan] = {
 
 @dataclass(frozen=True, slots=True)
 class BanPolicy:
-    """When a bucket that keeps sending after 429 gets banned, and for how long."""
+    """When a bucket that keeps sending after 429 gets banned, and for how long.
 
-    after_rejections: int = 10
-    within_seconds: float = 60
-    duration_seconds: float = 600
+    No defaults here: a scenario's ``ban:`` settings (defaults in the scenario
+    schema) decide them.
+    """
+
+    after_rejections: int
+    within_seconds: float
+    duration_seconds: float
     status: int = 429
 
 
@@ -51,10 +55,15 @@ Verdict = Literal["allowed", "rate_limited", "key_banned"]
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What the limiter decided for one request, with the header figures.
+    """What the limiter decided for one request, and every figure a response states.
 
-    ``limit``, ``remaining`` and ``reset`` are the ``X-RateLimit-*`` values;
-    ``retry_after`` is whole seconds (0 when the request was allowed).
+    ``limit``, ``remaining`` and ``reset`` are the ``X-RateLimit-*`` values.
+    ``retry_at`` is the exact instant from which a new request can be allowed
+    (0.0 when this one was), and ``retry_after`` the whole seconds until then,
+    rounded up: a client that waits as told is never early. The per-window
+    figures feed the draft ``RateLimit`` header; during a ban both windows
+    say 0 remaining until the ban ends, as ``X-RateLimit-*`` do, so every
+    header of one response tells the same story.
     """
 
     verdict: Verdict
@@ -62,6 +71,7 @@ class Decision:
     remaining: int
     reset: int
     retry_after: int
+    retry_at: float
     window: Literal["minute", "day"]
     minute_remaining: int
     day_remaining: int
@@ -122,8 +132,8 @@ class Bucket:
 class RateLimiter:
     """Counts requests per bucket against a plan and bans persistent offenders."""
 
-    def __init__(self, ban: BanPolicy | None = None) -> None:
-        self.ban = ban or BanPolicy()
+    def __init__(self, ban: BanPolicy) -> None:
+        self.ban = ban
         self._buckets: dict[str, Bucket] = {}
 
     def _bucket(self, bucket_id: str, now: float) -> Bucket:
@@ -136,15 +146,10 @@ class RateLimiter:
     def check(self, bucket_id: str, plan: Plan, now: float) -> Decision:
         """Decide one request: allow it (consuming one) or reject it (consuming nothing)."""
         bucket = self._bucket(bucket_id, now)
-        minute_reset = bucket.minute_start + MINUTE
-        day_reset = bucket.day_start + DAY
 
         if bucket.banned_until is not None:
             if now < bucket.banned_until:
-                until = bucket.banned_until
-                return self._decision(
-                    "key_banned", plan, bucket, math.ceil(until - now), ban_reset=until
-                )
+                return self._decision("key_banned", plan, bucket, now, bucket.banned_until)
             bucket.banned_until = None
             bucket.rejections.clear()
 
@@ -152,13 +157,13 @@ class RateLimiter:
         day_left = plan.per_day - bucket.day_used
         if minute_left <= 0 or day_left <= 0:
             # Waiting for the minute window is pointless while the day is spent.
-            reset = day_reset if day_left <= 0 else minute_reset
+            reset = bucket.day_start + DAY if day_left <= 0 else bucket.minute_start + MINUTE
             self._record_rejection(bucket, now)
-            return self._decision("rate_limited", plan, bucket, max(1, math.ceil(reset - now)))
+            return self._decision("rate_limited", plan, bucket, now, reset)
 
         bucket.minute_used += 1
         bucket.day_used += 1
-        return self._decision("allowed", plan, bucket, 0)
+        return self._decision("allowed", plan, bucket, now, 0.0)
 
     def _record_rejection(self, bucket: Bucket, now: float) -> None:
         rejections = bucket.rejections
@@ -170,12 +175,7 @@ class RateLimiter:
             bucket.banned_until = now + self.ban.duration_seconds
 
     def _decision(
-        self,
-        verdict: Verdict,
-        plan: Plan,
-        bucket: Bucket,
-        retry_after: int,
-        ban_reset: float | None = None,
+        self, verdict: Verdict, plan: Plan, bucket: Bucket, now: float, retry_at: float
     ) -> Decision:
         minute_left = max(0, plan.per_minute - bucket.minute_used)
         day_left = max(0, plan.per_day - bucket.day_used)
@@ -191,14 +191,22 @@ class RateLimiter:
             limit, remaining, reset = plan.per_minute, minute_left, minute_reset
         else:
             limit, remaining, reset = plan.per_day, day_left, day_reset
-        if ban_reset is not None:
-            remaining, reset = 0, math.ceil(ban_reset)
+        retry_after = 0
+        if verdict != "allowed":
+            # Rounded up, never down: a client that waits as told is not early.
+            retry_after = max(1, math.ceil(retry_at - now))
+        if verdict == "key_banned":
+            # Nothing is allowed until the ban ends, whatever the windows hold.
+            ban_end = math.ceil(retry_at)
+            remaining = minute_left = day_left = 0
+            reset = minute_reset = day_reset = ban_end
         return Decision(
             verdict=verdict,
             limit=limit,
             remaining=remaining,
             reset=reset,
             retry_after=retry_after,
+            retry_at=retry_at,
             window=window,
             minute_remaining=minute_left,
             day_remaining=day_left,

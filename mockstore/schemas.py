@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator, FormatChecker, validators
+from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -29,28 +29,27 @@ _DOCUMENT_URI = "urn:mockstore:openapi"
 format_checker = FormatChecker()
 
 
+def _in_range(value: object, low: int, high: int) -> bool:
+    # The type keyword reports non-numbers; JSON Schema 2020-12 counts 7.0 as
+    # an integer, so an integral float is checked against the range too.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    return low <= value <= high
+
+
 @format_checker.checks("int64")
 def _is_int64(value: object) -> bool:
-    if not isinstance(value, int) or isinstance(value, bool):
-        return True  # the type keyword reports non-integers
-    return INT64_MIN <= value <= INT64_MAX
+    return _in_range(value, INT64_MIN, INT64_MAX)
 
 
 @format_checker.checks("int32")
 def _is_int32(value: object) -> bool:
-    if not isinstance(value, int) or isinstance(value, bool):
-        return True
-    return INT32_MIN <= value <= INT32_MAX
+    return _in_range(value, INT32_MIN, INT32_MAX)
 
 
-def _is_strict_integer(checker: object, instance: object) -> bool:
-    # JSON Schema counts 1.0 as an integer; the mock does not, so that a client
-    # sending 1.0 for an int64 field learns it here rather than in production.
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-_type_checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer)
-Validator = validators.extend(Draft202012Validator, type_checker=_type_checker)
+# The document's own semantics (OpenAPI 3.1 is JSON Schema 2020-12): 7.0 is an
+# integer. Whoever stores a value converts it (``as_integers``).
+Validator = Draft202012Validator
 
 
 @cache
@@ -125,6 +124,19 @@ class Operation:
     body_schema: str | None
     body_required: bool
     responses: tuple[str, ...]
+    assumed: frozenset[int]  # statuses the spec does not state (x-assumed responses)
+    success_status: int | None  # its 2xx; None for listOrders, which the spec never describes
+    extensions: dict[str, Any]  # the operation's x-* keys
+
+    @property
+    def replacement(self) -> dict[str, str] | None:
+        """A deprecated operation's stated successor (``x-replacement``), if any."""
+        return self.extensions.get("x-replacement")
+
+    @property
+    def is_read(self) -> bool:
+        """GET (and so HEAD, which answers as GET does)."""
+        return self.method == "GET"
 
 
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
@@ -161,6 +173,8 @@ def operations() -> dict[str, Operation]:
             body_schema = None
             if body:
                 body_schema = body["content"]["application/json"]["schema"]["$ref"]
+            statuses = tuple(spec.get("responses", {}))
+            success = next((int(s) for s in statuses if s.startswith("2")), None)
             found[spec["operationId"]] = Operation(
                 operation_id=spec["operationId"],
                 method=method.upper(),
@@ -169,7 +183,14 @@ def operations() -> dict[str, Operation]:
                 parameters=tuple(params),
                 body_schema=body_schema,
                 body_required=bool(body and body.get("required", False)),
-                responses=tuple(spec.get("responses", {})),
+                responses=statuses,
+                assumed=frozenset(
+                    int(status)
+                    for status, answer in spec.get("responses", {}).items()
+                    if _resolve(answer).get("x-assumed")
+                ),
+                success_status=success,
+                extensions={k: v for k, v in spec.items() if k.startswith("x-")},
             )
     return found
 
@@ -221,3 +242,49 @@ def _json_type(value: object) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+@cache
+def object_fields(name: str) -> tuple[str, ...]:
+    """The property names of a component schema, through its ``allOf`` parts.
+
+    A schema's own properties come first, then those it takes from the schemas
+    it refers to: a Pet is ``id`` then the NewPet fields. The OpenAPI document
+    is the one source of what a Pet holds; the store, the service and the
+    scenario checks read this rather than keep a copy.
+    """
+    schema = openapi_document()["components"]["schemas"][name]
+    fields: list[str] = list(schema.get("properties", {}))
+    parts = schema.get("allOf", [])
+    for part in [p for p in parts if "$ref" not in p] + [p for p in parts if "$ref" in p]:
+        if "$ref" in part:
+            inherited = object_fields(part["$ref"].rsplit("/", 1)[-1])
+        else:
+            inherited = tuple(part.get("properties", {}))
+        fields.extend(f for f in inherited if f not in fields)
+    return tuple(fields)
+
+
+@cache
+def integer_fields(name: str) -> frozenset[str]:
+    """The properties of a component schema (through ``allOf``) typed integer."""
+    components = openapi_document()["components"]["schemas"]
+    found: set[str] = set()
+    stack = [components[name]]
+    while stack:
+        schema = stack.pop()
+        for field, spec in schema.get("properties", {}).items():
+            if _resolve(spec).get("type") == "integer":
+                found.add(field)
+        for part in schema.get("allOf", []):
+            stack.append(_resolve(part))
+    return frozenset(found)
+
+
+def as_integers(value: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
+    """``value`` with the integral floats of integer ``fields`` stored as ints (7.0 -> 7)."""
+    for field in fields:
+        number = value.get(field)
+        if isinstance(number, float):
+            value[field] = int(number)
+    return value

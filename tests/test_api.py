@@ -148,6 +148,21 @@ def test_ids_increase_and_are_never_reused(api: LiveServer, http: httpx.Client) 
     assert len(every_id) == len(set(every_id))
 
 
+def test_an_integral_number_is_an_integer_and_is_stored_as_one(http: httpx.Client) -> None:
+    # OpenAPI 3.1 is JSON Schema 2020-12, where 7.0 is an integer: the document
+    # accepts it, so the mock does, and a Pet's categoryId comes back as 7.
+    response = http.post(
+        "/v1/pets",
+        content=b'{"name": "Seven", "categoryId": 7.0, "status": "sold"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 201, response.text
+    assert b'"categoryId":7,' in response.content
+    created = assert_conforms(response)
+    fetched = http.get(f"/v1/pets/{created['id']}")
+    assert fetched.json()["categoryId"] == 7 and isinstance(fetched.json()["categoryId"], int)
+
+
 # -- getPet ---------------------------------------------------------------
 
 
@@ -194,12 +209,12 @@ def test_unknown_path_is_404(http: httpx.Client, path: str) -> None:
 @pytest.mark.parametrize(
     ("method", "path", "allow"),
     [
-        ("DELETE", "/v1/pets", {"GET", "POST"}),
-        ("PUT", "/v1/pets", {"GET", "POST"}),
-        ("PATCH", "/v1/pets/1", {"GET"}),
-        ("DELETE", "/v1/pets/1", {"GET"}),
-        ("POST", "/v1/pets/1", {"GET"}),
-        ("POST", "/v1/store/orders", {"GET"}),
+        ("DELETE", "/v1/pets", {"GET", "HEAD", "POST"}),
+        ("PUT", "/v1/pets", {"GET", "HEAD", "POST"}),
+        ("PATCH", "/v1/pets/1", {"GET", "HEAD"}),
+        ("DELETE", "/v1/pets/1", {"GET", "HEAD"}),
+        ("POST", "/v1/pets/1", {"GET", "HEAD"}),
+        ("POST", "/v1/store/orders", {"GET", "HEAD"}),
     ],
 )
 def test_wrong_method_is_405_with_allow(

@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 
-from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy
+from mockstore.ratelimit import BUILTIN_PLANS
+from mockstore.scenario.model import default_ban_policy
 from tests.support import assert_conforms, auth, live_server
 
 CREATES = 500
@@ -86,7 +87,7 @@ def test_a_burst_on_a_60_per_minute_key_gives_exactly_60_successes(tmp_path: Pat
         )
         # The first refusals are rate_limited; the default policy bans the key on the
         # tenth, and every later request in the burst meets the ban.
-        ban = BanPolicy()
+        ban = default_ban_policy()
         assert codes == {
             "rate_limited": ban.after_rejections,
             "key_banned": BURST - FREE_PER_MINUTE - ban.after_rejections,

@@ -117,3 +117,22 @@ def test_headers_then_gone_over_real_http(fresh_server: LiveServer) -> None:
     assert gone.status_code == 410
     assert assert_conforms(gone)["code"] == "gone"
     assert_deprecation_headers(gone)
+
+
+def test_the_410_names_the_scenarios_sunset_as_the_sunset_header_does() -> None:
+    from mockstore.app import create_app
+    from mockstore.clock import Clock
+    from mockstore.scenario import load_scenario
+
+    text = """
+version: 1
+keys: [{key: pro-key, plan: pro}]
+behaviour: {sunset: "2027-01-01T00:00:00Z"}
+"""
+    clock = Clock(start=datetime(2027, 1, 2, tzinfo=UTC).timestamp(), mode="manual")
+    with TestClient(create_app(load_scenario(text, "sunset.yaml"), clock=clock)) as client:
+        gone = client.get("/v1/pets/1", headers=auth("pro"))
+        assert gone.status_code == 410
+        assert gone.headers["sunset"] == "Fri, 01 Jan 2027 00:00:00 GMT"
+        message = assert_conforms(gone)["message"]
+        assert "1 January 2027" in message and "2030" not in message

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -157,22 +157,36 @@ def test_etq001_fires_exactly_when_a_wait_is_shorter_than_retry_after(
         assert findings[0]["details"]["early_requests"] == early
 
 
-def test_an_http_date_retry_after_is_understood() -> None:
+def test_an_http_date_retry_after_is_a_wall_clock_instant_and_is_understood() -> None:
+    # The scenario clock is months away from the wall clock. A client computes
+    # its wait as the HTTP-date minus its own clock (urllib3 does exactly
+    # that), so the date is written on the wall clock; the report reads it
+    # back against the wall time journaled with the response.
+    wall = [1_800_000_000.25]  # the wall clock, frozen for the test
     text = """
 version: 1
 keys: [{key: tight-key, plan: {per_minute: 1, per_day: 100}}]
 behaviour: {retry_after: http-date}
 """
-    with _app(text) as client:
+    scenario = load_scenario(text, "etiquette-test.yaml")
+    clock = Clock(start=START, mode="manual", wall=lambda: wall[0])
+    with TestClient(create_app(scenario, clock=clock)) as client:
         client.get("/v1/pets", headers=auth("tight-key"))
         limited = client.get("/v1/pets", headers=auth("tight-key"))
         assert limited.status_code == 429
-        assert limited.headers["retry-after"] == formatdate(START + 30, usegmt=True)
+        # 30 s to the next minute, from a wall clock at .25: rounded up, never early.
+        assert limited.headers["retry-after"] == formatdate(1_800_000_031, usegmt=True)
+        wait = parsedate_to_datetime(limited.headers["retry-after"]).timestamp() - wall[0]
+        assert wait >= 30
         _advance(client, 29)
         client.get("/v1/pets", headers=auth("tight-key"))
         (finding,) = _findings(client, "ETQ001")
         assert finding["count"] == 2  # the 429 that said when, and the request before then
-        assert finding["details"]["examples"][0]["early_by_seconds"] == 1.0
+        assert finding["details"]["examples"][0]["early_by_seconds"] == 1.75
+        _advance(client, 2)
+        assert client.get("/v1/pets", headers=auth("tight-key")).status_code == 200
+        (finding,) = _findings(client, "ETQ001")
+        assert finding["count"] == 2  # waiting as the date says is not early
 
 
 def _fact(seq: int, time: float, status: int = 200, **extra: Any) -> Fact:

@@ -530,7 +530,10 @@ def test_routes_add_paths_with_their_methods() -> None:
         assert (found.status_code, found.json()) == (200, {"id": 7, "status": "placed"})
         wrong = client.delete("/v1/store/orders/7", headers=auth("pro"))
         assert assert_conforms(wrong)["code"] == "method_not_allowed"
-        assert wrong.headers["allow"] == "GET"
+        assert wrong.headers["allow"] == "GET, HEAD"
+        head = client.head("/v1/store/orders/7", headers=auth("pro"))
+        assert (head.status_code, head.content) == (200, b"")
+        assert head.headers["content-length"] == found.headers["content-length"]
         assert assert_conforms(client.get("/v1/store/other", headers=auth("pro")))["code"] == (
             "not_found"
         )
@@ -596,3 +599,53 @@ def test_connection_faults_break_the_connection_the_way_they_say(tmp_path: Any) 
                 assert_conforms(http.get("/v1/pets", headers={"X-Fault": "reset"})).get("code")
                 == "unauthorized"
             )
+
+
+def test_delivery_faults_deliver_the_answer_the_operation_gave(tmp_path: Any) -> None:
+    # A fault that damages the delivery damages *this* operation's answer:
+    # Pet 2 for GET /pets/2 (not a list of pets), the created Pet for a create,
+    # which is stored, as a real server stores it before the write breaks.
+    path = tmp_path / "delivery-faults.yaml"
+    path.write_text(BASE + CONNECTION_FAULTS)
+    with live_server("--scenario", str(path)) as server:
+
+        def call(method: str, target: str, fault: str, **kwargs: Any) -> httpx.Response:
+            headers = {**auth("pro"), "X-Fault": fault}
+            with server.client() as http:
+                return http.request(method, target, headers=headers, **kwargs)
+
+        slow = call("GET", "/v1/pets/2", "slow")
+        assert slow.status_code == 200
+        assert assert_conforms(slow) == {
+            "id": 2,
+            "name": "Bella",
+            "categoryId": 2,
+            "status": "sold",
+        }
+        assert slow.headers["deprecation"]  # getPet's own headers come along
+
+        malformed = call("GET", "/v1/pets/2", "malformed")
+        assert malformed.status_code == 200
+        assert malformed.content.startswith(b'{"id":2,')  # the start of Pet 2, cut short
+        with pytest.raises(ValueError):
+            malformed.json()
+
+        with pytest.raises(httpx.RemoteProtocolError, match="complete message body"):
+            call("GET", "/v1/pets/2", "truncated")
+
+        missing = call("GET", "/v1/pets/99", "slow")  # the operation's refusal, delivered slowly
+        assert (missing.status_code, assert_conforms(missing)["code"]) == (404, "not_found")
+
+        created = call("POST", "/v1/pets", "slow", json=NEW_PET)
+        assert created.status_code == 201
+        pet = assert_conforms(created)
+        assert {k: pet[k] for k in NEW_PET} == NEW_PET
+        with pytest.raises(httpx.RemoteProtocolError):
+            call("POST", "/v1/pets", "truncated", json={"name": "Cut", "categoryId": 4})
+        with server.client() as http:
+            stored = http.get("/__mockstore/pets").json()
+        assert [p["name"] for p in stored] == ["Rex", "Bella", "Nova", "Cut"]
+        with pytest.raises(httpx.ReadError):
+            call("POST", "/v1/pets", "reset", json={"name": "Never", "categoryId": 5})
+        with server.client() as http:
+            assert len(http.get("/__mockstore/pets").json()) == 4  # a reset stores nothing

@@ -222,7 +222,7 @@ def _entry(seq: int) -> Entry:
 def test_the_ring_buffer_keeps_the_newest_and_counts_the_rest(
     size: int, appends: int, shrink_to: int
 ) -> None:
-    journal = Journal(size=size)
+    journal = Journal(size=size, body_bytes=4096)
     for _ in range(appends):
         journal.append(_entry(journal.next_seq()))
     kept = min(appends, size)

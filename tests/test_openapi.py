@@ -14,6 +14,7 @@ OPERATIONS = {
     "listPets": ("get", "/pets"),
     "createPet": ("post", "/pets"),
     "getPet": ("get", "/pets/{petId}"),
+    "listOrders": ("get", "/store/orders"),
 }
 RATE_HEADERS = {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 
@@ -45,7 +46,7 @@ def test_served_document_is_the_one_validation_uses(served: dict[str, Any]) -> N
     assert served == schemas.openapi_document()
 
 
-def test_it_declares_the_three_operations(served: dict[str, Any]) -> None:
+def test_it_declares_the_spec_operations(served: dict[str, Any]) -> None:
     found = {
         spec["operationId"]: (method, path)
         for path, item in served["paths"].items()
@@ -102,3 +103,26 @@ def test_every_operation_declares_401_429_and_the_rate_headers(served: dict[str,
         assert "Retry-After" in too_many["headers"]
         error = too_many["content"]["application/json"]["schema"]["$ref"]
         assert error.endswith("/Error")
+
+
+def test_every_status_the_mock_can_answer_is_listed_with_an_error_body() -> None:
+    # The statuses each operation can meet (from the Error codes that apply to
+    # it) are all in the document, each error one with the Error schema.
+    from mockstore.reports.coverage import expected_responses
+
+    document = schemas.openapi_document()
+    for op in schemas.operations().values():
+        listed = document["paths"][op.path][op.method.lower()]["responses"]
+        for status in expected_responses(op):
+            assert str(status) in listed, f"{op.operation_id} can answer {status}"
+            if status >= 400:
+                answer = _resolve(document, listed[str(status)])
+                schema = answer["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/Error"}
+
+
+def test_the_created_pet_links_to_get_pet() -> None:
+    create = schemas.openapi_document()["paths"]["/pets"]["post"]["responses"]["201"]
+    link = create["links"]["GetCreatedPet"]
+    assert link["operationId"] == "getPet"
+    assert link["parameters"] == {"petId": "$response.body#/id"}

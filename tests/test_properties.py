@@ -11,6 +11,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from mockstore import schemas
 from mockstore.app import create_app
 from mockstore.clock import Clock
 from mockstore.ratelimit import DAY, MINUTE, BanPolicy, Decision, Plan, RateLimiter
+from mockstore.scenario.model import default_ban_policy
 from tests.support import assert_conforms, auth
 
 DOCUMENT = schemas.openapi_document()
@@ -228,18 +230,29 @@ def request_times(start: float, steps: list[float]) -> list[float]:
 
 
 def check_figures(decision: Decision, plan: Plan, now: float) -> None:
-    """What every set of X-RateLimit-* figures must satisfy."""
+    """What every set of rate-limit figures must satisfy: one story, never early."""
     assert 0 <= decision.remaining <= decision.limit
     assert decision.limit in (plan.per_minute, plan.per_day)
     assert 0 <= decision.minute_remaining <= plan.per_minute
     assert 0 <= decision.day_remaining <= plan.per_day
-    assert decision.minute_reset == (int(now // MINUTE) + 1) * MINUTE
-    assert decision.day_reset == (int(now // DAY) + 1) * DAY
     assert decision.reset > now
     if decision.verdict == "allowed":
         assert decision.retry_after == 0
+        assert decision.minute_reset == (int(now // MINUTE) + 1) * MINUTE
+        assert decision.day_reset == (int(now // DAY) + 1) * DAY
+        return
+    # A client that waits exactly as told arrives no earlier than it may.
+    assert decision.retry_at > now
+    assert decision.retry_after == max(1, math.ceil(decision.retry_at - now))
+    assert now + decision.retry_after >= decision.retry_at
+    assert decision.remaining == 0
+    if decision.verdict == "rate_limited":
+        assert decision.reset == decision.retry_at
     else:
-        assert decision.retry_after >= 1
+        # Banned: every window says nothing is left until the ban's end, rounded up.
+        assert decision.minute_remaining == decision.day_remaining == 0
+        assert decision.reset == decision.minute_reset == decision.day_reset
+        assert decision.reset == math.ceil(decision.retry_at)
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -248,7 +261,7 @@ def test_the_limiter_is_exactly_the_plans_allowance_per_window(
     plan: Plan, start: float, steps: list[float]
 ) -> None:
     """Without bans: a request is let through iff both of its windows have room."""
-    limiter = RateLimiter(BanPolicy(after_rejections=10**9))
+    limiter = RateLimiter(replace(default_ban_policy(), after_rejections=10**9))
     per_minute: Counter[int] = Counter()
     per_day: Counter[int] = Counter()
     for now in request_times(start, steps):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,15 +21,16 @@ import pytest
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
-from mockstore.ratelimit import BUILTIN_PLANS, DAY, MINUTE, BanPolicy, Plan, RateLimiter
+from mockstore.ratelimit import BUILTIN_PLANS, DAY, MINUTE, Plan, RateLimiter
 from mockstore.scenario import load_scenario
+from mockstore.scenario.model import default_ban_policy
 from tests.support import assert_conforms, auth, live_server
 
 FREE = BUILTIN_PLANS["free"]
 START = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC).timestamp()  # the conftest manual clock
 NEXT_MINUTE = datetime(2026, 3, 1, 12, 1, tzinfo=UTC).timestamp()
 MIDNIGHT = datetime(2026, 3, 2, tzinfo=UTC).timestamp()
-DEFAULT_BAN = BanPolicy()
+DEFAULT_BAN = default_ban_policy()
 
 SCENARIO = """\
 version: 1
@@ -96,7 +98,7 @@ def spend(client: Any, key: str, count: int) -> None:
 
 
 def test_minute_window_is_aligned_to_the_clock_minute() -> None:
-    limiter = RateLimiter()
+    limiter = RateLimiter(DEFAULT_BAN)
     plan = Plan("p", 3, 100)
     decisions = [limiter.check("b", plan, START + i) for i in range(3)]
     assert [d.verdict for d in decisions] == ["allowed"] * 3
@@ -113,7 +115,7 @@ def test_minute_window_is_aligned_to_the_clock_minute() -> None:
 
 
 def test_day_window_is_aligned_to_utc_midnight() -> None:
-    limiter = RateLimiter()
+    limiter = RateLimiter(DEFAULT_BAN)
     plan = Plan("p", 100, 2)
     late = MIDNIGHT - 0.5
     assert limiter.check("b", plan, late - 3600).verdict == "allowed"
@@ -126,7 +128,7 @@ def test_day_window_is_aligned_to_utc_midnight() -> None:
 
 
 def test_a_spent_day_is_waited_out_even_when_the_minute_is_fresh() -> None:
-    limiter = RateLimiter()
+    limiter = RateLimiter(DEFAULT_BAN)
     plan = Plan("p", 5, 1)
     limiter.check("b", plan, START)
     refused = limiter.check("b", plan, START + 120)
@@ -135,7 +137,7 @@ def test_a_spent_day_is_waited_out_even_when_the_minute_is_fresh() -> None:
 
 
 def test_rejected_requests_consume_nothing() -> None:
-    limiter = RateLimiter(BanPolicy(after_rejections=1000))
+    limiter = RateLimiter(replace(default_ban_policy(), after_rejections=1000))
     plan = Plan("p", 2, 10)
     for _ in range(2):
         limiter.check("b", plan, START)
@@ -149,7 +151,7 @@ def test_rejected_requests_consume_nothing() -> None:
 
 
 def test_headers_report_the_window_closest_to_exhaustion() -> None:
-    limiter = RateLimiter()
+    limiter = RateLimiter(DEFAULT_BAN)
     plan = Plan("p", 10, 30)
     limiter.preload("day", START, 0, 25)  # day: 5 left < minute: 10 left
     decision = limiter.check("day", plan, START)
@@ -162,7 +164,7 @@ def test_headers_report_the_window_closest_to_exhaustion() -> None:
 
 
 def test_buckets_are_independent() -> None:
-    limiter = RateLimiter()
+    limiter = RateLimiter(DEFAULT_BAN)
     plan = Plan("p", 1, 10)
     assert limiter.check("a", plan, START).allowed
     assert not limiter.check("a", plan, START).allowed
@@ -170,7 +172,7 @@ def test_buckets_are_independent() -> None:
 
 
 def test_ban_after_ten_rejections_within_a_minute() -> None:
-    limiter = RateLimiter()
+    limiter = RateLimiter(DEFAULT_BAN)
     plan = Plan("p", 1, 1)  # the day is spent after one request: every later one is refused
     assert limiter.check("b", plan, START).allowed
     t0 = START + 1
@@ -195,7 +197,7 @@ def test_ban_after_ten_rejections_within_a_minute() -> None:
 
 
 def test_lift_ban_and_forget() -> None:
-    limiter = RateLimiter(BanPolicy(after_rejections=2))
+    limiter = RateLimiter(replace(default_ban_policy(), after_rejections=2))
     plan = Plan("p", 1, 100)
     limiter.check("b", plan, START)
     limiter.check("b", plan, START)

@@ -130,9 +130,12 @@ RULES: tuple[Rule, ...] = (
     BAD_AUTHORIZATION,
 )
 
-# The spec's stated replacement for each deprecated operation.
+# The spec's stated replacement for each deprecated operation (the OpenAPI
+# document's x-replacement).
 REPLACEMENTS: dict[str, str] = {
-    "getPet": "GET /pets with the status filter (listPets, e.g. GET /pets?status=available)",
+    name: op.replacement["description"]
+    for name, op in schemas.operations().items()
+    if op.replacement is not None
 }
 
 

@@ -138,12 +138,21 @@ def parse_http_date(text: str) -> float | None:
         return None
 
 
-def parse_retry_after(value: str, now: float) -> float | None:
-    """The instant a ``Retry-After`` (delta-seconds or HTTP-date) allows; None if unreadable."""
+def parse_retry_after(value: str, now: float, wall: float | None = None) -> float | None:
+    """The scenario instant a ``Retry-After`` allows; None if unreadable.
+
+    ``now`` is the scenario time of the response. Delta-seconds count from it.
+    An HTTP-date is an instant on the client's (wall) clock, so it counts from
+    ``wall``, the wall time the response was sent at (``now`` when not known,
+    as in a recording of a real service, whose clock is the wall clock).
+    """
     text = value.strip()
     if _SECONDS.fullmatch(text):
         return now + float(text)
-    return parse_http_date(text)
+    date = parse_http_date(text)
+    if date is None:
+        return None
+    return now + (date - (now if wall is None else wall))
 
 
 def _int(value: bytes | None) -> int | None:
@@ -217,7 +226,9 @@ def facts_of(entries: Iterable[Entry]) -> list[Fact]:
                 status=e.status,
                 code=code,
                 message=message,
-                wait_until=parse_retry_after(ra_text, e.time) if ra_text is not None else None,
+                wait_until=(
+                    parse_retry_after(ra_text, e.time, e.wall) if ra_text is not None else None
+                ),
                 retry_after=ra_text,
                 remaining=_int(remaining),
                 limit=_int(limit),

@@ -343,6 +343,18 @@ def scenario_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+def schema_default(*path: str) -> Any:
+    """The ``default`` the scenario schema gives a setting, e.g. ``("behaviour", "sunset")``.
+
+    The schema is the one place a scenario default is written: the model, the
+    builder and ``mockstore schema`` (editor autocompletion) all read it here.
+    """
+    node = scenario_schema()
+    for part in path:
+        node = node["properties"][part]
+    return node["default"]
+
+
 def _is_strict_integer(checker: object, instance: object) -> bool:
     # JSON Schema counts 60.0 as an integer; a scenario may not, so that a plan
     # of 60.0 requests never turns into "60.0" in a header or a JSON body.

@@ -28,14 +28,14 @@ from mockstore.scenario.loader import (
     json_path,
     parse_yaml,
     problem_at,
+    schema_default,
 )
 from mockstore.urls import CONTROL_PREFIX, is_control_path
 
 Path = tuple[str | int, ...]
 
-SUNSET = parse_time("2030-12-05T00:00:00Z")
-# The spec gives no deprecation date; this default is documented in the README.
-DEPRECATED_SINCE = parse_time("2026-01-01T00:00:00Z")
+SUNSET = parse_time(schema_default("behaviour", "sunset"))
+DEPRECATED_SINCE = parse_time(schema_default("behaviour", "deprecated_since"))
 FAULT_KINDS = (
     "connection_reset",
     "empty_response",
@@ -49,11 +49,11 @@ FAULT_KINDS = (
 class Behaviour:
     """The knobs for what the spec leaves open."""
 
-    default_status: str | None = None
-    retry_after: str = "seconds"
-    after_sunset: str = "gone"
-    ratelimit_draft_headers: bool = False
-    max_body_bytes: int = 1_048_576
+    default_status: str | None = None  # the schema's "omit"
+    retry_after: str = schema_default("behaviour", "retry_after")
+    after_sunset: str = schema_default("behaviour", "after_sunset")
+    ratelimit_draft_headers: bool = schema_default("behaviour", "ratelimit_draft_headers")
+    max_body_bytes: int = schema_default("behaviour", "max_body_bytes")
     deprecated_since: float = DEPRECATED_SINCE
     sunset: float = SUNSET
 
@@ -134,22 +134,22 @@ class Scenario:
 
     name: str = "default"
     description: str = ""
-    seed: int = 0
-    base_path: str = "/v1"
-    isolation: str = "shared"
+    seed: int = schema_default("seed")
+    base_path: str = schema_default("base_path")
+    isolation: str = schema_default("isolation")
     clock_start: float | None = None
-    clock_mode: str = "running"
+    clock_mode: str = schema_default("clock", "mode")
     plans: dict[str, Plan] = field(default_factory=lambda: dict(BUILTIN_PLANS))
-    anonymous_plan: str = "free"
+    anonymous_plan: str = schema_default("anonymous_plan")
     keys: tuple[KeySpec, ...] = ()
-    ban: BanPolicy | None = field(default_factory=BanPolicy)
+    ban: BanPolicy | None = field(default_factory=lambda: default_ban_policy())
     pets: tuple[dict[str, Any], ...] = ()
     generate_pets: int = 0
     behaviour: Behaviour = Behaviour()
     faults: tuple[FaultRule, ...] = ()
     routes: tuple[Route, ...] = ()
-    journal_size: int = 10_000
-    journal_body_bytes: int = 4096
+    journal_size: int = schema_default("journal", "size")
+    journal_body_bytes: int = schema_default("journal", "body_bytes")
     source: str = ""
     file: str = "<scenario>"
 
@@ -186,7 +186,7 @@ _NAMES = (
     *("Rocky", "Sadie", "Buddy", "Molly", "Bear", "Maggie", "Duke", "Sophie", "Tucker", "Chloe"),
     *("Oliver", "Lola", "Jack", "Zoe", "Toby", "Stella", "Leo", "Coco", "Bruno", "Nala"),
 )
-_STATUSES = ("available", "pending", "sold")
+_STATUSES = tuple(schemas.openapi_document()["components"]["schemas"]["PetStatus"]["enum"])
 
 
 def generate_pets(count: int, seed: int, existing: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -204,23 +204,6 @@ def generate_pets(count: int, seed: int, existing: list[dict[str, Any]]) -> list
             }
         )
     return pets
-
-
-def schema_fields(name: str) -> set[str]:
-    """The property names of an OpenAPI component schema, through its ``allOf`` parts.
-
-    The OpenAPI document is the one source of what a Pet holds; the scenario
-    checks read it rather than keep a copy of the field list.
-    """
-    components = schemas.openapi_document()["components"]["schemas"]
-    schema = components[name]
-    fields = set(schema.get("properties", {}))
-    for part in schema.get("allOf", []):
-        if "$ref" in part:
-            fields |= schema_fields(part["$ref"].rsplit("/", 1)[-1])
-        else:
-            fields |= set(part.get("properties", {}))
-    return fields
 
 
 def bundled_dir() -> Any:
@@ -281,6 +264,19 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 
+_SCHEMA_DEFAULT = object()
+
+
+def default_ban_policy() -> BanPolicy:
+    """The ban a scenario gets when it says nothing of bans (the schema's defaults)."""
+    return BanPolicy(
+        after_rejections=schema_default("ban", "after_rejections"),
+        within_seconds=schema_default("ban", "within_seconds"),
+        duration_seconds=schema_default("ban", "duration_seconds"),
+        status=schema_default("ban", "status"),
+    )
+
+
 class _Builder:
     """Turns schema-checked data into a Scenario, noting what the schema cannot check.
 
@@ -314,8 +310,13 @@ class _Builder:
         """True when the schema found nothing wrong at or inside ``path``."""
         return not any(bad[: len(path)] == path for bad in self._broken)
 
-    def get(self, path: Path, default: Any) -> Any:
-        """The value at a top-level ``path`` if present and clean, else ``default``."""
+    def get(self, path: Path, default: Any = _SCHEMA_DEFAULT) -> Any:
+        """The value at ``path`` if present and clean, else ``default``.
+
+        Without ``default``, the scenario schema's own default for ``path``.
+        """
+        if default is _SCHEMA_DEFAULT:
+            default = schema_default(*(str(p) for p in path))
         value: Any = self.data
         for part in path:
             if not isinstance(value, dict) or part not in value:
@@ -326,23 +327,22 @@ class _Builder:
     def build(self, source: str) -> Scenario:
         plans = self._plans()
         keys = self._keys(plans)
-        anonymous = self.get(("anonymous_plan",), "free")
+        anonymous = self.get(("anonymous_plan",))
         if anonymous not in plans and self._plan_names_known():
             self.problem(("anonymous_plan",), self._unknown_plan(anonymous, plans))
-        base_path = self.get(("base_path",), "/v1")
+        base_path = self.get(("base_path",))
         if is_control_path(base_path):
             self.problem(("base_path",), f"must not be under {CONTROL_PREFIX} (the control API)")
         start_text = self.get(("clock", "start"), None)
         start = parse_time(start_text) if start_text is not None else None
-        mode = self.get(("clock", "mode"), "running")
-        raw_ban = self.get(("ban",), {})
+        mode = self.get(("clock", "mode"))
         ban = None
-        if raw_ban.get("enabled", True):
+        if self.get(("ban", "enabled")):
             ban = BanPolicy(
-                after_rejections=raw_ban.get("after_rejections", 10),
-                within_seconds=raw_ban.get("within_seconds", 60),
-                duration_seconds=raw_ban.get("duration_seconds", 600),
-                status=raw_ban.get("status", 429),
+                after_rejections=self.get(("ban", "after_rejections")),
+                within_seconds=self.get(("ban", "within_seconds")),
+                duration_seconds=self.get(("ban", "duration_seconds")),
+                status=self.get(("ban", "status")),
             )
         key_names = set(self._key_names())
         faults = []
@@ -357,13 +357,12 @@ class _Builder:
             self._check_route(raw, path, base_path)
             if self.clean(path):
                 routes.append(self._route(index, raw))
-        journal = self.get(("journal",), {})
         return Scenario(
             name=self.get(("name",), FilePath(self.file.split(" ")[0]).stem or "scenario"),
             description=self.get(("description",), "").strip(),
-            seed=self.get(("seed",), 0),
+            seed=self.get(("seed",)),
             base_path=base_path,
-            isolation=self.get(("isolation",), "shared"),
+            isolation=self.get(("isolation",)),
             clock_start=start,
             clock_mode=mode,
             plans=plans,
@@ -371,12 +370,12 @@ class _Builder:
             keys=tuple(keys),
             ban=ban,
             pets=tuple(self._pets()),
-            generate_pets=self.get(("generate", "pets"), 0),
+            generate_pets=self.get(("generate", "pets")),
             behaviour=self._behaviour(),
             faults=tuple(faults),
             routes=tuple(routes),
-            journal_size=journal.get("size", 10_000),
-            journal_body_bytes=journal.get("body_bytes", 4096),
+            journal_size=self.get(("journal", "size")),
+            journal_body_bytes=self.get(("journal", "body_bytes")),
             source=source,
             file=self.file,
         )
@@ -470,7 +469,8 @@ class _Builder:
 
     def _pets(self) -> list[dict[str, Any]]:
         validator = schemas.schema_validator("Pet")
-        fields = schema_fields("Pet")
+        fields = set(schemas.object_fields("Pet"))
+        integers = schemas.integer_fields("Pet")
         seen: dict[Any, int] = {}
         pets = []
         for index, pet in self._items("pets"):
@@ -503,22 +503,22 @@ class _Builder:
                     continue
                 seen[pet_id] = index
             if not errors and not extra:
-                pets.append(pet)
+                pets.append(schemas.as_integers(dict(pet), integers))
         return pets
 
     def _behaviour(self) -> Behaviour:
-        raw = self.get(("behaviour",), {})
-        status = raw.get("default_status", "omit")
+        def setting(name: str) -> Any:
+            return self.get(("behaviour", name))
+
+        status = setting("default_status")
         return Behaviour(
             default_status=None if status == "omit" else status,
-            retry_after=raw.get("retry_after", "seconds"),
-            after_sunset=raw.get("after_sunset", "gone"),
-            ratelimit_draft_headers=raw.get("ratelimit_draft_headers", False),
-            max_body_bytes=raw.get("max_body_bytes", 1_048_576),
-            deprecated_since=parse_time(raw["deprecated_since"])
-            if "deprecated_since" in raw
-            else DEPRECATED_SINCE,
-            sunset=parse_time(raw["sunset"]) if "sunset" in raw else SUNSET,
+            retry_after=setting("retry_after"),
+            after_sunset=setting("after_sunset"),
+            ratelimit_draft_headers=setting("ratelimit_draft_headers"),
+            max_body_bytes=setting("max_body_bytes"),
+            deprecated_since=parse_time(setting("deprecated_since")),
+            sunset=parse_time(setting("sunset")),
         )
 
     def _check_reply(self, raw: Any, path: Path) -> None:
