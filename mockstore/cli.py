@@ -400,13 +400,13 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from mockstore.reports.cli import run_report
+    from mockstore.report_command import run_report
 
     return run_report(args)
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from mockstore.reports.replay import run_replay
+    from mockstore.replay import run_replay
 
     return run_replay(args)
 

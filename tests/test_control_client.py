@@ -69,7 +69,7 @@ def _journal_or_skip(control: Control) -> None:
         if exc.status == 404:
             pytest.skip(
                 "GET /__mockstore/requests answers 404: the journal endpoints "
-                "(issue 5, mockstore/reports/http.py) are not mounted yet"
+                "(issue 5, mockstore/control/journal.py) are not mounted yet"
             )
         raise
 

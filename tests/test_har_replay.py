@@ -22,7 +22,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
-from mockstore.reports.replay import replay
+from mockstore.replay import replay
 from mockstore.scenario import load_scenario
 from tests.support import LiveServer, assert_conforms, auth, live_server
 

@@ -1,14 +1,22 @@
-"""The OpenAPI document: a valid OpenAPI 3.1 transcription of the spec, served without a key."""
+"""The OpenAPI document: a valid OpenAPI 3.1 transcription of the spec, served without a key.
+
+Served, its ``servers`` name the address the server listens on; the rest is
+the package's document as it is.
+"""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
+import httpx
 import pytest
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from mockstore import schemas
+from mockstore.control.documents import api_url, openapi_json
+from tests.support import live_server
 
 OPERATIONS = {
     "listPets": ("get", "/pets"),
@@ -43,7 +51,70 @@ def test_served_document_validates_as_openapi_31(served: dict[str, Any]) -> None
 
 
 def test_served_document_is_the_one_validation_uses(served: dict[str, Any]) -> None:
-    assert served == schemas.openapi_document()
+    served = {**served}
+    del served["servers"]
+    document = {**schemas.openapi_document()}
+    del document["servers"]
+    assert served == document
+
+
+def test_served_document_names_the_address_it_was_reached_on(served: dict[str, Any]) -> None:
+    # TestClient's ASGI server address is ("testserver", 80).
+    assert [s["url"] for s in served["servers"]] == ["http://testserver:80/v1"]
+
+
+def test_a_real_server_names_its_own_address_and_the_scenarios_base_path() -> None:
+    with live_server() as running:
+        document = httpx.get(running.url + "/__mockstore/openapi.json", timeout=10).json()
+        assert [s["url"] for s in document["servers"]] == [running.url + "/v1"]
+        swapped = httpx.put(
+            running.url + "/__mockstore/scenario",
+            content="version: 1\nname: elsewhere\nbase_path: /api/v2\n",
+            timeout=10,
+        )
+        assert swapped.status_code == 200, swapped.text
+        document = httpx.get(running.url + "/__mockstore/openapi.json", timeout=10).json()
+        assert [s["url"] for s in document["servers"]] == [running.url + "/api/v2"]
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+def test_a_server_on_ipv6_names_its_address_in_brackets() -> None:
+    with live_server("--host", "::1") as running:
+        assert running.url.startswith("http://[::1]:")
+        document = httpx.get(running.url + "/__mockstore/openapi.json", timeout=10).json()
+        assert [s["url"] for s in document["servers"]] == [running.url + "/v1"]
+
+
+@pytest.mark.parametrize(
+    ("scope", "base_path", "url"),
+    [
+        ({"scheme": "http", "server": ("127.0.0.1", 41234)}, "/v1", "http://127.0.0.1:41234/v1"),
+        ({"scheme": "https", "server": ("::1", 8443)}, "/v1", "https://[::1]:8443/v1"),
+        ({"scheme": "http", "server": ("fe80::1%eth0", 80)}, "", "http://[fe80::1%25eth0]:80"),
+        ({"scheme": "http", "server": ("/run/mock.sock", None)}, "/v1", "/v1"),
+        ({"scheme": "http", "server": None}, "", "/"),
+    ],
+)
+def test_the_api_url_comes_from_the_asgi_server_address(
+    scope: dict[str, Any], base_path: str, url: str
+) -> None:
+    assert api_url(scope, base_path) == url
+
+
+def test_the_served_document_is_encoded_once_per_address(client: TestClient) -> None:
+    first = client.get("/__mockstore/openapi.json").content
+    hits = openapi_json.cache_info().hits
+    assert client.get("/__mockstore/openapi.json").content == first
+    assert openapi_json.cache_info().hits == hits + 1
 
 
 def test_it_declares_the_spec_operations(served: dict[str, Any]) -> None:

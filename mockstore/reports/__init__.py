@@ -1,1 +1,7 @@
-"""Reports on the journal: coverage, etiquette, HAR, JUnit, HTML."""
+"""Reports on the journal: verification, coverage, etiquette, HAR, JUnit, HTML, text.
+
+Pure functions of journal entries: no HTTP, no app. The control API serves
+them (``mockstore.control.journal``), ``mockstore report`` renders them
+(``mockstore.report_command``), ``mockstore replay`` reads HAR back
+(``mockstore.replay``).
+"""

@@ -1,4 +1,6 @@
-"""How long the reports take on a full journal: ``python -m mockstore.reports.benchmark``.
+"""How long the reports take on a full journal.
+
+    .venv/bin/python bench/reports.py [--requests 10000] [--rounds 5]
 
 The journal is filled by the real request pipeline (the ASGI app, in process,
 on a manual clock), with a mix that gives every rule work: lists, creations
@@ -18,11 +20,11 @@ from typing import Any
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
+from mockstore.replay import call
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.reports.html import render_html
 from mockstore.reports.junit import render_junit
 from mockstore.reports.model import ReportContext
-from mockstore.reports.replay import call
 from mockstore.reports.report import build_report
 from mockstore.reports.text import render_text
 from mockstore.scenario import load_scenario

@@ -1,0 +1,64 @@
+"""Endpoints over the scenario clock: read it, move it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mockstore.clock import format_time, parse_time
+from mockstore.control.http import error_response, json_object, json_response
+from mockstore.state import Runtime
+
+LATEST_TIME = 253402300799  # 9999-12-31T23:59:59Z
+
+
+class ClockEndpoints:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def _clock_json(self) -> dict[str, Any]:
+        clock = self.runtime.state.clock
+        now = clock.now()
+        return {
+            "now": format_time(now),
+            "unix": now,
+            "mode": clock.mode,
+            "start": format_time(clock.start),
+            "elapsed_seconds": clock.elapsed(),
+        }
+
+    async def show(self, request: Request) -> Response:
+        return json_response(self._clock_json())
+
+    async def move(self, request: Request) -> Response:
+        body = await json_object(request)
+        clock = self.runtime.state.clock
+        if set(body) == {"advance_seconds"}:
+            seconds = body["advance_seconds"]
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                return error_response("invalid_request", "advance_seconds must be a number", 400)
+            target = clock.now() + seconds
+        elif set(body) == {"set"}:
+            try:
+                target = parse_time(str(body["set"]))
+            except (ValueError, OverflowError):
+                return error_response(
+                    "invalid_request", f"set: not an ISO 8601 time: {body['set']!r}", 400
+                )
+        else:
+            return error_response(
+                "invalid_request",
+                'send {"advance_seconds": N} or {"set": "2030-12-05T00:00:00Z"}',
+                400,
+            )
+        # Refused before it is applied: a clock at NaN or past year 9999 would
+        # break every later request.
+        if not (math.isfinite(target) and 0 <= target <= LATEST_TIME):
+            return error_response(
+                "invalid_request", "the clock must stay between 1970 and the year 9999", 400
+            )
+        clock.set(target)
+        return json_response(self._clock_json())

@@ -1,0 +1,51 @@
+"""Endpoints serving the two documents: the OpenAPI description and the scenario schema."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Scope
+
+from mockstore import schemas
+from mockstore.control.http import JSON, json_response
+from mockstore.scenario import scenario_schema
+from mockstore.state import Runtime
+
+
+def api_url(scope: Scope, base_path: str) -> str:
+    """This server's API as the request reached it, e.g. ``http://127.0.0.1:41234/v1``.
+
+    The host and port are the socket's own (ASGI ``server``), not the ``Host``
+    header a client may set to anything.
+    """
+    server = scope.get("server")
+    if server is None or server[1] is None:
+        # No address, or a Unix socket: a URL relative to the document's own
+        # location still names the right server.
+        return base_path or "/"
+    host, port = server
+    if ":" in host:
+        host = "[" + host.replace("%", "%25") + "]"  # IPv6, with any zone id escaped
+    return f"{scope.get('scheme', 'http')}://{host}:{port}{base_path}"
+
+
+@lru_cache(maxsize=32)
+def openapi_json(url: str) -> bytes:
+    """The package's OpenAPI document with ``servers`` naming ``url``, encoded once per url."""
+    servers = [{"url": url, "description": "This mockstore server"}]
+    return json.dumps({**schemas.openapi_document(), "servers": servers}, indent=2).encode()
+
+
+class DocumentEndpoints:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def openapi(self, request: Request) -> Response:
+        url = api_url(request.scope, self.runtime.scenario.base_path)
+        return Response(openapi_json(url), media_type=JSON)
+
+    async def scenario_schema(self, request: Request) -> Response:
+        return json_response(scenario_schema())

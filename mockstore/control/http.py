@@ -1,0 +1,78 @@
+"""How control endpoints read requests and write answers.
+
+Every answer is JSON encoded the same way: compact, with non-ASCII escaped, so
+any stored string (even a lone surrogate a client sent) can be echoed back.
+Every Error body comes from ``mockstore.errors.error_body``, the server's one
+Error builder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mockstore.errors import ApiError, error_body
+
+JSON = "application/json"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def encode_json(content: Any) -> bytes:
+    return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
+def json_response(
+    content: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    return Response(encode_json(content), status, headers, media_type=JSON)
+
+
+def error_response(
+    code: str,
+    message: str,
+    status: int,
+    *,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
+) -> Response:
+    """An Error answer; ``extra`` adds fields after ``code``, ``message`` and ``status``."""
+    return Response(error_body(code, message, status, **extra), status, headers, media_type=JSON)
+
+
+# The readers below raise ApiError rather than return an answer, so an endpoint
+# reads its input in one line; ControlAPI turns the ApiError into error_response.
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object; an empty body is ``{}``."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError("malformed_json", f"the body is not valid JSON: {exc}", status=400) from None
+    if not isinstance(value, dict):
+        raise ApiError("invalid_request", "the body must be a JSON object", status=400)
+    return value
+
+
+def int_param(request: Request, name: str) -> int | None:
+    """An integer query parameter; absent or empty is ``None``."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        message = f"query parameter {name!r} must be an integer, got {raw!r}"
+        raise ApiError("invalid_request", message, status=400) from None
+
+
+def flag(request: Request, name: str) -> bool:
+    """A yes/no query parameter: ``1``, ``true``, ``yes`` or ``on`` (any case) is yes."""
+    return request.query_params.get(name, "").lower() in _TRUE

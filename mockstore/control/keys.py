@@ -1,0 +1,96 @@
+"""Endpoints over API keys: list them with their allowance, issue, revoke, lift a ban."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mockstore.clock import format_time
+from mockstore.control.http import error_response, json_object, json_response
+from mockstore.keys import ApiKey, key_bucket
+from mockstore.ratelimit import Plan
+from mockstore.scenario.loader import Marks, schema_problems
+from mockstore.state import Runtime
+
+
+class KeyEndpoints:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def _key_json(self, key: ApiKey) -> dict[str, Any]:
+        state = self.runtime.state
+        plan = state.plans[key.plan]
+        usage = state.limiter.usage(key_bucket(key.key), plan, state.clock.now())
+        return {
+            "key": key.key,
+            "plan": key.plan,
+            "tenant": key.tenant,
+            "limits": {"per_minute": plan.per_minute, "per_day": plan.per_day},
+            "minute": {
+                "used": usage.minute_used,
+                "remaining": usage.minute_remaining,
+                "reset": usage.minute_reset,
+            },
+            "day": {
+                "used": usage.day_used,
+                "remaining": usage.day_remaining,
+                "reset": usage.day_reset,
+            },
+            "banned": usage.banned_until is not None,
+            "banned_until": format_time(usage.banned_until) if usage.banned_until else None,
+            "recent_rejections": usage.recent_rejections,
+        }
+
+    async def list_keys(self, request: Request) -> Response:
+        return json_response([self._key_json(k) for k in self.runtime.state.keys])
+
+    async def issue(self, request: Request) -> Response:
+        body = await json_object(request)
+        state = self.runtime.state
+        body = {"key": "ms_" + secrets.token_urlsafe(18), "plan": "free", **body}
+        # Checked as a scenario's key entry, so a key issued at run time obeys
+        # the same rules (one JSON Schema) as one written in a scenario.
+        problems = schema_problems({"version": 1, "keys": [body]}, Marks(), "POST /keys")
+        if problems:
+            message = "; ".join(
+                f"{p.path.removeprefix('$.keys[0].')}: {p.message}" for p in problems
+            )
+            return error_response("invalid_request", message, 400)
+        key = body["key"]
+        if key in state.keys:
+            return error_response("key_exists", f"key {key!r} already exists", 409)
+        plan = body.get("plan", "free")
+        if isinstance(plan, dict):
+            name = f"custom:{key}"
+            state.plans[name] = Plan(name, plan["per_minute"], plan["per_day"])
+            plan = name
+        if plan not in state.plans:
+            known = ", ".join(sorted(state.plans))
+            return error_response("unknown_plan", f"unknown plan {plan!r} (known: {known})", 400)
+        issued = ApiKey(key, plan, body.get("tenant") or key)
+        state.keys.issue(issued)
+        used = body.get("used", {})
+        if used:
+            minute = used.get("minute", 0)
+            state.limiter.preload(
+                key_bucket(key), state.clock.now(), minute, used.get("day", minute)
+            )
+        return json_response(self._key_json(issued), 201)
+
+    async def revoke(self, request: Request) -> Response:
+        state = self.runtime.state
+        key = request.path_params["key"]
+        if state.keys.revoke(key) is None:
+            return error_response("unknown_key", f"no key {key!r}", 404)
+        state.limiter.forget(key_bucket(key))
+        return Response(status_code=204)
+
+    async def lift_ban(self, request: Request) -> Response:
+        key = request.path_params["key"]
+        if key not in self.runtime.state.keys:
+            return error_response("unknown_key", f"no key {key!r}", 404)
+        lifted = self.runtime.state.limiter.lift_ban(key_bucket(key))
+        return json_response({"key": key, "lifted": lifted})

@@ -1,0 +1,67 @@
+"""The control API's route table: every path under ``/__mockstore``, its methods, its endpoint.
+
+Read ``control_routes`` top to bottom to find any control endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mockstore.control.clock import ClockEndpoints
+from mockstore.control.documents import DocumentEndpoints
+from mockstore.control.journal import JournalEndpoints
+from mockstore.control.keys import KeyEndpoints
+from mockstore.control.scenario import ScenarioEndpoints
+from mockstore.control.state import StateEndpoints
+from mockstore.state import Runtime
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def route(path: str, **endpoints: Endpoint) -> Route:
+    """One Route for ``path``, with an endpoint per method: ``route("/clock", GET=..., POST=...)``.
+
+    Starlette answers a method a path lacks with a 405 whose ``Allow`` names the
+    methods of the one Route that matched; a path split over several Routes
+    would leave some out. So each path gets exactly one Route.
+    """
+    if len(endpoints) == 1:
+        [(method, endpoint)] = endpoints.items()
+        return Route(path, endpoint, methods=[method])
+
+    async def by_method(request: Request) -> Response:
+        # Starlette allows HEAD wherever GET is; the GET endpoint answers it.
+        method = "GET" if request.method == "HEAD" else request.method
+        return await endpoints[method](request)
+
+    return Route(path, by_method, methods=list(endpoints), name=path)
+
+
+def control_routes(runtime: Runtime) -> list[Route]:
+    """The whole control API, relative to ``/__mockstore``, bound to ``runtime``."""
+    state = StateEndpoints(runtime)
+    documents = DocumentEndpoints(runtime)
+    scenario = ScenarioEndpoints(runtime)
+    clock = ClockEndpoints(runtime)
+    keys = KeyEndpoints(runtime)
+    journal = JournalEndpoints(runtime)
+    return [
+        route("/health", GET=state.health),
+        route("/openapi.json", GET=documents.openapi),
+        route("/schema", GET=documents.scenario_schema),
+        route("/scenario", GET=scenario.show, PUT=scenario.swap),
+        route("/reset", POST=state.reset),
+        route("/clock", GET=clock.show, POST=clock.move),
+        route("/keys", GET=keys.list_keys, POST=keys.issue),
+        route("/keys/{key:path}", DELETE=keys.revoke),
+        route("/bans/{key:path}", DELETE=keys.lift_ban),
+        route("/pets", GET=state.pets),
+        route("/requests", GET=journal.requests, DELETE=journal.clear),
+        route("/requests.har", GET=journal.har),
+        route("/verify", POST=journal.verify),
+        route("/report", GET=journal.report),
+    ]

@@ -1,0 +1,43 @@
+"""Endpoints over the running state as a whole: health, reset, the pets in the store."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mockstore import __version__
+from mockstore.clock import format_time
+from mockstore.control.http import json_response
+from mockstore.state import Runtime
+
+
+class StateEndpoints:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def health(self, request: Request) -> Response:
+        state = self.runtime.state
+        return json_response(
+            {
+                "status": "ok",
+                "version": __version__,
+                "scenario": state.scenario.name,
+                "time": format_time(state.clock.now()),
+            }
+        )
+
+    async def reset(self, request: Request) -> Response:
+        self.runtime.reset()
+        return json_response(
+            {
+                "status": "reset",
+                "scenario": self.runtime.scenario.name,
+                "journal_seq": self.runtime.journal.last_seq,
+            }
+        )
+
+    async def pets(self, request: Request) -> Response:
+        """Every pet of a tenant (or the shared store), without touching any allowance."""
+        tenant = request.query_params.get("tenant")
+        store = self.runtime.state.tenants.store_for(tenant)
+        return json_response(list(store))
