@@ -29,7 +29,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("invalid_token", 401, "The bearer key is unknown or was revoked."),
         ErrorCode("not_found", 404, "No such pet (getPet), or no such path."),
         ErrorCode("method_not_allowed", 405, "Known path, wrong method (see `Allow`)."),
-        ErrorCode("gone", 410, "getPet after its sunset (5 December 2030)."),
+        ErrorCode("gone", 410, "getPet at or after its sunset (`behaviour.sunset`)."),
         ErrorCode("payload_too_large", 413, "Request body over `behaviour.max_body_bytes`."),
         ErrorCode("unsupported_media_type", 415, "createPet body not sent as application/json."),
         ErrorCode("rate_limited", 429, "Over the plan's per-minute or per-day allowance."),
@@ -50,10 +50,12 @@ def error_body(code: str, message: str, status: int | None = None, **extra: Any)
     """
     if status is None:
         status = ERROR_CODES[code].status
-    return json.dumps(
-        {"code": code, "message": message, "status": status, **extra},
-        separators=(",", ":"),
-    ).encode()
+    return compact_json({"code": code, "message": message, "status": status, **extra})
+
+
+def compact_json(value: Any) -> bytes:
+    """JSON with no spaces and non-ASCII escaped: any string, even a lone surrogate, encodes."""
+    return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 class ApiError(Exception):

@@ -209,7 +209,10 @@ async def replay_async(
     warnings: list[str] = []
     first = recorded[0] if recorded else None
     start = first.time - (first.elapsed or 0.0) if first else 0.0
-    clock = Clock(start=start, mode="manual")
+    # The wall clock too is set to the recorded one, so an HTTP-date
+    # Retry-After (written on the wall clock) comes out as recorded.
+    wall = [first.wall if first else 0.0]
+    clock = Clock(start=start, mode="manual", wall=lambda: wall[0])
     app = create_app(scenario, clock=clock)
     for key in issued_keys:
         body = {"key": key.get("key"), "plan": _plan_for(key, scenario)}
@@ -232,6 +235,7 @@ async def replay_async(
     replies = []
     for item in recorded:
         clock.set(item.time)
+        wall[0] = item.wall
         replies.append(
             await call(
                 app, item.method, item.path, item.query, item.headers, item.body, item.client

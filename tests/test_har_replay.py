@@ -22,6 +22,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
+from mockstore.clock import Clock
 from mockstore.replay import replay
 from mockstore.scenario import load_scenario
 from tests.support import LiveServer, assert_conforms, auth, live_server
@@ -286,3 +287,29 @@ def test_a_foreign_har_replays_from_its_started_date_times(
     result = replay(har, load_scenario(text, "manual.yaml"))
     assert result.identical, [d.problems for d in result.differences]
     assert result.total == 4
+
+
+def test_a_dated_retry_after_replays_as_recorded() -> None:
+    # The scenario clock starts years away from the wall clock and the
+    # Retry-After is an HTTP-date on the wall clock; the HAR carries the wall
+    # time of each exchange and the replay sets it, so nothing differs.
+    text = """
+version: 1
+name: dated
+clock: {start: "2031-06-01T08:00:00.5Z"}
+keys: [{key: tight-key, plan: {per_minute: 1, per_day: 100}}]
+behaviour: {retry_after: http-date}
+"""
+    scenario = load_scenario(text, "dated.yaml")
+    assert scenario.clock_start is not None
+    # Recorded "in 2020": the replay, today, must still write the recorded dates.
+    clock = Clock(start=scenario.clock_start, mode="manual", wall=lambda: 1_600_000_000.5)
+    with TestClient(create_app(scenario, clock=clock)) as client:
+        for _ in range(3):
+            client.get("/v1/pets", headers=auth("tight-key"))
+        har = client.get("/__mockstore/requests.har").json()
+    entries = har["log"]["entries"]
+    assert [e["response"]["status"] for e in entries] == [200, 429, 429]
+    assert all(isinstance(e["_mockstore"]["wall"], float) for e in entries)
+    result = replay(har, scenario)
+    assert result.identical, [d.problems for d in result.differences]

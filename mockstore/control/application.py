@@ -14,6 +14,7 @@ from mockstore.control.http import error_response
 from mockstore.control.routes import control_routes
 from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
+from mockstore.routing import allow_header
 from mockstore.state import Runtime
 from mockstore.urls import CONTROL_PREFIX
 
@@ -31,7 +32,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = _HTTP_CODES.get(exc.status_code, "invalid_request")
     message = f"{request.method} {CONTROL_PREFIX}{request.url.path}: {exc.detail}"
-    return error_response(code, message, exc.status_code, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if "Allow" in headers:
+        # Starlette joins a set: sorted, the header is the same on every run.
+        headers["Allow"] = allow_header(headers["Allow"].split(", "))
+    return error_response(code, message, exc.status_code, headers=headers)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:

@@ -16,13 +16,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.errors import ApiError, error_body
+from mockstore.errors import compact_json as encode_json
 
 JSON = "application/json"
 _TRUE = {"1", "true", "yes", "on"}
-
-
-def encode_json(content: Any) -> bytes:
-    return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 def json_response(

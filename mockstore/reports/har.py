@@ -155,6 +155,7 @@ def _har_entry(entry: Entry, mask: bool) -> dict[str, Any]:
             "seq": entry.seq,
             "request_id": entry.request_id,
             "time": entry.time,
+            "wall": entry.wall,
             "elapsed": entry.elapsed,
             "client": entry.client,
             "operation": entry.operation,
@@ -218,6 +219,12 @@ class Recorded:
     outcome: str
     request_truncated: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wall(self) -> float:
+        """The wall-clock time of the exchange (the scenario time when not recorded)."""
+        wall = self.extra.get("wall")
+        return float(wall) if isinstance(wall, int | float) else self.time
 
     @property
     def response_truncated(self) -> bool:
