@@ -30,15 +30,13 @@ from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
-from mockstore.service import ROUTER, Call, Caller, PetStoreService
+from mockstore.service import ROUTER, Caller, PetStoreService
 from mockstore.state import MockState, Runtime
 from mockstore.validation import parse_json_body
 
 access_log = logging.getLogger("mockstore.access")
 
-# Faults that break the connection before the operation runs (nothing stored)
-# and faults that damage the delivery of the answer the operation gave.
-_BEFORE_OPERATION = frozenset({"connection_reset", "empty_response"})
+_NOWHERE = Resolved(None, {}, "")
 
 
 class Answer:
@@ -88,8 +86,11 @@ class Exchange:
     __slots__ = (
         "caller",
         "compiled",
+        "content_type",
         "now",
         "operation",
+        "params",
+        "query",
         "request_body",
         "resolved",
         "rule",
@@ -107,7 +108,11 @@ class Exchange:
         self.operation: str | None = None
         self.resolved: Resolved
         self.caller: Caller
+        # What the operation reads (service.Call): the exchange is its own input.
+        self.query: bytes = scope["query_string"]
+        self.params: dict[str, str] = {}
         self.request_body = b""
+        self.content_type: bytes | None = None
         self.rule: str | None = None
 
 
@@ -136,25 +141,30 @@ class PetStoreAPI:
                 content_type = value
             elif name == b"content-length":
                 content_length = value
+        ex.content_type = content_type
 
         method: str = scope["method"]
         path: str = scope["path"]
         base = ex.compiled.base
-        relative = path[len(base) :] if path.startswith(base) else path
         # Outside the base path no operation matches, but the caller is still
         # checked first: a caller without a key learns nothing about paths.
-        resolved = ex.resolved = (
-            ROUTER.resolve(method, relative) if path.startswith(base) else Resolved(None, {}, "")
-        )
+        if path.startswith(base):
+            relative = path[len(base) :]
+            resolved = ex.resolved = ROUTER.resolve(method, relative)
+        else:
+            relative = path
+            resolved = ex.resolved = _NOWHERE
         operation = resolved.operation
         if operation is not None:
             ex.operation = operation.operation_id
+            ex.params = resolved.params
         client = scope.get("client")
         caller = ex.caller = service.identify(
             state, parse_authorization(authorization), client[0] if client else "unknown", ex.now
         )
         try:
-            service.authorize(caller)
+            if not caller.admitted:
+                raise service.refusal(caller)
             route, route_methods = state.routes.for_path(method, relative)
             if route is not None and operation is None:
                 ex.operation = f"{route.method} {route.path}"
@@ -179,14 +189,14 @@ class PetStoreAPI:
                 await asyncio.sleep(outcome.delay_ms / 1000)
             rule = outcome.rule
             if rule is not None and rule.fault is not None:
-                await self._break(send, ex, rule.fault, route, content_type)
+                await self._break(send, ex, rule.fault, route)
                 return
             if rule is not None and rule.reply is not None:
                 await self._respond(send, ex, Answer.scripted(rule.reply))
                 return
-        await self._respond(send, ex, self._answer(ex, route, content_type))
+        await self._respond(send, ex, self._answer(ex, route))
 
-    def _answer(self, ex: Exchange, route: Route | None, content_type: bytes | None) -> Answer:
+    def _answer(self, ex: Exchange, route: Route | None) -> Answer:
         """What the operation (or the scenario's scripted route for it) answers."""
         state = ex.state
         script = route or state.routes.by_operation.get(ex.operation or "")
@@ -196,11 +206,8 @@ class PetStoreAPI:
         operation = ex.resolved.operation
         assert operation is not None and ex.caller.key is not None
         store = state.tenants.store_for(ex.caller.key.tenant)
-        call = Call(
-            ex.now, ex.scope["query_string"], ex.resolved.params, ex.request_body, content_type
-        )
         try:
-            body = ex.compiled.service.call(operation, store, call)
+            body = ex.compiled.service.handlers[operation.operation_id](store, ex)
         except ApiError as refusal:
             return Answer.refusal(refusal)
         assert operation.success_status is not None
@@ -239,32 +246,44 @@ class PetStoreAPI:
         caller = ex.caller
         operation = ex.resolved.operation
         return ex.compiled.headers.build(
-            length=length,
-            decision=caller.decision,
-            plan=caller.plan,
-            now=ex.now,
-            clock=ex.state.clock,
-            # Only for authenticated callers: a 401 must not reveal which paths exist.
-            deprecated=operation is not None and operation.deprecated and caller.key is not None,
-            ratelimit=answer.ratelimit,
-            extra=answer.extra,
-            replaces=answer.replaces,
-            request_id=request_id.encode(),
+            length,
+            caller.decision,
+            caller.plan,
+            ex.now,
+            ex.state.clock,
+            # deprecated: only for authenticated callers (a 401 must not reveal paths).
+            operation is not None and operation.deprecated and caller.key is not None,
+            answer.ratelimit,
+            answer.extra,
+            answer.replaces,
+            request_id.encode(),
         )
 
     async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> None:
         request_id = ex.state.next_request_id()
         body = answer.body
-        headers = self._headers(ex, answer, request_id, len(body))
+        caller = ex.caller
+        operation = ex.resolved.operation
+        headers = ex.compiled.headers.build(
+            len(body),
+            caller.decision,
+            caller.plan,
+            ex.now,
+            ex.state.clock,
+            # deprecated: only for authenticated callers (a 401 must not reveal paths).
+            operation is not None and operation.deprecated and caller.key is not None,
+            answer.ratelimit,
+            answer.extra,
+            answer.replaces,
+            request_id.encode(),
+        )
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if ex.scope["method"] == "HEAD" else body
         await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, headers, sent, "response")
 
-    async def _break(
-        self, send: Send, ex: Exchange, fault: str, route: Route | None, content_type: bytes | None
-    ) -> None:
+    async def _break(self, send: Send, ex: Exchange, fault: str, route: Route | None) -> None:
         """Answer with a connection-level fault instead of a well-formed response.
 
         ``connection_reset`` and ``empty_response`` break the connection before
@@ -280,7 +299,7 @@ class PetStoreAPI:
             elif fault == "empty_response":
                 transport.close_connection(send)
             else:
-                answer = self._answer(ex, route, content_type)
+                answer = self._answer(ex, route)
                 status, body = answer.status, answer.body
                 if ex.scope["method"] == "HEAD":
                     body = b""
@@ -317,26 +336,27 @@ class PetStoreAPI:
         key = caller.key.key if caller.key else None
         if journal.enabled:
             client = scope.get("client")
+            # Entry's fields in order (journal.record takes them by position).
             journal.record(
-                request_id=request_id,
-                time=ex.now,
-                wall=ex.state.clock.wall(),
-                elapsed=ex.now - ex.state.clock.start,
-                method=scope["method"],
-                path=scope["path"],
-                query=scope["query_string"],
-                request_headers=tuple(scope["headers"]),
-                request_body=ex.request_body,
-                client=client[0] if client else "unknown",
-                operation=ex.operation,
-                key=key,
-                plan=caller.plan.name,
-                status=status,
-                response_headers=tuple(headers),
-                response_body=body,
-                latency_ms=latency_ms,
-                rule=ex.rule,
-                outcome=outcome,
+                request_id,
+                ex.now,
+                ex.now - ex.state.clock.start,  # elapsed
+                scope["method"],
+                scope["path"],
+                scope["query_string"],
+                tuple(scope["headers"]),
+                ex.request_body,
+                client[0] if client else "unknown",
+                ex.operation,
+                key,
+                caller.plan.name,
+                status,
+                tuple(headers),
+                body,
+                latency_ms,
+                ex.rule,
+                outcome,
+                ex.state.clock.wall(),
             )
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(

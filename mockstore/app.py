@@ -40,7 +40,8 @@ class MockstoreApp:
         kind = scope["type"]
         if kind == "http":
             path: str = scope["path"]
-            if is_control_path(path):
+            # startswith first: most paths are the API's, and it is the cheaper test.
+            if path.startswith(PREFIX) and is_control_path(path):
                 if self.control is None:
                     await _not_found(send, path)
                     return

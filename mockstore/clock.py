@@ -24,7 +24,7 @@ class Clock:
     ``advance`` or ``set`` moves it.
     """
 
-    __slots__ = ("_base", "_mode", "_monotonic", "_started_at", "_wall", "start")
+    __slots__ = ("_base", "_mode", "_monotonic", "_started_at", "start", "wall")
 
     def __init__(
         self,
@@ -35,7 +35,11 @@ class Clock:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._monotonic = monotonic
-        self._wall = wall
+        # The wall clock: the time on the client's side, whatever the scenario's
+        # says. Only a value a client compares with its own clock (an HTTP-date
+        # Retry-After) is written in it; everything else is scenario time. An
+        # attribute, not a method: the journal reads it on every request.
+        self.wall: Callable[[], float] = wall
         self._mode: ClockMode = mode
         self.start: float = wall() if start is None else float(start)
         self._base = self.start
@@ -49,14 +53,6 @@ class Clock:
         if self._mode == "manual":
             return self._base
         return self._base + (self._monotonic() - self._started_at)
-
-    def wall(self) -> float:
-        """The wall clock: the time on the client's side, whatever the scenario's says.
-
-        Only a value a client compares with its own clock (an HTTP-date
-        ``Retry-After``) is written in it; everything else is scenario time.
-        """
-        return self._wall()
 
     def elapsed(self) -> float:
         """Scenario time: seconds since the clock's start."""

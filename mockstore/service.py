@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from mockstore import schemas
 from mockstore.clock import format_time
@@ -48,7 +48,7 @@ class Caller:
     verdict and the figures every header of the answer states.
     """
 
-    __slots__ = ("credentials", "decision", "key", "plan")
+    __slots__ = ("admitted", "credentials", "decision", "key", "plan")
 
     def __init__(
         self, credentials: Credentials, key: ApiKey | None, plan: Plan, decision: Decision
@@ -57,26 +57,22 @@ class Caller:
         self.key = key
         self.plan = plan
         self.decision = decision
+        # A valid key within its allowance: nothing to refuse (``refusal`` says why not).
+        self.admitted = key is not None and decision.verdict == "allowed"
 
 
-class Call:
-    """What an operation reads from one request, taken apart by the HTTP layer."""
+class Call(Protocol):
+    """What an operation reads from one request, taken apart by the HTTP layer.
 
-    __slots__ = ("body", "content_type", "now", "params", "query")
+    A protocol, not a class: the HTTP layer's own record of the exchange
+    serves as it, so no object is made for it per request.
+    """
 
-    def __init__(
-        self,
-        now: float,
-        query: bytes = b"",
-        params: dict[str, str] | None = None,
-        body: bytes = b"",
-        content_type: bytes | None = None,
-    ) -> None:
-        self.now = now
-        self.query = query
-        self.params = params or {}
-        self.body = body
-        self.content_type = content_type
+    now: float
+    query: bytes  # the raw query string
+    params: dict[str, str]  # path parameters as sent
+    request_body: bytes
+    content_type: bytes | None
 
 
 Handler = Callable[[PetStore, Call], bytes]
@@ -106,14 +102,23 @@ class PetStoreService:
         self._new_pet_fields = schemas.object_fields("NewPet")
         self._integer_fields = schemas.integer_fields("NewPet")
         self._list_query = QueryValidator(OPERATIONS["listPets"])
-        self.handlers: dict[str, Handler] = {
+        operations: dict[str, Handler] = {
             "listPets": self.list_pets,
             "createPet": self.create_pet,
             "getPet": self.get_pet,
             "listOrders": self.list_orders,
         }
+        # Each operation's handler, the sunset rule wrapped around deprecated ones.
+        self.handlers: dict[str, Handler] = {
+            name: self._sunset_rule(OPERATIONS[name], handler)
+            if OPERATIONS[name].deprecated
+            else handler
+            for name, handler in operations.items()
+        }
 
     # -- who may call: ban, allowance, authentication, in that order -----------
+    # ``identify`` counts the request; a caller not ``admitted`` is answered
+    # with its ``refusal`` and nothing else happens.
 
     def identify(
         self, state: MockState, credentials: Credentials, client: str, now: float
@@ -128,32 +133,31 @@ class PetStoreService:
             bucket = client_bucket(client)
         return Caller(credentials, key, plan, state.limiter.check(bucket, plan, now))
 
-    def authorize(self, caller: Caller) -> None:
-        """Raise the refusal a caller gets before any operation: 429 first, then 401."""
+    def refusal(self, caller: Caller) -> ApiError:
+        """Why a caller that is not ``admitted`` is refused: 429 first, then 401."""
         decision = caller.decision
         if decision.verdict == "key_banned":
-            raise ApiError(
+            return ApiError(
                 "key_banned",
                 f"this key is banned for {decision.retry_after} s after repeated 429s",
                 status=self._ban_status,
             )
         if decision.verdict == "rate_limited":
             window = "per-day" if decision.window == "day" else "per-minute"
-            raise ApiError(
+            return ApiError(
                 "rate_limited",
                 f"{window} allowance of {decision.limit} requests used up; "
                 f"retry after {decision.retry_after} s",
             )
-        if caller.key is not None:
-            return
+        assert caller.key is None, "an admitted caller has no refusal"
         kind = caller.credentials.kind
         if kind == "bearer":
-            raise ApiError("invalid_token", "the API key is not valid", headers=_WWW_INVALID)
+            return ApiError("invalid_token", "the API key is not valid", headers=_WWW_INVALID)
         if kind == "missing":
             message = "an API key is required: send Authorization: Bearer <API_KEY>"
         else:
             message = "the Authorization header must be 'Bearer <API_KEY>'"
-        raise ApiError("unauthorized", message, headers=_WWW_MISSING)
+        return ApiError("unauthorized", message, headers=_WWW_MISSING)
 
     # -- what a request names -------------------------------------------------
 
@@ -177,16 +181,26 @@ class PetStoreService:
 
     def call(self, operation: schemas.Operation, store: PetStore, call: Call) -> bytes:
         """Run an operation: its JSON answer (the status is the operation's), or ApiError."""
-        if operation.deprecated and self._gone_after_sunset and call.now >= self._sunset:
-            raise self._gone(operation)
         return self.handlers[operation.operation_id](store, call)
+
+    def _sunset_rule(self, operation: schemas.Operation, handler: Handler) -> Handler:
+        """A deprecated operation's handler: 410 gone from the sunset on (unless kept)."""
+        if not self._gone_after_sunset:
+            return handler
+
+        def until_sunset(store: PetStore, call: Call) -> bytes:
+            if call.now >= self._sunset:
+                raise self._gone(operation)
+            return handler(store, call)
+
+        return until_sunset
 
     def list_pets(self, store: PetStore, call: Call) -> bytes:
         query = self._list_query(call.query)
         return store.list_json(query["limit"], query["status"])
 
     def create_pet(self, store: PetStore, call: Call) -> bytes:
-        if not call.body.strip():
+        if not call.request_body.strip():
             raise ApiError("missing_body", "a request body is required: a JSON NewPet object")
         if not is_json_media_type(call.content_type):
             sent = call.content_type.decode("latin-1") if call.content_type else "none"
@@ -194,7 +208,7 @@ class PetStoreService:
                 "unsupported_media_type",
                 f"the body must be sent as application/json (Content-Type was {sent})",
             )
-        value = parse_json_body(call.body)
+        value = parse_json_body(call.request_body)
         validate_body(OPERATIONS["createPet"], value)
         try:
             _, encoded = store.create(self.new_pet(value))

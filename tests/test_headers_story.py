@@ -114,16 +114,16 @@ def test_for_any_traffic_the_headers_agree_and_are_never_early(
         decision = limiter.check("bucket", plan, now)
         headers = dict(
             builder.build(
-                length=2,
-                decision=decision,
-                plan=plan,
-                now=now,
-                clock=clock,
-                deprecated=False,
-                ratelimit=True,
-                extra=(),
-                replaces=False,
-                request_id=b"req",
+                2,  # length
+                decision,
+                plan,
+                now,
+                clock,
+                False,  # deprecated
+                True,  # ratelimit
+                (),  # extra
+                False,  # replaces
+                b"req",  # request_id
             )
         )
         state = headers[b"ratelimit"].decode()

@@ -255,3 +255,32 @@ def test_recorded_exchanges_are_invisible_to_the_cyclic_garbage_collector() -> N
     records = list(app.runtime.journal._entries)
     assert len(records) == 5
     assert not any(gc.is_tracked(record) for record in records)
+
+
+def test_every_entry_field_holds_what_its_name_says() -> None:
+    # journal.record takes Entry's fields by position (it runs per request):
+    # one exchange, every field checked by name.
+    from mockstore.clock import Clock
+
+    clock = Clock(start=START, mode="manual", wall=lambda: 1_800_000_000.5)
+    app = create_app("default", clock=clock)
+    with TestClient(app, client=("10.1.2.3", 5000)) as client:
+        client.post("/__mockstore/clock", json={"advance_seconds": 7})
+        sent = client.post(
+            "/v1/pets?x=1",
+            json={"name": "Field", "categoryId": 9},
+            headers={"Authorization": "Bearer pro-key"},
+        )
+    (entry,) = app.runtime.journal.select()
+    assert entry.seq == app.runtime.journal.last_seq
+    assert entry.request_id == sent.headers["x-request-id"]
+    assert (entry.time, entry.elapsed, entry.wall) == (START + 7, 7.0, 1_800_000_000.5)
+    assert (entry.method, entry.path, entry.query) == ("POST", "/v1/pets", b"x=1")
+    assert (b"authorization", b"Bearer pro-key") in entry.request_headers
+    assert json.loads(entry.request_body) == {"name": "Field", "categoryId": 9}
+    assert (entry.client, entry.operation) == ("10.1.2.3", "createPet")
+    assert (entry.key, entry.plan, entry.status) == ("pro-key", "pro", 201)
+    assert dict(entry.response_headers)[b"x-request-id"] == sent.headers["x-request-id"].encode()
+    assert entry.response_body == sent.content
+    assert entry.latency_ms > 0
+    assert (entry.rule, entry.outcome) == (None, "response")
