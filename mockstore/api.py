@@ -262,21 +262,7 @@ class PetStoreAPI:
     async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> None:
         request_id = ex.state.next_request_id()
         body = answer.body
-        caller = ex.caller
-        operation = ex.resolved.operation
-        headers = ex.compiled.headers.build(
-            len(body),
-            caller.decision,
-            caller.plan,
-            ex.now,
-            ex.state.clock,
-            # deprecated: only for authenticated callers (a 401 must not reveal paths).
-            operation is not None and operation.deprecated and caller.key is not None,
-            answer.ratelimit,
-            answer.extra,
-            answer.replaces,
-            request_id.encode(),
-        )
+        headers = self._headers(ex, answer, request_id, len(body))
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if ex.scope["method"] == "HEAD" else body
