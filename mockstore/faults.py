@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -402,6 +402,9 @@ def _row(c: _CompiledRule) -> Row:
     )
 
 
+_NO_ROUTE: tuple[None, tuple[str, ...]] = (None, ())
+
+
 class RouteTable:
     """Scripted routes: answers for operations the spec leaves open, or new paths."""
 
@@ -414,8 +417,10 @@ class RouteTable:
             elif route.method and route.path:
                 self._by_path.append((route.method, compile_path(route.path), route))
 
-    def for_path(self, method: str, path: str) -> tuple[Route | None, list[str]]:
+    def for_path(self, method: str, path: str) -> tuple[Route | None, Sequence[str]]:
         """The route for a method and path (HEAD finds a GET route), and the path's methods."""
+        if not self._by_path:
+            return _NO_ROUTE  # most scenarios script no paths: nothing to allocate
         allowed: list[str] = []
         found = None
         wanted = "GET" if method == "HEAD" else method
@@ -427,7 +432,7 @@ class RouteTable:
         return found, allowed
 
     @staticmethod
-    def allow(methods: list[str], documented: str) -> str:
+    def allow(methods: Sequence[str], documented: str) -> str:
         """``Allow`` for a path: the document's methods and the scripted routes' together."""
         if not methods:
             return documented
