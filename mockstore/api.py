@@ -30,7 +30,7 @@ from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
-from mockstore.service import ROUTER, Call, Caller, PetStoreService
+from mockstore.service import Call, Caller, PetStoreService
 from mockstore.state import MockState, Runtime
 from mockstore.validation import parse_json_body
 
@@ -142,9 +142,12 @@ class PetStoreAPI:
         base = ex.compiled.base
         relative = path[len(base) :] if path.startswith(base) else path
         # Outside the base path no operation matches, but the caller is still
-        # checked first: a caller without a key learns nothing about paths.
+        # checked first: a caller without a key learns nothing about paths
+        # (unless the scenario's provider checks paths first: path_check).
         resolved = ex.resolved = (
-            ROUTER.resolve(method, relative) if path.startswith(base) else Resolved(None, {}, "")
+            service.router.resolve(method, relative)
+            if path.startswith(base)
+            else Resolved(None, {}, "")
         )
         operation = resolved.operation
         if operation is not None:
@@ -154,20 +157,23 @@ class PetStoreAPI:
             state, parse_authorization(authorization), client[0] if client else "unknown", ex.now
         )
         try:
-            service.authorize(caller)
-            route, route_methods = state.routes.for_path(method, relative)
+            route, route_methods = state.routes.for_path(method, relative, service.serve_head)
+            unrouted = None
+            if operation is None and route is None:
+                allow = state.routes.allow(route_methods, resolved.allow, service.serve_head)
+                unrouted = service.no_operation(method, path, allow)
+            service.authorize(caller, unrouted)
             if route is not None and operation is None:
                 ex.operation = f"{route.method} {route.path}"
-            if ex.operation is None:
-                allow = state.routes.allow(route_methods, resolved.allow)
-                raise service.no_operation(method, path, allow)
+            if unrouted is not None:
+                raise unrouted
             if operation is not None and operation.body_schema is not None:
                 body = await read_body(receive, service.max_body_bytes, content_length)
                 if body is None:
                     raise service.body_too_large()
                 ex.request_body = body
         except ApiError as refusal:
-            await self._respond(send, ex, Answer.refusal(refusal))
+            await self._respond(send, ex, Answer.refusal(service.refusal(refusal)))
             return
 
         assert caller.key is not None
@@ -199,10 +205,11 @@ class PetStoreAPI:
         call = Call(
             ex.now, ex.scope["query_string"], ex.resolved.params, ex.request_body, content_type
         )
+        service = ex.compiled.service
         try:
-            body = ex.compiled.service.call(operation, store, call)
+            body = service.call(operation, store, call)
         except ApiError as refusal:
-            return Answer.refusal(refusal)
+            return Answer.refusal(service.refusal(refusal))
         assert operation.success_status is not None
         return Answer(operation.success_status, body)
 
