@@ -240,8 +240,10 @@ def test_bad_knob_values_are_refused_with_file_line_and_column(tmp_path: Path) -
     )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
-    assert any(re.match(rf"{re.escape(str(path))}:3:22: \$\.behaviour\.validation_status", x)
-               for x in lines), lines  # fmt: skip
+    assert any(
+        re.match(rf"{re.escape(str(path))}:3:22: \$\.behaviour\.validation_status", x)
+        for x in lines
+    ), lines
     assert any(":4:20: $.behaviour.ratelimit_reset" in line for line in lines), lines
     assert any(":5:15: $.behaviour.serve_head" in line for line in lines), lines
     assert any("missing_kye" in line and "did you mean 'missing_key'" in line for line in lines)

@@ -145,6 +145,17 @@ class Route:
     reply: Reply
 
 
+@dataclass(frozen=True, slots=True)
+class DriftAccept:
+    """A difference from the real service the scenario cannot reproduce (``drift.accept``)."""
+
+    kind: str  # the schema's "class"
+    where: str
+    reason: str
+    status: int | None = None
+    operation: str | None = None
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One loaded, valid scenario. Immutable: running state is built from it."""
@@ -167,6 +178,7 @@ class Scenario:
     routes: tuple[Route, ...] = ()
     journal_size: int = schema_default("journal", "size")
     journal_body_bytes: int = schema_default("journal", "body_bytes")
+    drift_accept: tuple[DriftAccept, ...] = ()
     source: str = ""
     file: str = "<scenario>"
 
@@ -393,8 +405,20 @@ class _Builder:
             routes=tuple(routes),
             journal_size=self.get(("journal", "size")),
             journal_body_bytes=self.get(("journal", "body_bytes")),
+            drift_accept=self._drift_accept(),
             source=source,
             file=self.file,
+        )
+
+    def _drift_accept(self) -> tuple[DriftAccept, ...]:
+        drift = self.data.get("drift")
+        if not isinstance(drift, dict) or not self.clean(("drift",)):
+            return ()
+        return tuple(
+            DriftAccept(
+                raw["class"], raw["where"], raw["reason"], raw.get("status"), raw.get("operation")
+            )
+            for raw in drift.get("accept", [])
         )
 
     def _items(self, section: str) -> list[tuple[int, dict[str, Any]]]:
@@ -720,6 +744,7 @@ class _Builder:
 
 __all__ = [
     "Behaviour",
+    "DriftAccept",
     "FaultRule",
     "Scenario",
     "ScenarioError",
