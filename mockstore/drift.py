@@ -252,13 +252,19 @@ def drift(document: dict[str, Any], scenario: Scenario, source: str = "<har>") -
     operation_of = [_operation(r.method, p, base)[0] for r, p in zip(recorded, paths, strict=True)]
 
     keys = key_map(scenario)
+    # Keys the upstream accepted (some answer other than 401) that the scenario lacks.
     unknown = sorted(
-        {t for r in recorded if (t := _bearer(r.headers)) and is_alias(t) and t not in keys}
+        {
+            t
+            for r in recorded
+            if (t := _bearer(r.headers)) and is_alias(t) and t not in keys and r.status != 401
+        }
     )
     for alias in unknown:
         report.warnings.append(
-            f"{alias}: no key of the scenario has this alias, so its requests answer 401; "
-            f"name it under keys (- {{key: {alias}, plan: ...}})"
+            f"{alias}: the upstream accepted this key, but no key of the scenario has this "
+            f"alias, so the mock answers its requests 401; name it under keys "
+            f"(- {{key: {alias}, plan: ...}})"
         )
 
     before = pets_before(recorded, operation_of)
