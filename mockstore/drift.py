@@ -61,6 +61,9 @@ NOT_ANSWERED = frozenset(
     }
 )
 
+# Answers that depend on what a body holds, not only on its size.
+_READ_THE_BODY = frozenset({400, 415, 422})
+
 
 @dataclass
 class Difference:
@@ -436,12 +439,13 @@ async def _replay(
         body = item.body
         if item.request_truncated:
             size = _declared_size(item)
-            if item.status != 413 or size is None:
+            if size is None or item.status < 300 or item.status in _READ_THE_BODY:
                 report.skipped.append(
                     (index + 1, _describe(item), "its body was cut short by the recording")
                 )
                 continue
-            # Refused for its size: a body of that size shows the limit, whatever it holds.
+            # Refused before its content mattered (413 for its size, 401, 429, ...):
+            # a body of the recorded size gets the same answer, whatever it holds.
             body = body + b" " * (size - len(body))
             report.ignored[("transport", "a body cut short, re-sent at its recorded size")] += 1
         clock.set(item.time)
