@@ -273,9 +273,11 @@ def drift(document: dict[str, Any], scenario: Scenario, source: str = "<har>") -
     before = pets_before(recorded, operation_of)
     replayed = scenario
     if before:
-        kept = [p for p in scenario.pets if p["id"] not in before]
+        # The scenario's own pets (generated ones included, at their own ids), then the
+        # recording's: generating after the recording's ids would shift the generated ones.
+        kept = [p for p in scenario.initial_pets() if p["id"] not in before]
         pets = tuple(sorted([*kept, *before.values()], key=lambda p: p["id"]))
-        replayed = dataclasses.replace(scenario, pets=pets)
+        replayed = dataclasses.replace(scenario, pets=pets, generate_pets=0)
         shown = ", ".join(str(i) for i in sorted(before)[:10]) + (
             " ..." if len(before) > 10 else ""
         )

@@ -67,6 +67,18 @@ def test_a_request_goes_upstream_as_sent_and_its_answer_comes_back_unchanged() -
     assert sent["host"] == upstream.split("/")[2]  # the upstream's, not the proxy's
     for hop in ("connection", "x-hop-client", "proxy-authorization", "te", "keep-alive"):
         assert hop not in sent, hop
+    # Nothing added: the client's end-to-end headers, the upstream's Host, nothing else.
+    assert sorted(sent) == sorted(
+        [
+            "host",
+            "accept",
+            "accept-encoding",
+            "user-agent",
+            "x-custom",
+            "content-type",
+            "content-length",
+        ]
+    )
     # The answer: the upstream's headers less its hop-by-hop ones.
     assert response.headers["x-upstream"] == "kept"
     assert "keep-alive" not in response.headers
@@ -151,6 +163,21 @@ def test_an_upstream_that_does_not_answer_is_a_504_error_and_is_journaled() -> N
     assert body["code"] == "upstream_timeout"
     assert "did not answer within 0.5 s" in body["message"]
     assert entries[0]["outcome"] == "upstream_timeout"
+
+
+def test_a_failed_tls_handshake_is_a_502_error_that_says_so() -> None:
+    # The echo upstream speaks plain HTTP: an https:// client's handshake with it fails.
+    with (
+        echo_upstream() as (upstream, _),
+        recorder(upstream.replace("http://", "https://")) as proxy,
+    ):
+        response = httpx.get(proxy.url + "/echo", timeout=WAIT)
+        entries = _journal(proxy.url)
+    assert response.status_code == 502
+    body = _error_body(response)
+    assert body["code"] == "upstream_unreachable"
+    assert body["message"].startswith("TLS with the upstream https://127.0.0.1:")
+    assert entries[0]["outcome"] == "upstream_tls_error"
 
 
 def test_compressed_answers_pass_unchanged_and_are_journaled_decoded() -> None:
