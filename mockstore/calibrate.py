@@ -235,6 +235,10 @@ class Calibrator:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        for key in args.key:
+            if not key or not all("!" <= char <= "~" for char in key):
+                # Never echo it: it is a secret, even when mistyped.
+                raise UpstreamError("--key must be a bearer token: printable ASCII, no spaces")
         upstream = parse_upstream(args.target)
         self.base = upstream.base_path
         self.prober = Prober(args.target, args.budget, args.timeout)
@@ -665,7 +669,9 @@ class Calibrator:
                 f"than the {self.prober.left} left of the budget (raise --budget)"
             )
             return None
-        for _ in range(remaining + 2):
+        # Until the first 429: if the window rolls over on the way, its count starts again,
+        # and the budget (checked by send) is what stops a key that is never refused.
+        while True:
             probe = self.prober.send(
                 "spend the allowance", "GET", "/pets?limit=1", key=key, spend=True
             )
@@ -673,7 +679,6 @@ class Calibrator:
                 return None
             if probe.status == 429:
                 return probe
-        return None
 
     # -- turning answers into settings -----------------------------------------
 

@@ -120,9 +120,19 @@ def test_with_opt_ins_writes_and_the_rate_limit_settle_the_rest(
 ) -> None:
     out = tmp_path / "calibrated.yaml"
     done = _calibrate(
-        "--target", upstream.url, "--key", STARTER, "--key", TRIAL,
-        "--allow-writes", "--allow-rate-limit", "--budget", "80", "--out", str(out),
-    )  # fmt: skip
+        "--target",
+        upstream.url,
+        "--key",
+        STARTER,
+        "--key",
+        TRIAL,
+        "--allow-writes",
+        "--allow-rate-limit",
+        "--budget",
+        "80",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     sent = _requests(upstream)
     assert len(sent) <= 80
@@ -179,3 +189,7 @@ def test_an_unreachable_target_exits_1_and_a_bad_one_2() -> None:
     bad = _calibrate("--target", "staging.example.com/v1", "--key", STARTER)
     assert bad.returncode == 2
     assert "--target must be an http:// or https:// URL" in bad.stderr
+    spaced = _calibrate("--target", refused_upstream(), "--key", "sk live 123")
+    assert spaced.returncode == 2
+    assert "--key must be a bearer token" in spaced.stderr
+    assert "sk live 123" not in spaced.stderr

@@ -83,9 +83,20 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             assert proxy.stop() == 0
         calibrated = work / "calibrated.yaml"
         calibration = _mockstore(
-            "calibrate", "--target", upstream.url, "--key", STARTER, "--key", TRIAL,
-            "--allow-writes", "--allow-rate-limit", "--budget", "200", "--out", str(calibrated),
-        )  # fmt: skip
+            "calibrate",
+            "--target",
+            upstream.url,
+            "--key",
+            STARTER,
+            "--key",
+            TRIAL,
+            "--allow-writes",
+            "--allow-rate-limit",
+            "--budget",
+            "200",
+            "--out",
+            str(calibrated),
+        )
     # What a team writes from the provider's documentation: its keys and their plans,
     # mockstore's defaults for everything else.
     before = work / "before.yaml"
@@ -108,8 +119,9 @@ def test_the_recording_holds_every_exchange_and_no_key(loop: dict[str, Any]) -> 
 def test_before_calibration_drift_lists_every_choice_the_provider_made(
     loop: dict[str, Any],
 ) -> None:
-    done = _mockstore("drift", str(loop["har"]), "--scenario", str(loop["before"]), "--format",
-                      "json")  # fmt: skip
+    done = _mockstore(
+        "drift", str(loop["har"]), "--scenario", str(loop["before"]), "--format", "json"
+    )
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     named = {d["setting"] for d in report["differences"]}
@@ -167,8 +179,9 @@ def test_calibration_settles_every_setting_it_can_and_says_what_it_cannot(
 
 
 def test_after_calibration_drift_reports_nothing(loop: dict[str, Any]) -> None:
-    done = _mockstore("drift", str(loop["har"]), "--scenario", str(loop["calibrated"]),
-                      "--format", "json")  # fmt: skip
+    done = _mockstore(
+        "drift", str(loop["har"]), "--scenario", str(loop["calibrated"]), "--format", "json"
+    )
     report = json.loads(done.stdout)
     assert report["differences"] == []
     assert done.returncode == 0

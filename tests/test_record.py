@@ -243,6 +243,31 @@ def test_an_unusable_upstream_is_refused_before_starting(upstream: str, message:
     assert message in done.stderr
 
 
+def test_an_unwritable_out_file_is_refused_before_starting(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mockstore",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9/v1",
+            "--port",
+            "0",
+            "--out",
+            str(tmp_path / "missing-dir" / "out.har"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "cannot write --out" in done.stderr
+
+
 def test_a_recording_stops_cleanly_and_writes_its_har_on_sigterm(
     petstore: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -80,17 +80,30 @@ class Echo:
             extra = [(b"x-your-key", token), (b"set-cookie", b"session=" + token)]
             await _answer(send, 200, {"you_sent": token.decode()}, extra)
         elif path == "/v1/stream":
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
             await send({"type": "http.response.body", "body": b'["first",', "more_body": True})
             while not self.release.is_set():
                 await asyncio.sleep(0.01)
             await send({"type": "http.response.body", "body": b'"second"]'})
         elif path == "/v1/gzip":
             data = gzip.compress(json.dumps({"compressed": True}).encode())
-            await send({"type": "http.response.start", "status": 200, "headers": [
-                (b"content-type", b"application/json"), (b"content-encoding", b"gzip"),
-                (b"content-length", b"%d" % len(data))]})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-encoding", b"gzip"),
+                        (b"content-length", b"%d" % len(data)),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": data})
         else:
             await _answer(send, 404, {"code": "NOPE", "message": path, "status": 404})
