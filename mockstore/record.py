@@ -555,13 +555,11 @@ def run_record(args: argparse.Namespace) -> int:
         print(f"mockstore record: {exc}", file=sys.stderr)
         return 2
     if args.out:
-        try:
-            with open(args.out, "a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            print(
-                f"mockstore record: cannot write --out {args.out}: {exc.strerror}", file=sys.stderr
-            )
+        # Refused now, not after an hour of recording (and nothing is created yet).
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if os.path.isdir(args.out) or not os.access(folder, os.W_OK):
+            reason = "it is a folder" if os.path.isdir(args.out) else f"{folder} is not writable"
+            print(f"mockstore record: cannot write --out {args.out}: {reason}", file=sys.stderr)
             return 2
     app = RecordApp(
         upstream,
