@@ -50,6 +50,7 @@ from mockstore.routing import Router
 from mockstore.scenario import load_scenario
 from mockstore.schemas import operations
 from mockstore.state import Runtime
+from mockstore.transport import close_connection
 from mockstore.urls import CONTROL_PREFIX, is_control_path
 
 access_log = logging.getLogger("mockstore.access")
@@ -328,9 +329,9 @@ class RecordingProxy:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b""})
             except httpx.TransportError:
-                # Headers are out: the client can only see the connection end early.
+                # Headers are out: the client sees the connection end early, as it did here.
                 outcome = "upstream_broke"
-                raise
+                close_connection(send)
             finally:
                 await response.aclose()
         finally:

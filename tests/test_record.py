@@ -180,6 +180,20 @@ def test_a_failed_tls_handshake_is_a_502_error_that_says_so() -> None:
     assert entries[0]["outcome"] == "upstream_tls_error"
 
 
+def test_an_upstream_that_breaks_mid_answer_breaks_the_clients_answer_too() -> None:
+    with echo_upstream() as (upstream, _), recorder(upstream) as proxy:
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.get(proxy.url + "/broken", timeout=WAIT)
+        # The proxy is unharmed, and says what happened.
+        assert httpx.get(proxy.url + "/echo", timeout=WAIT).status_code == 200
+        entries = _journal(proxy.url)
+    assert [(e["response"]["status"], e["outcome"]) for e in entries] == [
+        (200, "upstream_broke"),
+        (200, "response"),
+    ]
+    assert "Traceback" not in proxy.log()
+
+
 def test_compressed_answers_pass_unchanged_and_are_journaled_decoded() -> None:
     with echo_upstream() as (upstream, _), recorder(upstream) as proxy:
         raw = httpx.get(proxy.url + "/gzip", headers={"Accept-Encoding": "gzip"}, timeout=WAIT)

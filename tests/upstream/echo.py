@@ -11,6 +11,7 @@ any timing, that the proxy streams rather than buffers.
   the body, as a careless service might.
 - ``/v1/stream``: sends one chunk, waits for ``release``, sends the rest.
 - ``/v1/upload``: sets ``first_chunk`` when the first body chunk arrives.
+- ``/v1/broken``: promises a body, sends part of it, and fails.
 - ``/v1/gzip``: a gzip-encoded JSON body.
 """
 
@@ -91,6 +92,20 @@ class Echo:
             while not self.release.is_set():
                 await asyncio.sleep(0.01)
             await send({"type": "http.response.body", "body": b'"second"]'})
+        elif path == "/v1/broken":
+            # Promises 100 bytes, sends 10, then fails: the connection ends mid-body.
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", b"100"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b'["0123456', "more_body": True})
+            raise RuntimeError("the upstream crashed mid-answer (on purpose)")
         elif path == "/v1/gzip":
             data = gzip.compress(json.dumps({"compressed": True}).encode())
             await send(
