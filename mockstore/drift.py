@@ -49,14 +49,14 @@ from mockstore.scenario import Scenario, ScenarioError, load_scenario_file
 from mockstore.schemas import errors_of, operations, schema_validator
 
 ROUTER = Router(operations().values())
-# Exchanges the upstream never answered: the proxy did, or the client left.
+# Exchanges the upstream never answered (the recorder did, or the client left): not
+# replayed. One it began to answer (upstream_broke) is replayed for its effects only.
 NOT_ANSWERED = frozenset(
     {
         "upstream_refused",
         "upstream_timeout",
         "upstream_tls_error",
         "upstream_error",
-        "upstream_broke",
         "client_disconnected",
     }
 )
@@ -466,7 +466,8 @@ async def _replay(
             path = _rewrite_ids(item.method, path, scenario.base_path, created)
         answer = await call(app, item.method, path, item.query, headers, body, item.client)
         if item.status == 0 or item.outcome != "response":
-            # A connection fault a mock recorded: replayed for its effects, not compared.
+            # A broken answer (a mock's connection fault, an upstream that broke off):
+            # replayed for its effects, not compared.
             report.skipped.append((index + 1, _describe(item), f"recorded as {item.outcome}"))
             continue
         answers[index] = answer
