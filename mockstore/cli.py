@@ -206,8 +206,17 @@ def _parser() -> argparse.ArgumentParser:
         help="the upstream's base address, ending in its version segment, "
         "e.g. https://staging.example.com/v1 (env MOCKSTORE_UPSTREAM)",
     )
-    record.add_argument("--host", default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"))
-    record.add_argument("--port", type=_port, default=os.environ.get("MOCKSTORE_PORT", "8080"))
+    record.add_argument(
+        "--host",
+        default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"),
+        help="address to listen on; clients call http://HOST:PORT/v1 (env MOCKSTORE_HOST)",
+    )
+    record.add_argument(
+        "--port",
+        type=_port,
+        default=os.environ.get("MOCKSTORE_PORT", "8080"),
+        help="TCP port (0 picks a free one; env MOCKSTORE_PORT)",
+    )
     record.add_argument("--out", metavar="FILE.har", help="write the recording here on shutdown")
     record.add_argument(
         "--timeout",
@@ -215,14 +224,23 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds to wait for the upstream (connect, each read); then 504 (default 30)",
     )
-    record.add_argument("--journal-size", type=_positive(int), default=10_000)
+    record.add_argument(
+        "--journal-size",
+        type=_positive(int),
+        default=10_000,
+        help="exchanges the recording keeps, the oldest dropped first (default 10000)",
+    )
     record.add_argument(
         "--body-bytes",
         type=_positive(int),
         default=32_768,
         help="bytes of each body the recording keeps (default 32768)",
     )
-    record.add_argument("--control-token", default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"))
+    record.add_argument(
+        "--control-token",
+        default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"),
+        help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
+    )
     record.add_argument(
         "--log-level",
         type=_one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
@@ -265,7 +283,9 @@ def _parser() -> argparse.ArgumentParser:
         "--budget", type=_positive(int), default=40, help="most requests to send (default 40)"
     )
     calibrate.add_argument("--out", metavar="FILE.yaml", help="write the scenario here")
-    calibrate.add_argument("--timeout", type=_positive(float), default=10.0)
+    calibrate.add_argument(
+        "--timeout", type=_positive(float), default=10.0, help="seconds per probe (default 10)"
+    )
     return parser
 
 
