@@ -30,7 +30,7 @@ from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
-from mockstore.service import ROUTER, Caller, PetStoreService
+from mockstore.service import Caller, PetStoreService
 from mockstore.state import MockState, Runtime
 from mockstore.validation import parse_json_body
 
@@ -147,10 +147,11 @@ class PetStoreAPI:
         path: str = scope["path"]
         base = ex.compiled.base
         # Outside the base path no operation matches, but the caller is still
-        # checked first: a caller without a key learns nothing about paths.
+        # checked first: a caller without a key learns nothing about paths
+        # (unless the scenario's provider checks paths first: path_check).
         if path.startswith(base):
             relative = path[len(base) :]
-            resolved = ex.resolved = ROUTER.resolve(method, relative)
+            resolved = ex.resolved = service.router.resolve(method, relative)
         else:
             relative = path
             resolved = ex.resolved = _NOWHERE
@@ -163,21 +164,24 @@ class PetStoreAPI:
             state, parse_authorization(authorization), client[0] if client else "unknown", ex.now
         )
         try:
+            route, route_methods = state.routes.for_path(method, relative, service.serve_head)
+            unrouted = None
+            if operation is None and route is None:
+                allow = state.routes.allow(route_methods, resolved.allow, service.serve_head)
+                unrouted = service.no_operation(method, path, allow)
             if not caller.admitted:
-                raise service.refusal(caller)
-            route, route_methods = state.routes.for_path(method, relative)
+                raise service.refusal(caller, unrouted)
             if route is not None and operation is None:
                 ex.operation = f"{route.method} {route.path}"
-            if ex.operation is None:
-                allow = state.routes.allow(route_methods, resolved.allow)
-                raise service.no_operation(method, path, allow)
+            if unrouted is not None:
+                raise unrouted
             if operation is not None and operation.body_schema is not None:
                 body = await read_body(receive, service.max_body_bytes, content_length)
                 if body is None:
                     raise service.body_too_large()
                 ex.request_body = body
         except ApiError as refusal:
-            await self._respond(send, ex, Answer.refusal(refusal))
+            await self._respond(send, ex, Answer.refusal(service.worded(refusal)))
             return
 
         assert caller.key is not None
@@ -206,10 +210,11 @@ class PetStoreAPI:
         operation = ex.resolved.operation
         assert operation is not None and ex.caller.key is not None
         store = state.tenants.store_for(ex.caller.key.tenant)
+        service = ex.compiled.service
         try:
-            body = ex.compiled.service.handlers[operation.operation_id](store, ex)
+            body = service.handlers[operation.operation_id](store, ex)
         except ApiError as refusal:
-            return Answer.refusal(refusal)
+            return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None
         return Answer(operation.success_status, body)
 

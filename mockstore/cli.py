@@ -1,4 +1,5 @@
-"""The ``mockstore`` command: serve, validate, schema, scenarios, report, replay."""
+"""The ``mockstore`` command: serve, validate, schema, scenarios, report, replay,
+record, drift, calibrate."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ examples:
   mockstore schema > scenario.schema.json          # for editor autocompletion
   mockstore report --url http://127.0.0.1:8080 --format junit --fail-on warning
   mockstore replay session.har --scenario default
+  mockstore record --upstream https://staging.example.com/v1 --port 8080 --out session.har
+  mockstore calibrate --target https://staging.example.com/v1 --key "$KEY" --out staging.yaml
+  mockstore drift session.har --scenario staging.yaml --format junit -o drift.xml
 """
 
 log = logging.getLogger("mockstore")
@@ -191,7 +195,114 @@ def _parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="re-send a HAR recording to a fresh mock and diff")
     replay.add_argument("har", metavar="FILE.har")
     replay.add_argument("--scenario", default="default")
+
+    record = sub.add_parser(
+        "record", help="proxy a real deployment and journal every exchange (keys as aliases)"
+    )
+    record.add_argument(
+        "--upstream",
+        required=not os.environ.get("MOCKSTORE_UPSTREAM"),
+        default=os.environ.get("MOCKSTORE_UPSTREAM"),
+        help="the upstream's base address, ending in its version segment, "
+        "e.g. https://staging.example.com/v1 (env MOCKSTORE_UPSTREAM)",
+    )
+    record.add_argument(
+        "--host",
+        default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"),
+        help="address to listen on; clients call http://HOST:PORT/v1 (env MOCKSTORE_HOST)",
+    )
+    record.add_argument(
+        "--port",
+        type=_port,
+        default=os.environ.get("MOCKSTORE_PORT", "8080"),
+        help="TCP port (0 picks a free one; env MOCKSTORE_PORT)",
+    )
+    record.add_argument("--out", metavar="FILE.har", help="write the recording here on shutdown")
+    record.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=30.0,
+        help="seconds to wait for the upstream (connect, each read); then 504 (default 30)",
+    )
+    record.add_argument(
+        "--journal-size",
+        type=_positive(int),
+        default=10_000,
+        help="exchanges the recording keeps, the oldest dropped first (default 10000)",
+    )
+    record.add_argument(
+        "--body-bytes",
+        type=_positive(int),
+        default=32_768,
+        help="bytes of each body the recording keeps (default 32768)",
+    )
+    record.add_argument(
+        "--control-token",
+        default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"),
+        help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
+    )
+    record.add_argument(
+        "--log-level",
+        type=_one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
+        default=os.environ.get("MOCKSTORE_LOG_LEVEL", "info"),
+        metavar="{debug,info,warning,error}",
+    )
+    record.add_argument(
+        "--log-format",
+        type=_one_of("MOCKSTORE_LOG_FORMAT", "text", "json"),
+        default=os.environ.get("MOCKSTORE_LOG_FORMAT", "text"),
+        metavar="{text,json}",
+    )
+
+    drift = sub.add_parser(
+        "drift", help="replay a recording against a scenario and report semantic differences"
+    )
+    drift.add_argument("har", metavar="FILE.har")
+    drift.add_argument("--scenario", required=True, help="bundled name or YAML file")
+    drift.add_argument("--format", default="text", choices=["text", "json", "junit"])
+    drift.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    calibrate = sub.add_parser(
+        "calibrate", help="probe a real deployment and write a scenario that reproduces it"
+    )
+    calibrate.add_argument("--target", required=True, help="base address ending in /v1")
+    calibrate.add_argument(
+        "--key", action="append", required=True, help="an API key of the target (repeatable)"
+    )
+    calibrate.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="create one pet and search for the largest accepted body",
+    )
+    calibrate.add_argument(
+        "--allow-rate-limit",
+        action="store_true",
+        help="spend one key's minute allowance to observe a 429",
+    )
+    calibrate.add_argument(
+        "--budget", type=_positive(int), default=40, help="most requests to send (default 40)"
+    )
+    calibrate.add_argument("--out", metavar="FILE.yaml", help="write the scenario here")
+    calibrate.add_argument(
+        "--timeout", type=_positive(float), default=10.0, help="seconds per probe (default 10)"
+    )
     return parser
+
+
+def _positive(kind: type) -> Any:
+    """An argparse type for a number above zero."""
+
+    def check(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+
+    check.__name__ = kind.__name__
+    return check
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,6 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "openapi": _openapi,
         "report": _report,
         "replay": _replay,
+        "record": _record,
+        "drift": _drift,
+        "calibrate": _calibrate,
     }[args.command]
     return handler(args)
 
@@ -409,6 +523,24 @@ def _replay(args: argparse.Namespace) -> int:
     from mockstore.replay import run_replay
 
     return run_replay(args)
+
+
+def _record(args: argparse.Namespace) -> int:
+    from mockstore.record import run_record
+
+    return run_record(args)
+
+
+def _drift(args: argparse.Namespace) -> int:
+    from mockstore.drift import run_drift
+
+    return run_drift(args)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from mockstore.calibrate import run_calibrate
+
+    return run_calibrate(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -36,8 +36,68 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("key_banned", 429, "Key temporarily banned for sending on after 429s."),
         ErrorCode("not_implemented", 501, "GET /store/orders, unless a scenario scripts it."),
         ErrorCode("store_full", 507, "No int64 id is left to assign (createPet)."),
+        ErrorCode(
+            "upstream_unreachable", 502, "`mockstore record`: the upstream failed to answer."
+        ),
+        ErrorCode(
+            "upstream_timeout", 504, "`mockstore record`: the upstream did not answer in time."
+        ),
     )
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One situation the service refuses, and mockstore's own Error ``code`` for it.
+
+    Several conditions may share a code (a bad ``limit`` and a bad ``petId`` are
+    both ``invalid_parameter``), because a provider may tell them apart: the
+    scenario setting ``behaviour.error_codes.<condition>`` gives each its own.
+    ``parameter`` names the OpenAPI parameter a ``bad_*`` condition is about.
+    """
+
+    name: str
+    code: str
+    parameter: str | None = None
+
+
+CONDITIONS: dict[str, Condition] = {
+    c.name: c
+    for c in (
+        Condition("missing_key", "unauthorized"),
+        Condition("malformed_authorization", "unauthorized"),
+        Condition("unknown_key", "invalid_token"),
+        Condition("malformed_json", "malformed_json"),
+        Condition("missing_body", "missing_body"),
+        Condition("invalid_body", "validation_failed"),
+        Condition("bad_limit", "invalid_parameter", "limit"),
+        Condition("bad_status_filter", "invalid_parameter", "status"),
+        Condition("bad_pet_id", "invalid_parameter", "petId"),
+        Condition("pet_not_found", "not_found"),
+        Condition("unknown_path", "not_found"),
+        Condition("method_not_allowed", "method_not_allowed"),
+        Condition("gone", "gone"),
+        Condition("payload_too_large", "payload_too_large"),
+        Condition("unsupported_media_type", "unsupported_media_type"),
+        Condition("rate_limited", "rate_limited"),
+        Condition("key_banned", "key_banned"),
+        Condition("not_implemented", "not_implemented"),
+        Condition("store_full", "store_full"),
+    )
+}
+# The condition of an invalid request parameter, by the parameter's OpenAPI name.
+PARAMETER_CONDITIONS = {c.parameter: c.name for c in CONDITIONS.values() if c.parameter}
+# Request validation failures: their status is ``behaviour.validation_status`` (400 or 422).
+VALIDATION_CONDITIONS = frozenset(
+    {
+        "malformed_json",
+        "missing_body",
+        "invalid_body",
+        "bad_limit",
+        "bad_status_filter",
+        "bad_pet_id",
+    }
+)
 
 
 def error_body(code: str, message: str, status: int | None = None, **extra: Any) -> bytes:
@@ -62,9 +122,13 @@ class ApiError(Exception):
     """A refusal, the one way the domain says "no": an Error ``code``, its message,
     the HTTP status (the code's own unless given) and any headers it needs
     (``WWW-Authenticate``, ``Allow``, ...), as (name, value) byte pairs.
+
+    ``condition`` says which situation it is (one of ``CONDITIONS``; the code
+    itself when only one condition has that code), so that a scenario's
+    ``behaviour.error_codes`` and ``validation_status`` can restyle it.
     """
 
-    __slots__ = ("code", "headers", "message", "status")
+    __slots__ = ("code", "condition", "headers", "message", "status")
 
     def __init__(
         self,
@@ -73,12 +137,14 @@ class ApiError(Exception):
         *,
         status: int | None = None,
         headers: tuple[tuple[bytes, bytes], ...] = (),
+        condition: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = ERROR_CODES[code].status if status is None else status
         self.headers = headers
+        self.condition = condition or code
 
     def body(self) -> bytes:
         return error_body(self.code, self.message, self.status)

@@ -417,13 +417,15 @@ class RouteTable:
             elif route.method and route.path:
                 self._by_path.append((route.method, compile_path(route.path), route))
 
-    def for_path(self, method: str, path: str) -> tuple[Route | None, Sequence[str]]:
-        """The route for a method and path (HEAD finds a GET route), and the path's methods."""
+    def for_path(
+        self, method: str, path: str, head: bool = True
+    ) -> tuple[Route | None, Sequence[str]]:
+        """The route for a method and path (HEAD finds a GET route if ``head``), and its methods."""
         if not self._by_path:
             return _NO_ROUTE  # most scenarios script no paths: nothing to allocate
         allowed: list[str] = []
         found = None
-        wanted = "GET" if method == "HEAD" else method
+        wanted = "GET" if method == "HEAD" and head else method
         for route_method, pattern, route in self._by_path:
             if pattern.match(path):
                 allowed.append(route_method)
@@ -432,8 +434,8 @@ class RouteTable:
         return found, allowed
 
     @staticmethod
-    def allow(methods: Sequence[str], documented: str) -> str:
+    def allow(methods: Sequence[str], documented: str, head: bool = True) -> str:
         """``Allow`` for a path: the document's methods and the scripted routes' together."""
         if not methods:
             return documented
-        return allow_header([*methods, *filter(None, documented.split(", "))])
+        return allow_header([*methods, *filter(None, documented.split(", "))], head)

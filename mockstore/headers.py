@@ -45,6 +45,7 @@ class ResponseHeaders:
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
         self.retry_after_date = behaviour.retry_after == "http-date"
+        self.reset_delta = behaviour.ratelimit_reset == "delta"
         self.draft = behaviour.ratelimit_draft_headers
         self.deprecation: list[Header] = [
             (b"deprecation", b"@%d" % int(behaviour.deprecated_since)),
@@ -92,7 +93,11 @@ class ResponseHeaders:
         if ratelimit:
             headers.append((b"x-ratelimit-limit", b"%d" % decision.limit))
             headers.append((b"x-ratelimit-remaining", b"%d" % decision.remaining))
-            headers.append((b"x-ratelimit-reset", b"%d" % decision.reset))
+            reset = decision.reset
+            if self.reset_delta:
+                # Seconds from now, rounded up like every figure: never early.
+                reset = max(0, math.ceil(reset - now))
+            headers.append((b"x-ratelimit-reset", b"%d" % reset))
             if self.draft:
                 headers.extend(draft_headers(decision, plan, now))
         if decision.retry_after:

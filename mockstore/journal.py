@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
+from mockstore.keys import is_alias
+
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
 
@@ -97,7 +99,12 @@ class Entry(NamedTuple):
 
 
 def mask(secret: str) -> str:
-    """Keep enough of a key to tell keys apart, never the whole of it."""
+    """Keep enough of a key to tell keys apart, never the whole of it.
+
+    A key alias (``key_alias``) reveals nothing and is shown as it is.
+    """
+    if is_alias(secret):
+        return secret
     if len(secret) <= 4:
         return "****"
     return secret[:4] + "*" * min(8, len(secret) - 4)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,3 +100,26 @@ def key_bucket(key: str) -> str:
 def client_bucket(client: str) -> str:
     """The rate-limit bucket shared by callers without a valid key from one address."""
     return "anon:" + client
+
+
+ALIAS_PREFIX = "key-"
+_ALIAS = re.compile(r"key-[0-9a-f]{8}")
+
+
+def key_alias(key: str) -> str:
+    """A stable stand-in for a key that does not reveal it: ``key-`` and 8 hex digits.
+
+    The first 32 bits of the key's SHA-256: the same key always gets the same
+    alias, so a recording shows which requests used one key, and a scenario
+    that names the key (or the alias itself) is matched to it; a real key,
+    long and random, cannot be recovered from 32 bits of its digest. An alias
+    is its own alias, so masking a recording twice changes nothing.
+    """
+    if _ALIAS.fullmatch(key):
+        return key
+    return ALIAS_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
+def is_alias(token: str) -> bool:
+    """True for a string of the form ``key_alias`` gives."""
+    return _ALIAS.fullmatch(token) is not None

@@ -6,7 +6,8 @@ what makes the server route it. Paths here are relative to the scenario's base
 path (``/pets/7``, not ``/v1/pets/7``).
 
 ``HEAD`` is served wherever ``GET`` is (RFC 9110 section 9.3.2): it resolves to
-the GET operation, and ``Allow`` names it.
+the GET operation, and ``Allow`` names it. A scenario may say a provider does
+not (``behaviour.serve_head: false``): that scenario gets a table without HEAD.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ def compile_path(template: str) -> re.Pattern[str]:
     return re.compile(f"^{regex}$")
 
 
-def allow_header(methods: Iterable[str]) -> str:
-    """The ``Allow`` value for a path's methods: HEAD wherever GET is, sorted."""
+def allow_header(methods: Iterable[str], head: bool = True) -> str:
+    """The ``Allow`` value for a path's methods: HEAD wherever GET is (if ``head``), sorted."""
     allowed = set(methods)
-    if "GET" in allowed:
+    if "GET" in allowed and head:
         allowed.add("HEAD")
     return ", ".join(sorted(allowed))
 
@@ -88,7 +89,8 @@ class Router:
     (``/pets/{petId}``) are tried in the document's order.
     """
 
-    def __init__(self, operations: Iterable[Operation]) -> None:
+    def __init__(self, operations: Iterable[Operation], head: bool = True) -> None:
+        self.head = head
         self._literal: dict[str, _PathRoutes] = {}
         self._templated: list[_PathRoutes] = []
         by_path: dict[str, _PathRoutes] = {}
@@ -104,10 +106,10 @@ class Router:
                 else:
                     self._literal[op.path] = routes
             routes.by_method[op.method] = op
-            if op.method == "GET":
+            if op.method == "GET" and head:
                 routes.by_method["HEAD"] = op
         for routes in by_path.values():
-            routes.allow = allow_header(routes.by_method)
+            routes.allow = allow_header(routes.by_method, head)
             routes.resolved = {m: Resolved(op, {}, "") for m, op in routes.by_method.items()}
 
     @property

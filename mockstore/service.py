@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from mockstore import schemas
 from mockstore.clock import format_time
-from mockstore.errors import ApiError
+from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
 from mockstore.keys import ApiKey, Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
@@ -35,6 +35,8 @@ from mockstore.validation import (
 OPERATIONS = schemas.operations()
 # The route table: every path and operationId of the OpenAPI document.
 ROUTER = Router(OPERATIONS.values())
+# The same for a provider that does not serve HEAD (behaviour.serve_head: false).
+ROUTER_WITHOUT_HEAD = Router(OPERATIONS.values(), head=False)
 
 _WWW_MISSING = ((b"www-authenticate", b'Bearer realm="petstore"'),)
 _WWW_INVALID = ((b"www-authenticate", b'Bearer realm="petstore", error="invalid_token"'),)
@@ -78,6 +80,25 @@ class Call(Protocol):
 Handler = Callable[[PetStore, Call], bytes]
 
 
+def _error_styles(
+    codes: tuple[tuple[str, str], ...], validation_status: int
+) -> dict[str, tuple[str, int | None]]:
+    """The (code, status or None) of each condition the scenario words differently.
+
+    Conditions the scenario leaves at mockstore's own code and status are not
+    listed, so a refusal of theirs is sent as raised.
+    """
+    styles: dict[str, tuple[str, int | None]] = {}
+    for condition, code in codes:
+        own = CONDITIONS[condition].code
+        status = None
+        if condition in VALIDATION_CONDITIONS and validation_status != ERROR_CODES[own].status:
+            status = validation_status
+        if code != own or status is not None:
+            styles[condition] = (code, status)
+    return styles
+
+
 def human_date(when: float) -> str:
     """``5 December 2030`` for a midnight UTC instant, else the RFC 3339 instant."""
     moment = datetime.fromtimestamp(when, UTC)
@@ -102,6 +123,11 @@ class PetStoreService:
         self._new_pet_fields = schemas.object_fields("NewPet")
         self._integer_fields = schemas.integer_fields("NewPet")
         self._list_query = QueryValidator(OPERATIONS["listPets"])
+        self.serve_head = behaviour.serve_head
+        self.router = ROUTER if behaviour.serve_head else ROUTER_WITHOUT_HEAD
+        self._path_before_auth = behaviour.path_check == "before_auth"
+        self._keep_unknown_fields = behaviour.unknown_fields == "keep"
+        self._styles = _error_styles(behaviour.error_codes, behaviour.validation_status)
         operations: dict[str, Handler] = {
             "listPets": self.list_pets,
             "createPet": self.create_pet,
@@ -133,8 +159,12 @@ class PetStoreService:
             bucket = client_bucket(client)
         return Caller(credentials, key, plan, state.limiter.check(bucket, plan, now))
 
-    def refusal(self, caller: Caller) -> ApiError:
-        """Why a caller that is not ``admitted`` is refused: 429 first, then 401."""
+    def refusal(self, caller: Caller, unrouted: ApiError | None = None) -> ApiError:
+        """Why a caller that is not ``admitted`` is refused: 429 first, then 401.
+
+        ``unrouted`` is the refusal of a request no operation serves (404/405):
+        with ``behaviour.path_check: before_auth`` it comes before the 401.
+        """
         decision = caller.decision
         if decision.verdict == "key_banned":
             return ApiError(
@@ -149,15 +179,37 @@ class PetStoreService:
                 f"{window} allowance of {decision.limit} requests used up; "
                 f"retry after {decision.retry_after} s",
             )
+        if unrouted is not None and self._path_before_auth:
+            return unrouted
         assert caller.key is None, "an admitted caller has no refusal"
         kind = caller.credentials.kind
         if kind == "bearer":
-            return ApiError("invalid_token", "the API key is not valid", headers=_WWW_INVALID)
+            return ApiError(
+                "invalid_token",
+                "the API key is not valid",
+                headers=_WWW_INVALID,
+                condition="unknown_key",
+            )
         if kind == "missing":
             message = "an API key is required: send Authorization: Bearer <API_KEY>"
+            condition = "missing_key"
         else:
             message = "the Authorization header must be 'Bearer <API_KEY>'"
-        return ApiError("unauthorized", message, headers=_WWW_MISSING)
+            condition = "malformed_authorization"
+        return ApiError("unauthorized", message, headers=_WWW_MISSING, condition=condition)
+
+    def worded(self, error: ApiError) -> ApiError:
+        """The refusal as this scenario's provider words it: its code and status.
+
+        Only refusals pay for this (one lookup); the scenario's choices were
+        resolved once, when the service was built.
+        """
+        style = self._styles.get(error.condition)
+        if style is not None:
+            error.code, status = style
+            if status is not None:
+                error.status = status
+        return error
 
     # -- what a request names -------------------------------------------------
 
@@ -170,7 +222,7 @@ class PetStoreService:
                 f"{method} is not allowed on {path}; allowed: {allow}",
                 headers=((b"allow", allow.encode()),),
             )
-        return ApiError("not_found", f"no such path: {path}")
+        return ApiError("not_found", f"no such path: {path}", condition="unknown_path")
 
     def body_too_large(self) -> ApiError:
         return ApiError(
@@ -178,10 +230,6 @@ class PetStoreService:
         )
 
     # -- the operations -------------------------------------------------------
-
-    def call(self, operation: schemas.Operation, store: PetStore, call: Call) -> bytes:
-        """Run an operation: its JSON answer (the status is the operation's), or ApiError."""
-        return self.handlers[operation.operation_id](store, call)
 
     def _sunset_rule(self, operation: schemas.Operation, handler: Handler) -> Handler:
         """A deprecated operation's handler: 410 gone from the sunset on (unless kept)."""
@@ -217,8 +265,11 @@ class PetStoreService:
         return encoded
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:
-        """A valid NewPet as stored: its own fields only, integers as ints, the default status."""
-        pet = {name: value[name] for name in self._new_pet_fields if name in value}
+        """A valid NewPet as stored: its own fields (and others, if kept), the default status."""
+        if self._keep_unknown_fields:
+            pet = dict(value)  # the store puts the document's fields first
+        else:
+            pet = {name: value[name] for name in self._new_pet_fields if name in value}
         schemas.as_integers(pet, self._integer_fields)
         if "status" not in pet and self._default_status is not None:
             pet["status"] = self._default_status
@@ -228,7 +279,7 @@ class PetStoreService:
         pet_id = path_parameters(OPERATIONS["getPet"], call.params)["petId"]
         found = store.get_json(pet_id)
         if found is None:
-            raise ApiError("not_found", f"no pet with id {pet_id}")
+            raise ApiError("not_found", f"no pet with id {pet_id}", condition="pet_not_found")
         return found
 
     def list_orders(self, store: PetStore, call: Call) -> bytes:

@@ -22,7 +22,11 @@ _encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encod
 
 
 def _ordered(pet: Pet) -> Pet:
-    return {field: pet[field] for field in FIELD_ORDER if field in pet}
+    ordered = {field: pet[field] for field in FIELD_ORDER if field in pet}
+    if len(ordered) != len(pet):
+        # Fields the document does not name (behaviour.unknown_fields: keep) follow.
+        ordered.update(pet)
+    return ordered
 
 
 class StoreFull(Exception):

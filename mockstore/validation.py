@@ -13,14 +13,16 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from mockstore import schemas
-from mockstore.errors import ApiError
+from mockstore.errors import PARAMETER_CONDITIONS, ApiError
 
 _INTEGER = re.compile(r"-?[0-9]+")
 _QUERY_CACHE_SIZE = 4096
 
 
-def _invalid_parameter(message: str) -> ApiError:
-    return ApiError("invalid_parameter", message)
+def _invalid_parameter(name: str, message: str) -> ApiError:
+    # The condition names the parameter (bad_limit, bad_pet_id, ...): a
+    # provider may give each its own Error code (behaviour.error_codes).
+    return ApiError("invalid_parameter", message, condition=PARAMETER_CONDITIONS[name])
 
 
 def _convert(parameter: schemas.Parameter, raw: str) -> Any:
@@ -28,12 +30,12 @@ def _convert(parameter: schemas.Parameter, raw: str) -> Any:
     where = f"{parameter.location} parameter '{parameter.name}'"
     if parameter.type == "integer":
         if not _INTEGER.fullmatch(raw):
-            raise _invalid_parameter(f"{where} must be an integer (got {raw!r})")
+            raise _invalid_parameter(parameter.name, f"{where} must be an integer (got {raw!r})")
         value: Any = int(raw)
     else:
         value = raw
     for error in schemas.errors_of(parameter.validator, value):
-        raise _invalid_parameter(schemas.describe(error, where))
+        raise _invalid_parameter(parameter.name, schemas.describe(error, where))
     return value
 
 
@@ -42,8 +44,8 @@ class QueryValidator:
 
     def __init__(self, operation: schemas.Operation) -> None:
         self.parameters = [p for p in operation.parameters if p.location == "query"]
-        # A string's parsed values, or the message of its refusal.
-        self._cache: dict[bytes, dict[str, Any] | str] = {}
+        # A string's parsed values, or the (parameter, message) of its refusal.
+        self._cache: dict[bytes, dict[str, Any] | tuple[str, str]] = {}
 
     def __call__(self, query_string: bytes) -> dict[str, Any]:
         """The query's values (defaults filled in); raises ApiError when one is invalid."""
@@ -51,14 +53,14 @@ class QueryValidator:
         if result is None:
             try:
                 result = self._validate(query_string)
-            except ApiError as refusal:
-                result = refusal.message
+            except _Refused as refusal:
+                result = (refusal.parameter, refusal.message)
             if len(self._cache) >= _QUERY_CACHE_SIZE:
                 self._cache.clear()
             self._cache[query_string] = result
-        if isinstance(result, str):
+        if isinstance(result, tuple):
             # A new exception each time: a re-raised one would keep growing its traceback.
-            raise _invalid_parameter(result)
+            raise _invalid_parameter(*result)
         return result
 
     def _validate(self, query_string: bytes) -> dict[str, Any]:
@@ -68,18 +70,31 @@ class QueryValidator:
             given.setdefault(name, []).append(value)
         values: dict[str, Any] = {}
         for parameter in self.parameters:
-            raw = given.get(parameter.name)
+            name = parameter.name
+            raw = given.get(name)
             if not raw:
                 if parameter.required:
-                    raise _invalid_parameter(f"query parameter '{parameter.name}' is required")
-                values[parameter.name] = parameter.default
+                    raise _Refused(name, f"query parameter '{name}' is required")
+                values[name] = parameter.default
                 continue
             if len(raw) > 1:
-                raise _invalid_parameter(
-                    f"query parameter '{parameter.name}' is given {len(raw)} times; give it once"
+                raise _Refused(
+                    name, f"query parameter '{name}' is given {len(raw)} times; give it once"
                 )
-            values[parameter.name] = _convert(parameter, raw[0])
+            try:
+                values[name] = _convert(parameter, raw[0])
+            except ApiError as refusal:
+                raise _Refused(name, refusal.message) from None
         return values
+
+
+class _Refused(Exception):
+    """A query parameter's refusal, as the cache keeps it."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.message = message
 
 
 def path_parameters(operation: schemas.Operation, raw: dict[str, str]) -> dict[str, Any]:
@@ -119,7 +134,7 @@ def validate_body(operation: schemas.Operation, value: Any) -> None:
     assert operation.body_schema is not None
     validator = schemas.validator_for(operation.body_schema)
     for error in schemas.errors_of(validator, value):
-        raise ApiError("validation_failed", schemas.describe(error, ""))
+        raise ApiError("validation_failed", schemas.describe(error, ""), condition="invalid_body")
 
 
 def is_json_media_type(content_type: bytes | None) -> bool:

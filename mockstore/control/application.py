@@ -8,6 +8,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mockstore.control.http import error_response
@@ -52,11 +53,14 @@ class ControlAPI:
     test networks only.
     """
 
-    def __init__(self, runtime: Runtime, token: str | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, token: str | None = None, routes: list[Route] | None = None
+    ) -> None:
         self.runtime = runtime
         self.token = token
         self.app = Starlette(
-            routes=control_routes(runtime),
+            # ``routes``: a narrower table, as ``mockstore record`` serves.
+            routes=control_routes(runtime) if routes is None else routes,
             exception_handlers={
                 ApiError: _refused,
                 HTTPException: _http_error,

@@ -71,6 +71,8 @@ APPLIES: dict[str, Callable[[schemas.Operation], bool]] = {
 }
 NOT_PER_OPERATION: dict[str, str] = {
     "method_not_allowed": "answers a known path with a wrong method: no operation is called",
+    "upstream_unreachable": "the recorder's own answer when the upstream fails, not the API's",
+    "upstream_timeout": "the recorder's own answer when the upstream is too slow, not the API's",
 }
 
 

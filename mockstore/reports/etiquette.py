@@ -39,8 +39,8 @@ ETQ005   removed-operation       error     any call of a deprecated operation at
                                            its sunset (``410 gone``, or answered anyway
                                            when a scenario keeps it).
 ETQ006   invalid-request         warning   any request refused as invalid (400, 413,
-                                           415); one finding per operation, Error code
-                                           and message.
+                                           415, 422); one finding per operation, Error
+                                           code and message.
 ETQ007   bad-authorization       warning   a request without an ``Authorization`` header
                                            (one finding), or with one that is not
                                            ``Bearer <token>`` (another finding).
@@ -64,7 +64,8 @@ from mockstore.reports.model import Fact, Finding, ReportContext, Rule, severity
 BACKOFF_MIN_WAITS = 3  # ETQ002 judges runs with at least this many waits
 BACKOFF_GROWTH = 1.5  # a wait "grows" when it is at least this times the one before
 BACKOFF_FLOOR = 0.010  # ... and longer than this many seconds (no wait is not a wait)
-INVALID_STATUSES = frozenset({400, 413, 415})
+# 422: a provider's validation status (behaviour.validation_status, or a recording).
+INVALID_STATUSES = frozenset({400, 413, 415, 422})
 EXAMPLES = 20  # pairs of evidence spelled out in a finding's details
 
 RETRY_AFTER_IGNORED = Rule(
@@ -110,7 +111,7 @@ INVALID = Rule(
     "invalid-request",
     "warning",
     "Requests refused as invalid",
-    "no request answered 400, 413 or 415",
+    "no request answered 400, 413, 415 or 422",
 )
 BAD_AUTHORIZATION = Rule(
     "ETQ007",

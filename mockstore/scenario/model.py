@@ -28,6 +28,7 @@ from mockstore.scenario.loader import (
     json_path,
     parse_yaml,
     problem_at,
+    scenario_schema,
     schema_default,
 )
 from mockstore.urls import CONTROL_PREFIX, is_control_path
@@ -45,6 +46,15 @@ FAULT_KINDS = (
 )
 
 
+def _default_error_codes() -> tuple[tuple[str, str], ...]:
+    """Every condition's Error code as the schema's defaults give it (mockstore's own)."""
+    node = scenario_schema()["properties"]["behaviour"]["properties"]["error_codes"]
+    return tuple((name, spec["default"]) for name, spec in node["properties"].items())
+
+
+DEFAULT_ERROR_CODES = _default_error_codes()
+
+
 @dataclass(frozen=True, slots=True)
 class Behaviour:
     """The knobs for what the spec leaves open."""
@@ -56,6 +66,13 @@ class Behaviour:
     max_body_bytes: int = schema_default("behaviour", "max_body_bytes")
     deprecated_since: float = DEPRECATED_SINCE
     sunset: float = SUNSET
+    validation_status: int = schema_default("behaviour", "validation_status")
+    # (condition, code) for every condition, in the schema's order.
+    error_codes: tuple[tuple[str, str], ...] = DEFAULT_ERROR_CODES
+    ratelimit_reset: str = schema_default("behaviour", "ratelimit_reset")
+    serve_head: bool = schema_default("behaviour", "serve_head")
+    path_check: str = schema_default("behaviour", "path_check")
+    unknown_fields: str = schema_default("behaviour", "unknown_fields")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +145,17 @@ class Route:
     reply: Reply
 
 
+@dataclass(frozen=True, slots=True)
+class DriftAccept:
+    """A difference from the real service the scenario cannot reproduce (``drift.accept``)."""
+
+    kind: str  # the schema's "class"
+    where: str
+    reason: str
+    status: int | None = None
+    operation: str | None = None
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One loaded, valid scenario. Immutable: running state is built from it."""
@@ -150,6 +178,7 @@ class Scenario:
     routes: tuple[Route, ...] = ()
     journal_size: int = schema_default("journal", "size")
     journal_body_bytes: int = schema_default("journal", "body_bytes")
+    drift_accept: tuple[DriftAccept, ...] = ()
     source: str = ""
     file: str = "<scenario>"
 
@@ -376,8 +405,20 @@ class _Builder:
             routes=tuple(routes),
             journal_size=self.get(("journal", "size")),
             journal_body_bytes=self.get(("journal", "body_bytes")),
+            drift_accept=self._drift_accept(),
             source=source,
             file=self.file,
+        )
+
+    def _drift_accept(self) -> tuple[DriftAccept, ...]:
+        drift = self.data.get("drift")
+        if not isinstance(drift, dict) or not self.clean(("drift",)):
+            return ()
+        return tuple(
+            DriftAccept(
+                raw["class"], raw["where"], raw["reason"], raw.get("status"), raw.get("operation")
+            )
+            for raw in drift.get("accept", [])
         )
 
     def _items(self, section: str) -> list[tuple[int, dict[str, Any]]]:
@@ -483,6 +524,8 @@ class _Builder:
                     "not a valid Pet: " + schemas.describe(error, ""),
                 )
             extra = sorted(set(pet) - fields)
+            if self.get(("behaviour", "unknown_fields")) == "keep":
+                extra = []  # a provider that keeps unknown fields has pets that carry some
             for name in extra:
                 self.problem(
                     ("pets", index, name),
@@ -511,6 +554,10 @@ class _Builder:
             return self.get(("behaviour", name))
 
         status = setting("default_status")
+        codes = tuple(
+            (name, self.get(("behaviour", "error_codes", name), code))
+            for name, code in DEFAULT_ERROR_CODES
+        )
         return Behaviour(
             default_status=None if status == "omit" else status,
             retry_after=setting("retry_after"),
@@ -519,6 +566,12 @@ class _Builder:
             max_body_bytes=setting("max_body_bytes"),
             deprecated_since=parse_time(setting("deprecated_since")),
             sunset=parse_time(setting("sunset")),
+            validation_status=setting("validation_status"),
+            error_codes=codes,
+            ratelimit_reset=setting("ratelimit_reset"),
+            serve_head=setting("serve_head"),
+            path_check=setting("path_check"),
+            unknown_fields=setting("unknown_fields"),
         )
 
     def _check_reply(self, raw: Any, path: Path) -> None:
@@ -691,6 +744,7 @@ class _Builder:
 
 __all__ = [
     "Behaviour",
+    "DriftAccept",
     "FaultRule",
     "Scenario",
     "ScenarioError",

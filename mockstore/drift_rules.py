@@ -1,0 +1,716 @@
+"""How ``mockstore drift`` compares a recorded answer with the mock's: semantically, by named rules.
+
+Two runs of one request never agree byte for byte: dates, request ids and
+remaining allowances move, and ids and list contents depend on the store the
+recording started from, which a proxy cannot see. So each part of an answer
+is compared the way a client depends on it:
+
+- by value: the status, the Error ``code``, the plan figures, the deprecation
+  dates, the data of a pet the client sent, ``Allow``, the media type;
+- by format: ``X-RateLimit-Reset`` (Unix time or seconds from now),
+  ``Retry-After`` (seconds or HTTP-date), ``Deprecation`` (RFC 9745 ``@`` date,
+  HTTP-date or ``true``), structured fields (RFC 8941 syntax), integers;
+- by presence: every header but the transport's and the infrastructure's;
+- by shape: every body against the OpenAPI document's schema for its status;
+  lists also by order, by ``limit`` and by the ``status`` filter.
+
+What is compared by kind rather than by value is noted under the rule that
+says so (``RULES``), so a report says what it ignored and why. Each
+difference names the scenario setting that decides it (``setting``), when
+one does. The header classifiers are shared with ``calibrate``, which reads
+the same formats off a live service.
+
+Pure functions over recorded and replayed exchanges: no HTTP, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from functools import lru_cache
+from typing import Any
+
+from mockstore import schemas
+from mockstore.errors import CONDITIONS
+
+# The kinds of difference, as ``drift.accept`` entries name them.
+CLASSES = (
+    "status",
+    "header-presence",
+    "header-format",
+    "header-value",
+    "error-code",
+    "body-shape",
+    "body-field",
+    "list-order",
+    "list-limit",
+    "list-filter",
+    "connection",
+)
+
+# The rules that compare something by kind rather than by value, or not at all.
+RULES: dict[str, str] = {
+    "per-run-values": "differ between any two runs (dates, request ids, Error messages): "
+    "compared by kind",
+    "store-dependent": "depend on the store the recording started from, which a proxy "
+    "cannot see (pet ids, list contents): compared by kind",
+    "rate-limit-state": "depend on the allowance spent before each request (remaining "
+    "counts, the instants of resets): compared by format",
+    "transport": "belong to the connection, not the answer (the body is compared "
+    "decoded): not compared",
+    "infrastructure": "are added by servers, proxies and CDNs in front of the service: "
+    "not compared",
+    "auth-realm": "WWW-Authenticate parameters other than the scheme and error are "
+    "informative: not compared",
+    "accepted": "differences the scenario lists under drift.accept (the format cannot "
+    "express them): reported, not counted as drift",
+}
+
+TRANSPORT_HEADERS = frozenset(
+    {
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "content-encoding",
+        "vary",
+        "accept-ranges",
+    }
+)
+INFRASTRUCTURE_HEADERS = frozenset(
+    {
+        "server",
+        "via",
+        "alt-svc",
+        "strict-transport-security",
+        "x-powered-by",
+        "age",
+        "x-cache",
+        "x-cache-hits",
+        "x-served-by",
+        "x-timer",
+        "report-to",
+        "nel",
+        "cf-ray",
+        "cf-cache-status",
+        "x-amz-cf-id",
+        "x-amz-cf-pop",
+        "x-amzn-trace-id",
+        "x-envoy-upstream-service-time",
+    }
+)
+_INFRASTRUCTURE_PREFIXES = ("cf-", "x-amz-", "x-envoy-", "x-azure-", "x-goog-")
+
+_PET_FIELDS = frozenset(schemas.object_fields("Pet"))
+_OPERATIONS = schemas.operations()
+_LIST_LIMIT_DEFAULT = next(
+    p.default for p in _OPERATIONS["listPets"].parameters if p.name == "limit"
+)
+
+
+# -- formats, shared with calibrate -------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def http_date(text: str) -> float | None:
+    """An HTTP-date (RFC 9110 section 5.6.7) as Unix seconds, or None (cached: dates repeat)."""
+    if not re.search(r"[A-Za-z]", text) or "GMT" not in text:
+        return None
+    try:
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def reset_kind(value: str) -> str:
+    """``X-RateLimit-Reset``: ``epoch`` (a Unix time), ``delta`` (seconds from now) or ``invalid``.
+
+    A window is at most a day, so a count of seconds is below 10^9 and a Unix
+    time of this century is above it.
+    """
+    if not re.fullmatch(r"[0-9]+", value.strip()):
+        return "invalid"
+    return "epoch" if int(value) >= 1_000_000_000 else "delta"
+
+
+def retry_after_kind(value: str) -> str:
+    """``Retry-After`` (RFC 9110 section 10.2.3): ``seconds``, ``http-date`` or ``invalid``."""
+    if re.fullmatch(r"[0-9]+", value.strip()):
+        return "seconds"
+    return "http-date" if http_date(value) is not None else "invalid"
+
+
+def deprecation_kind(value: str) -> str:
+    """``Deprecation``: ``sf-date`` (RFC 9745, ``@1767225600``), ``http-date`` or ``true``."""
+    text = value.strip()
+    if re.fullmatch(r"@-?[0-9]+", text):
+        return "sf-date"
+    if text.lower() in ("true", "?1"):
+        return "true"
+    return "http-date" if http_date(text) is not None else "invalid"
+
+
+def deprecation_instant(value: str) -> float | None:
+    text = value.strip()
+    if re.fullmatch(r"@-?[0-9]+", text):
+        return float(text[1:])
+    return http_date(text)
+
+
+_SF_KEY = r"[a-z*][a-z0-9_.*-]*"
+_SF_BARE = (
+    r'(?:-?[0-9]+(?:\.[0-9]+)?|"(?:[^"\\]|\\.)*"|[A-Za-z*][A-Za-z0-9:/!#$%&\'*+.^_`|~-]*|\?[01])'
+)
+_SF_MEMBER = re.compile(rf"({_SF_BARE})((?:;{_SF_KEY}(?:={_SF_BARE})?)*)")
+_SF_PARAM = re.compile(rf";({_SF_KEY})(?:=({_SF_BARE}))?")
+
+
+def sf_list(value: str) -> list[tuple[str, dict[str, str]]] | None:
+    """An RFC 8941 list of items with parameters (no inner lists), or None if malformed."""
+    members = []
+    for raw in _split_members(value):
+        match = _SF_MEMBER.fullmatch(raw.strip())
+        if match is None:
+            return None
+        item = match.group(1).strip('"')
+        params = {k: (v or "?1").strip('"') for k, v in _SF_PARAM.findall(match.group(2))}
+        members.append((item, params))
+    return members
+
+
+def _split_members(value: str) -> list[str]:
+    parts, current, quoted = [], "", False
+    for char in value:
+        if char == '"':
+            quoted = not quoted
+        if char == "," and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return parts
+
+
+def media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def allowed_methods(value: str) -> frozenset[str]:
+    return frozenset(m.strip().upper() for m in value.split(",") if m.strip())
+
+
+def auth_challenge(value: str) -> tuple[str, str | None]:
+    """``WWW-Authenticate``'s scheme and ``error`` parameter (RFC 6750), lower-cased scheme."""
+    scheme = value.strip().split(" ", 1)[0].lower()
+    error = re.search(r'error="?([^",\s]+)"?', value)
+    return scheme, error.group(1) if error else None
+
+
+# -- one exchange ---------------------------------------------------------------
+
+
+@dataclass
+class Side:
+    """One answer to compare: what the recording shows, or what the mock sent."""
+
+    status: int
+    headers: dict[str, list[str]]
+    body: bytes
+    truncated: bool = False
+
+    def header(self, name: str) -> str | None:
+        values = self.headers.get(name)
+        return values[0] if values else None
+
+    def json(self) -> tuple[bool, Any]:
+        try:
+            return True, json.loads(self.body)
+        except ValueError:
+            return False, None
+
+
+@dataclass
+class Request:
+    """What was asked, as the rules need it."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    operation: str | None
+    sent_body: Any
+    has_authorization: bool
+
+
+@dataclass
+class Finding:
+    kind: str
+    where: str
+    recorded: str
+    mock: str
+    setting: str | None = None
+
+
+@dataclass
+class Comparison:
+    """The differences of one exchange, and what rules compared by kind (rule, what)."""
+
+    differences: list[Finding] = field(default_factory=list)
+    ignored: list[tuple[str, str]] = field(default_factory=list)
+
+    def differ(
+        self, kind: str, where: str, recorded: Any, mock: Any, setting: str | None = None
+    ) -> None:
+        self.differences.append(Finding(kind, where, _shown(recorded), _shown(mock), setting))
+
+    def ignore(self, rule: str, what: str) -> None:
+        self.ignored.append((rule, what))
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def compare(
+    request: Request, recorded: Side, mock: Side, error_codes: dict[str, str]
+) -> Comparison:
+    """Every semantic difference between the recorded answer and the mock's."""
+    out = Comparison()
+    if recorded.status != mock.status:
+        setting = status_setting(request, recorded.status, mock.status)
+        out.differ("status", "status", recorded.status, mock.status, setting)
+        if setting != "behaviour.validation_status":
+            # Two different answers (a 201 and a 413, a 404 and a 401): their headers and
+            # bodies answer different things. Only 400 and 422 answer the same thing.
+            return out
+    _compare_headers(request, recorded, mock, out)
+    if request.method != "HEAD":
+        _compare_bodies(request, recorded, mock, error_codes, out)
+    return out
+
+
+def is_infrastructure(name: str) -> bool:
+    return name in INFRASTRUCTURE_HEADERS or name.startswith(_INFRASTRUCTURE_PREFIXES)
+
+
+def _compare_headers(request: Request, recorded: Side, mock: Side, out: Comparison) -> None:
+    for name in sorted(recorded.headers.keys() | mock.headers.keys()):
+        if name in TRANSPORT_HEADERS:
+            out.ignore("transport", f"header {name}")
+            continue
+        if is_infrastructure(name):
+            out.ignore("infrastructure", f"header {name}")
+            continue
+        was, now = recorded.header(name), mock.header(name)
+        if was is None or now is None:
+            shown_was = f"present ({was})" if was is not None else "absent"
+            shown_now = f"present ({now})" if now is not None else "absent"
+            out.differ(
+                "header-presence",
+                f"header {name}",
+                shown_was,
+                shown_now,
+                header_setting(name, request),
+            )
+            continue
+        _compare_header(name, was, now, request, out)
+
+
+def _compare_header(name: str, was: str, now: str, request: Request, out: Comparison) -> None:
+    where = f"header {name}"
+    if name == "date":
+        out.ignore("per-run-values", "header date (compared as an HTTP-date)")
+        if (http_date(was) is None) != (http_date(now) is None):
+            out.differ("header-format", where, was, now)
+    elif name == "x-request-id":
+        out.ignore("per-run-values", "header x-request-id (compared by presence)")
+    elif name in ("x-ratelimit-limit", "x-ratelimit-remaining"):
+        if not (was.strip().isdigit() and now.strip().isdigit()):
+            out.differ("header-format", where, was, now)
+        elif name == "x-ratelimit-limit" and int(was) != int(now):
+            out.differ("header-value", where, was, now, "plans, keys[].plan or anonymous_plan")
+        elif name == "x-ratelimit-remaining":
+            out.ignore("rate-limit-state", "header x-ratelimit-remaining (compared as an integer)")
+    elif name == "x-ratelimit-reset":
+        out.ignore("rate-limit-state", "header x-ratelimit-reset (compared by format)")
+        if reset_kind(was) != reset_kind(now):
+            out.differ(
+                "header-format",
+                where,
+                f"{was} ({reset_kind(was)})",
+                f"{now} ({reset_kind(now)})",
+                "behaviour.ratelimit_reset",
+            )
+    elif name == "retry-after":
+        out.ignore("rate-limit-state", "header retry-after (compared by format)")
+        if retry_after_kind(was) != retry_after_kind(now):
+            out.differ(
+                "header-format",
+                where,
+                f"{was} ({retry_after_kind(was)})",
+                f"{now} ({retry_after_kind(now)})",
+                "behaviour.retry_after",
+            )
+    elif name in ("ratelimit", "ratelimit-policy"):
+        _compare_structured(name, was, now, out)
+    elif name == "deprecation":
+        if deprecation_kind(was) != deprecation_kind(now):
+            out.differ(
+                "header-format",
+                where,
+                f"{was} ({deprecation_kind(was)})",
+                f"{now} ({deprecation_kind(now)})",
+            )
+        elif deprecation_instant(was) != deprecation_instant(now):
+            out.differ("header-value", where, was, now, "behaviour.deprecated_since")
+    elif name == "sunset":
+        if (http_date(was) is None) != (http_date(now) is None):
+            out.differ("header-format", where, was, now)
+        elif http_date(was) != http_date(now):
+            out.differ("header-value", where, was, now, "behaviour.sunset")
+    elif name == "allow":
+        if allowed_methods(was) != allowed_methods(now):
+            head = "HEAD" in allowed_methods(was) ^ allowed_methods(now)
+            out.differ("header-value", where, was, now, "behaviour.serve_head" if head else None)
+    elif name == "content-type":
+        if media_type(was) != media_type(now):
+            out.differ("header-value", where, was, now)
+    elif name == "www-authenticate":
+        out.ignore("auth-realm", "header www-authenticate (scheme and error compared)")
+        if auth_challenge(was) != auth_challenge(now):
+            out.differ("header-value", where, was, now)
+    elif name == "link":
+        if _normal(was) != _normal(now):
+            out.differ("header-value", where, was, now)
+    elif was != now:
+        out.differ("header-value", where, was, now)
+
+
+def _normal(value: str) -> str:
+    return re.sub(r"\s+", "", value)
+
+
+def _compare_structured(name: str, was: str, now: str, out: Comparison) -> None:
+    where = f"header {name}"
+    before, after = sf_list(was), sf_list(now)
+    if (before is None) != (after is None):
+        out.differ(
+            "header-format",
+            where,
+            f"{was} (structured field: {before is not None})",
+            f"{now} (structured field: {after is not None})",
+        )
+        return
+    if before is None or after is None:
+        return
+    if name == "ratelimit":
+        out.ignore("rate-limit-state", "header ratelimit r and t (compared by syntax)")
+        shape = [(item, sorted(params)) for item, params in before]
+        if shape != [(item, sorted(params)) for item, params in after]:
+            out.differ("header-format", where, was, now, "behaviour.ratelimit_draft_headers")
+    elif before != after:
+        out.differ("header-value", where, was, now, "plans, keys[].plan or anonymous_plan")
+
+
+# -- bodies -----------------------------------------------------------------------
+
+
+def _schema_pointer(operation: str | None, status: int) -> str | None:
+    """The OpenAPI schema an answer's body should match, as ``assert_conforms`` reads it."""
+    if (
+        operation is not None
+        and operation in _OPERATIONS
+        and str(status) in _OPERATIONS[operation].responses
+    ):
+        op = _OPERATIONS[operation]
+        spec = schemas.openapi_document()["paths"][op.path][op.method.lower()]
+        answer = spec["responses"][str(status)]
+        if "$ref" in answer:
+            name = answer["$ref"].rsplit("/", 1)[-1]
+            answer = schemas.openapi_document()["components"]["responses"][name]
+        content = answer.get("content", {}).get("application/json")
+        if content:
+            return str(content["schema"]["$ref"])
+    if status >= 400:
+        return "#/components/schemas/Error"
+    return None
+
+
+_conformance_cache: dict[tuple[str, bytes], str | None] = {}
+_CACHE_LIMIT = 50_000
+
+
+def conformance(pointer: str, body: bytes, value: Any) -> str | None:
+    """None when ``value`` matches the schema, else the first problem (cached by body).
+
+    An array schema whose items are a ``$ref`` (``Pets``) is checked item by
+    item, each item's outcome cached by its JSON: a listing repeats the pets of
+    the one before, and one ``Pet`` costs a fraction of a ``$ref``-resolving
+    pass over twenty.
+    """
+    cache_key = (pointer, body)
+    if cache_key in _conformance_cache:
+        return _conformance_cache[cache_key]
+    split = _array_of_refs(pointer)
+    if split is not None and isinstance(value, list):
+        outer, items = split
+        problem = _first_problem(outer, value, "")
+        for index, item in enumerate(value):
+            if problem is not None:
+                break
+            text = json.dumps(item, sort_keys=True).encode()
+            found = conformance(items, text, item)
+            problem = f"[{index}] {found}" if found else None
+    else:
+        problem = _first_problem(_inlined(pointer), value, "")
+    if len(_conformance_cache) > _CACHE_LIMIT:
+        _conformance_cache.clear()
+    _conformance_cache[cache_key] = problem
+    return problem
+
+
+def _first_problem(validator: Any, value: Any, root: str) -> str | None:
+    for error in schemas.errors_of(validator, value):
+        return schemas.describe(error, root)
+    return None
+
+
+@lru_cache(maxsize=64)
+def _inlined(pointer: str) -> Any:
+    """A validator for the document's schema at ``pointer`` with every ``$ref`` inlined.
+
+    The same schema, compiled without references: resolving them is most of
+    what a check costs, and drift checks thousands of bodies.
+    """
+    document = schemas.openapi_document()
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"$ref"}:
+                target: Any = document
+                for part in node["$ref"].removeprefix("#/").split("/"):
+                    target = target[part]
+                return resolve(target)
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    target: Any = document
+    for part in pointer.removeprefix("#/").split("/"):
+        target = target[part]
+    return schemas.Validator(resolve(target), format_checker=schemas.format_checker)
+
+
+_arrays: dict[str, tuple[Any, str] | None] = {}
+
+
+def _array_of_refs(pointer: str) -> tuple[Any, str] | None:
+    """(validator of the array's own keywords, the items' pointer), for ``items: {$ref}``."""
+    if pointer not in _arrays:
+        node: Any = schemas.openapi_document()
+        for part in pointer.removeprefix("#/").split("/"):
+            node = node[part]
+        items = node.get("items") if isinstance(node, dict) else None
+        rest = {k: v for k, v in node.items() if k != "items"} if items else {}
+        if isinstance(items, dict) and set(items) == {"$ref"} and "$ref" not in json.dumps(rest):
+            _arrays[pointer] = (schemas.Validator(rest), items["$ref"])
+        else:
+            _arrays[pointer] = None
+    return _arrays[pointer]
+
+
+def _compare_bodies(
+    request: Request, recorded: Side, mock: Side, error_codes: dict[str, str], out: Comparison
+) -> None:
+    if recorded.truncated:
+        out.ignore("transport", "bodies the recording cut short (journal body_bytes)")
+        return
+    if not recorded.body and not mock.body:
+        return
+    was_json, was = recorded.json()
+    now_json, now = mock.json()
+    if was_json != now_json:
+        out.differ(
+            "body-shape",
+            "body",
+            "JSON" if was_json else f"not JSON ({recorded.body[:60]!r})",
+            "JSON" if now_json else f"not JSON ({mock.body[:60]!r})",
+        )
+        return
+    if not was_json:
+        return
+    pointer = _schema_pointer(request.operation, recorded.status)
+    if pointer is not None and recorded.status == mock.status:
+        before = conformance(pointer, recorded.body, was)
+        after = conformance(pointer, mock.body, now)
+        if (before is None) != (after is None):
+            schema = pointer.rsplit("/", 1)[-1]
+            out.differ(
+                "body-shape",
+                "body",
+                f"{'matches' if before is None else 'does not match'} {schema}"
+                + (f": {before}" if before else ""),
+                f"{'matches' if after is None else 'does not match'} {schema}"
+                + (f": {after}" if after else ""),
+            )
+    if isinstance(was, dict) and isinstance(now, dict):
+        if recorded.status >= 400 and mock.status >= 400:
+            _compare_errors(request, recorded, mock, was, now, error_codes, out)
+        elif request.operation in ("createPet", "getPet"):
+            _compare_pet(request, was, now, out)
+    elif isinstance(was, list) and isinstance(now, list) and request.operation == "listPets":
+        _compare_lists(request, was, now, out)
+
+
+def _compare_errors(
+    request: Request,
+    recorded: Side,
+    mock: Side,
+    was: dict[str, Any],
+    now: dict[str, Any],
+    error_codes: dict[str, str],
+    out: Comparison,
+) -> None:
+    if was.get("code") != now.get("code"):
+        condition = condition_of(request, mock.status, now, error_codes)
+        setting = f"behaviour.error_codes.{condition}" if condition else "behaviour.error_codes"
+        out.differ("error-code", "body.code", was.get("code"), now.get("code"), setting)
+    if (was.get("status") == recorded.status) != (now.get("status") == mock.status):
+        out.differ("body-field", "body.status", was.get("status"), now.get("status"))
+    if "message" in was and "message" in now:
+        out.ignore("per-run-values", "Error message wording (compared as a string)")
+        if isinstance(was["message"], str) != isinstance(now["message"], str):
+            out.differ("body-field", "body.message", was["message"], now["message"])
+    for name in sorted((was.keys() | now.keys()) - {"code", "message", "status"}):
+        if (name in was) != (name in now):
+            out.differ(
+                "body-field",
+                f"body.{name}",
+                "present" if name in was else "absent",
+                "present" if name in now else "absent",
+            )
+
+
+def _compare_pet(
+    request: Request, was: dict[str, Any], now: dict[str, Any], out: Comparison
+) -> None:
+    out.ignore("store-dependent", "pet ids (compared as integers)")
+    sent = request.sent_body if isinstance(request.sent_body, dict) else {}
+    for name in sorted((was.keys() | now.keys()) - {"id"}):
+        if name == "status" and "status" not in sent:
+            setting: str | None = "behaviour.default_status"
+        elif name not in _PET_FIELDS:
+            setting = "behaviour.unknown_fields"
+        else:
+            setting = None
+        if (name in was) != (name in now):
+            out.differ(
+                "body-field",
+                f"body.{name}",
+                json.dumps(was[name]) if name in was else "absent",
+                json.dumps(now[name]) if name in now else "absent",
+                setting,
+            )
+        elif was[name] != now[name]:
+            out.differ("body-field", f"body.{name}", was[name], now[name], setting)
+    if isinstance(was.get("id"), int) != isinstance(now.get("id"), int):
+        out.differ("body-field", "body.id", was.get("id"), now.get("id"))
+
+
+def _order(items: list[Any]) -> str:
+    ids = [item.get("id") for item in items if isinstance(item, dict)]
+    if len(ids) < 2 or not all(isinstance(i, int) for i in ids):
+        return "any"
+    if ids == sorted(ids):
+        return "ascending id"
+    if ids == sorted(ids, reverse=True):
+        return "descending id"
+    return "unordered"
+
+
+def _compare_lists(request: Request, was: list[Any], now: list[Any], out: Comparison) -> None:
+    out.ignore("store-dependent", "list contents and lengths (compared by shape)")
+    order_was, order_now = _order(was), _order(now)
+    if "any" not in (order_was, order_now) and order_was != order_now:
+        out.differ("list-order", "list order", order_was, order_now)
+    limit = _LIST_LIMIT_DEFAULT
+    raw = request.query.get("limit")
+    if raw and raw[0].isdigit():
+        limit = int(raw[0])
+    if (len(was) <= limit) != (len(now) <= limit):
+        out.differ(
+            "list-limit",
+            "list length",
+            f"{len(was)} (limit {limit})",
+            f"{len(now)} (limit {limit})",
+        )
+    wanted = request.query.get("status")
+    if wanted:
+        kept_was = all(isinstance(p, dict) and p.get("status") == wanted[0] for p in was)
+        kept_now = all(isinstance(p, dict) and p.get("status") == wanted[0] for p in now)
+        if kept_was != kept_now:
+            out.differ(
+                "list-filter",
+                "list status filter",
+                "honoured" if kept_was else "not honoured",
+                "honoured" if kept_now else "not honoured",
+            )
+
+
+# -- which setting decides ------------------------------------------------------
+
+
+def status_setting(request: Request, recorded: int, mock: int) -> str | None:
+    """The scenario setting that decides a status difference, when one does."""
+    pair = {recorded, mock}
+    if pair == {400, 422}:
+        return "behaviour.validation_status"
+    if request.method == "HEAD" and 405 in pair:
+        return "behaviour.serve_head"
+    if 401 in pair and pair & {404, 405}:
+        return "behaviour.path_check"
+    if 413 in pair:
+        return "behaviour.max_body_bytes"
+    if 410 in pair:
+        return "behaviour.sunset, behaviour.after_sunset"
+    if 429 in pair:
+        return "plans, keys[].plan or anonymous_plan"
+    if 401 in pair:
+        return "keys (the scenario must name the key, or its alias)"
+    if 501 in pair:
+        return "routes"
+    return None
+
+
+def header_setting(name: str, request: Request) -> str | None:
+    """The scenario setting that decides whether a header is sent, when one does."""
+    if name in ("ratelimit", "ratelimit-policy"):
+        return "behaviour.ratelimit_draft_headers"
+    return None
+
+
+def condition_of(
+    request: Request, status: int, body: dict[str, Any], error_codes: dict[str, str]
+) -> str | None:
+    """Which condition the mock's Error stands for (so which ``error_codes`` entry decides it)."""
+    code = body.get("code")
+    candidates = [name for name, given in error_codes.items() if given == code]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    message = str(body.get("message", ""))
+    for name in candidates:
+        parameter = CONDITIONS[name].parameter
+        if parameter and f"'{parameter}'" in message:
+            return name
+    if "missing_key" in candidates or "malformed_authorization" in candidates:
+        return "malformed_authorization" if request.has_authorization else "missing_key"
+    if "pet_not_found" in candidates and request.operation == "getPet" and status == 404:
+        return "pet_not_found"
+    if "unknown_path" in candidates and status == 404:
+        return "unknown_path"
+    return candidates[0]

@@ -1,0 +1,613 @@
+"""``mockstore record``: a reverse proxy in front of a real deployment that journals every exchange.
+
+Every request under the proxy's base path (``/v1``, the upstream URL's version
+segment) is forwarded to the upstream as the client sent it: method, path,
+query, headers (less the hop-by-hop ones of RFC 9110 section 7.6.1 and those
+``Connection`` names; ``Host`` becomes the upstream's) and body, streamed. The
+upstream's answer goes back unchanged, streamed too: status, headers (less the
+hop-by-hop ones), body bytes. A failure to reach the upstream is answered by
+the proxy itself: 502 (refused, reset, TLS) or 504 (timeout), with an Error body.
+
+Every exchange is journaled with ``Journal.record``, so the control API's
+``/requests``, ``/requests.har`` and ``/report`` work during a recording, and
+``--out`` writes the HAR on shutdown. A real service's keys are secrets: what
+is journaled (and so every HAR, report and log line) carries each key's alias
+(``keys.key_alias``) in its place, in headers and bodies alike; the upstream
+gets the real key, the journal never does.
+
+Buffers: a body passes through one chunk at a time (uvicorn and httpx apply
+back-pressure); the journal keeps at most ``journal.body_bytes`` of each body.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import ssl
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+from starlette.types import Message, Receive, Scope, Send
+
+from mockstore import __version__
+from mockstore.control import ControlAPI
+from mockstore.control.documents import DocumentEndpoints
+from mockstore.control.journal import JournalEndpoints
+from mockstore.control.routes import route
+from mockstore.control.state import StateEndpoints
+from mockstore.errors import error_body
+from mockstore.keys import key_alias
+from mockstore.reports.har import HarMeta, to_har
+from mockstore.routing import Router
+from mockstore.scenario import load_scenario
+from mockstore.schemas import operations
+from mockstore.state import Runtime
+from mockstore.transport import close_connection
+from mockstore.urls import CONTROL_PREFIX, is_control_path
+
+access_log = logging.getLogger("mockstore.access")
+
+# RFC 9110 section 7.6.1, and the older Proxy-Connection some clients still send.
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"proxy-connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+# Request headers whose values are credentials: journaled as the alias of their secret.
+SECRET_REQUEST_HEADERS = frozenset(
+    {b"authorization", b"proxy-authorization", b"x-api-key", b"cookie"}
+)
+SECRET_RESPONSE_HEADERS = frozenset({b"set-cookie"})
+# Shorter strings are not scrubbed from bodies: too likely to occur by chance.
+_MIN_SCRUBBED = 8
+ROUTER = Router(operations().values())
+
+
+class UpstreamError(ValueError):
+    """The ``--upstream`` URL cannot be proxied; the message says why."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where requests go: ``https://staging.example.com/petstore/v1``.
+
+    ``base_path`` is the version segment the proxy serves (``/v1``); a
+    request for ``/v1/pets`` goes to ``origin + prefix + /v1/pets``.
+    """
+
+    url: str
+    origin: str  # scheme://host[:port]
+    prefix: str  # the path before the version segment ("" or "/petstore")
+    base_path: str  # "/v1"
+
+    @property
+    def shown(self) -> str:
+        """The URL without any user:password part, for banners and HARs."""
+        return self.origin + self.prefix + self.base_path
+
+
+def parse_upstream(text: str) -> Upstream:
+    """Check an ``--upstream`` URL; raises ``UpstreamError`` naming what is wrong."""
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UpstreamError(
+            f"--upstream must be an http:// or https:// URL, got {text!r} "
+            "(e.g. https://staging.example.com/v1)"
+        )
+    if parts.query or parts.fragment:
+        raise UpstreamError(f"--upstream must not have a query or fragment: {text!r}")
+    path = parts.path.rstrip("/")
+    if not path:
+        raise UpstreamError(
+            f"--upstream must end in its version segment, e.g. {parts.scheme}://"
+            f"{parts.hostname}/v1 (got {text!r})"
+        )
+    prefix, _, segment = path.rpartition("/")
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    origin = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+    return Upstream(text.strip(), origin, prefix, "/" + segment)
+
+
+def _connection_tokens(headers: Any) -> frozenset[bytes]:
+    """The header names a ``Connection`` header lists: hop-by-hop too (RFC 9110 7.6.1)."""
+    named: set[bytes] = set()
+    for name, value in headers:
+        if name.lower() == b"connection":
+            named.update(t.strip().lower() for t in value.split(b",") if t.strip())
+    return frozenset(named)
+
+
+# Headers whose whole value is the secret (cookies hold several; the scheme-less key header).
+_WHOLE_VALUE = frozenset({b"cookie", b"set-cookie", b"x-api-key"})
+
+
+def _secret_of(name: bytes, value: bytes) -> bytes:
+    """The secret part of a credentials header: the token after the scheme, or all of it."""
+    if name in _WHOLE_VALUE:
+        return value.strip()
+    _scheme, space, token = value.strip().partition(b" ")
+    return token.strip() if space and token.strip() else value.strip()
+
+
+def _aliased(name: bytes, value: bytes) -> bytes:
+    """A credentials header value with its secret replaced by the secret's alias."""
+    secret = _secret_of(name, value)
+    if not secret:
+        return value
+    alias = key_alias(secret.decode("latin-1")).encode()
+    return value.replace(secret, alias)
+
+
+class _Scrubber:
+    """Replaces every secret seen in one exchange by its alias, in what the journal keeps."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[bytes, bytes]] = []
+
+    def learn(self, name: bytes, value: bytes) -> None:
+        secret = _secret_of(name, value)
+        if len(secret) >= _MIN_SCRUBBED:
+            self.pairs.append((secret, key_alias(secret.decode("latin-1")).encode()))
+
+    def __call__(self, data: bytes) -> bytes:
+        for secret, alias in self.pairs:
+            if secret in data:
+                data = data.replace(secret, alias)
+        return data
+
+
+class _Capped:
+    """The first ``limit`` bytes of a body that streams past, for the journal."""
+
+    __slots__ = ("chunks", "limit", "size", "total")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - self.size
+        if room > 0 and chunk:
+            kept = chunk[:room]
+            self.chunks.append(kept)
+            self.size += len(kept)
+
+    def value(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _decoded(body: bytes, encoding: bytes | None, complete: bool) -> bytes:
+    """A gzip/deflate body as its content, for the journal (HAR keeps content, not bytes)."""
+    if not encoding or not body:
+        return body
+    kind = encoding.strip().lower()
+    if kind not in (b"gzip", b"x-gzip", b"deflate"):
+        return body
+    try:
+        wbits = 16 + zlib.MAX_WBITS if kind != b"deflate" else zlib.MAX_WBITS
+        decoder = zlib.decompressobj(wbits)
+        return decoder.decompress(body) + (decoder.flush() if complete else b"")
+    except zlib.error:
+        return body
+
+
+class _ClientGone(Exception):
+    """The client went away while its body was being forwarded."""
+
+
+class RecordingProxy:
+    """The ASGI app forwarding every API request to the upstream and journaling it."""
+
+    def __init__(self, upstream: Upstream, runtime: Runtime, timeout: float) -> None:
+        self.upstream = upstream
+        self.runtime = runtime
+        self.timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+        self._served = 0
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            # No cookie jar (a proxy must not remember one client's cookies for the
+            # next) and no default headers: requests are built as sent.
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout),
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+                follow_redirects=False,
+                trust_env=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        now = time.time()  # a recording is on the wall clock: its times are the upstream's
+        journal = self.runtime.journal
+        cap = journal.body_bytes
+        scrub = _Scrubber()
+        method: str = scope["method"]
+        raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
+        hop = HOP_BY_HOP | _connection_tokens(raw_headers)
+        forward: list[tuple[bytes, bytes]] = []
+        alias: str | None = None
+        streamed_body = False
+        for name, value in raw_headers:
+            if name in SECRET_REQUEST_HEADERS:
+                scrub.learn(name, value)
+                if name == b"authorization" and value[:7].lower() == b"bearer ":
+                    alias = key_alias(_secret_of(name, value).decode("latin-1"))
+        journaled = [
+            (name, _aliased(name, value) if name in SECRET_REQUEST_HEADERS else scrub(value))
+            for name, value in raw_headers
+        ]
+        for name, value in raw_headers:
+            if name in hop or name == b"host":
+                streamed_body = streamed_body or (
+                    name == b"transfer-encoding" and b"chunked" in value.lower()
+                )
+                continue
+            streamed_body = streamed_body or name == b"content-length"
+            forward.append((name, value))
+
+        request_copy = _Capped(cap)
+        content = self._request_body(receive, request_copy) if streamed_body else None
+        raw_path = scope.get("raw_path") or quote(scope["path"]).encode()
+        target = self.upstream.prefix.encode() + raw_path
+        if scope["query_string"]:
+            target += b"?" + scope["query_string"]
+        url = httpx.URL(self.upstream.origin).copy_with(raw_path=target)
+        request = httpx.Request(method, url, headers=forward, content=content)
+
+        status, headers_out, outcome = 0, [], "response"
+        response_copy = _Capped(cap)
+        request_id = ""
+        encoding: bytes | None = None
+        try:
+            try:
+                response = await self.client.send(request, stream=True)
+            except (httpx.TransportError, _ClientGone) as exc:
+                if isinstance(exc, _ClientGone):
+                    outcome = "client_disconnected"  # nothing to answer, and no one to tell
+                    return
+                status, outcome, answer = self._failure(exc)
+                request_id = self._next_id()
+                headers_out = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(answer)),
+                    (b"x-request-id", request_id.encode()),
+                ]
+                await send(
+                    {"type": "http.response.start", "status": status, "headers": headers_out}
+                )
+                await send({"type": "http.response.body", "body": answer})
+                response_copy.add(answer)
+                return
+            try:
+                status = response.status_code
+                back = HOP_BY_HOP | _connection_tokens(response.headers.raw)
+                headers_out = [
+                    (name.lower(), value)
+                    for name, value in response.headers.raw
+                    if name.lower() not in back
+                ]
+                for name, value in headers_out:
+                    if name == b"x-request-id" and not request_id:
+                        request_id = value.decode("latin-1")
+                    elif name == b"content-encoding":
+                        encoding = value
+                request_id = request_id or self._next_id()
+                await send(
+                    {"type": "http.response.start", "status": status, "headers": headers_out}
+                )
+                async for chunk in response.aiter_raw():
+                    response_copy.add(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+            except httpx.TransportError:
+                # Headers are out: the client sees the connection end early, as it did here.
+                outcome = "upstream_broke"
+                close_connection(send)
+            finally:
+                await response.aclose()
+        finally:
+            # A key the upstream refused counted for nothing: journaled as no key.
+            key = alias if alias is not None and status != 401 else None
+            self._journal(
+                scope,
+                now,
+                started,
+                request_id or self._next_id(),
+                journaled,
+                scrub(request_copy.value()),
+                key,
+                status,
+                [
+                    (n, _aliased(n, v) if n in SECRET_RESPONSE_HEADERS else scrub(v))
+                    for n, v in headers_out
+                ],
+                scrub(_decoded(response_copy.value(), encoding, outcome == "response")),
+                outcome,
+                scrub(scope["query_string"]),
+            )
+
+    async def _request_body(self, receive: Receive, copy: _Capped) -> Any:
+        """The client's body, one chunk at a time, as httpx uploads it."""
+        while True:
+            message: Message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunk = message.get("body", b"")
+            if chunk:
+                copy.add(chunk)
+                yield chunk
+            if not message.get("more_body", False):
+                return
+
+    def _next_id(self) -> str:
+        self._served += 1
+        return f"rec-{self._served:06d}"
+
+    def _failure(self, exc: Exception) -> tuple[int, str, bytes]:
+        """The proxy's own answer when the upstream could not be reached."""
+        where = self.upstream.shown
+        if isinstance(exc, httpx.TimeoutException):
+            message = f"the upstream {where} did not answer within {self.timeout:g} s"
+            return 504, "upstream_timeout", error_body("upstream_timeout", message)
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, ssl.SSLError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            message = f"TLS with the upstream {where} failed: {cause}"
+            return 502, "upstream_tls_error", error_body("upstream_unreachable", message)
+        if isinstance(exc, httpx.ConnectError):
+            message = f"the upstream {where} refused the connection ({exc or 'no answer'})"
+            return 502, "upstream_refused", error_body("upstream_unreachable", message)
+        message = f"the upstream {where} failed: {type(exc).__name__}: {exc}"
+        return 502, "upstream_error", error_body("upstream_unreachable", message)
+
+    def _journal(
+        self,
+        scope: Scope,
+        now: float,
+        started: float,
+        request_id: str,
+        request_headers: list[tuple[bytes, bytes]],
+        request_body: bytes,
+        key: str | None,
+        status: int,
+        response_headers: list[tuple[bytes, bytes]],
+        response_body: bytes,
+        outcome: str,
+        query: bytes,
+    ) -> None:
+        path: str = scope["path"]
+        base = self.upstream.base_path
+        operation = None
+        if path.startswith(base + "/"):
+            resolved = ROUTER.resolve(scope["method"], path[len(base) :]).operation
+            operation = resolved.operation_id if resolved is not None else None
+        latency_ms = (time.perf_counter() - started) * 1000
+        client = scope.get("client")
+        journal = self.runtime.journal
+        if journal.enabled:
+            # Entry's fields in order (journal.record takes them by position).
+            journal.record(
+                request_id,
+                now,
+                now - self.runtime.state.clock.start,  # elapsed
+                scope["method"],
+                path,
+                query,
+                tuple(request_headers),
+                request_body,
+                client[0] if client else "unknown",
+                operation,
+                key,
+                None,  # plan: a proxy cannot know the upstream's
+                status,
+                tuple(response_headers),
+                response_body,
+                latency_ms,
+                None,  # rule
+                outcome,
+                now,  # wall: a recording's clock is the wall clock
+            )
+        if access_log.isEnabledFor(logging.INFO):
+            access_log.info(
+                "%s %s %s",
+                scope["method"],
+                path,
+                status,
+                extra={
+                    "method": scope["method"],
+                    "path": path,
+                    "status": status,
+                    "plan": "-",
+                    "latency_ms": round(latency_ms, 3),
+                    "rule": None,
+                    "operation": operation,
+                    "request_id": request_id,
+                    "outcome": outcome,
+                },
+            )
+
+
+class RecordApp:
+    """The control API (journal, HAR, report) under ``/__mockstore``; the proxy elsewhere."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        *,
+        timeout: float = 30.0,
+        journal_size: int = 10_000,
+        body_bytes: int = 32_768,
+        control_token: str | None = None,
+    ) -> None:
+        self.upstream = upstream
+        scenario = load_scenario(
+            "version: 1\nname: record\n"
+            f"description: {json.dumps('recording ' + upstream.shown)}\n"
+            f"base_path: {upstream.base_path}\n"
+            f"journal: {{size: {journal_size}, body_bytes: {body_bytes}}}\n",
+            "<record>",
+        )
+        self.runtime = Runtime(scenario)
+        self.proxy = RecordingProxy(upstream, self.runtime, timeout)
+        self.control = ControlAPI(self.runtime, control_token, routes=control_routes(self.runtime))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            if is_control_path(path):
+                inner = dict(scope)
+                inner["path"] = path[len(CONTROL_PREFIX) :] or "/"
+                inner["root_path"] = scope.get("root_path", "") + CONTROL_PREFIX
+                await self.control(inner, receive, send)
+                return
+            await self.proxy(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await self.proxy.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+    def har(self) -> dict[str, Any]:
+        """The recording so far as HAR 1.2, with what drift needs to know about it."""
+        journal = self.runtime.journal
+        meta = HarMeta(
+            creator_version=__version__,
+            scenario="record",
+            base_path=self.upstream.base_path,
+            clock_mode="running",
+            dropped=journal.dropped,
+        )
+        document = to_har(journal.select(), meta)
+        extra = document["log"]["_mockstore"]
+        extra["recorded_from"] = self.upstream.shown
+        extra["keys"] = "aliased"  # every key is keys.key_alias(key)
+        document["log"]["comment"] = f"mockstore record of {self.upstream.shown} (wall clock)"
+        return document
+
+
+def control_routes(runtime: Runtime) -> list[Any]:
+    """The control API of a recording: health, the OpenAPI document, the journal."""
+    state = StateEndpoints(runtime)
+    documents = DocumentEndpoints(runtime)
+    journal = JournalEndpoints(runtime)
+    return [
+        route("/health", GET=state.health),
+        route("/openapi.json", GET=documents.openapi),
+        route("/requests", GET=journal.requests, DELETE=journal.clear),
+        route("/requests.har", GET=journal.har),
+        route("/verify", POST=journal.verify),
+        route("/report", GET=journal.report),
+    ]
+
+
+def write_har(app: RecordApp, path: str) -> int:
+    """Write the recording to ``path`` (atomically); the number of exchanges."""
+    document = app.har()
+    temporary = f"{path}.partial"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=1)
+    os.replace(temporary, path)
+    return len(document["log"]["entries"])
+
+
+def run_record(args: argparse.Namespace) -> int:
+    """``mockstore record --upstream URL``: serve the proxy until stopped, then write ``--out``."""
+    import uvicorn
+
+    from mockstore.cli import _bind, _exit_cleanly, configure_logging
+
+    configure_logging(args.log_level, args.log_format)
+    try:
+        upstream = parse_upstream(args.upstream)
+    except UpstreamError as exc:
+        print(f"mockstore record: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        # Refused now, not after an hour of recording (and nothing is created yet).
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if os.path.isdir(args.out) or not os.access(folder, os.W_OK):
+            reason = "it is a folder" if os.path.isdir(args.out) else f"{folder} is not writable"
+            print(f"mockstore record: cannot write --out {args.out}: {reason}", file=sys.stderr)
+            return 2
+    app = RecordApp(
+        upstream,
+        timeout=args.timeout,
+        journal_size=args.journal_size,
+        body_bytes=args.body_bytes,
+        control_token=args.control_token,
+    )
+    sock = _bind(args.host, args.port)
+    if isinstance(sock, str):
+        print(f"mockstore record: {sock}", file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    print(
+        f"mockstore {__version__} recording http://{shown_host}:{port}{upstream.base_path} "
+        f"-> {upstream.shown}\n"
+        f"  control:  http://{shown_host}:{port}{CONTROL_PREFIX} "
+        "(requests, requests.har, report; keys are journaled as aliases)\n"
+        f"  out:      {args.out or '(none: fetch /__mockstore/requests.har)'}",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        app,
+        loop="auto",
+        http="auto",
+        lifespan="on",
+        access_log=False,
+        # The upstream's own Server and Date headers pass through unchanged.
+        server_header=False,
+        date_header=False,
+        log_config=None,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=max(1.0, args.timeout),
+    )
+    server = uvicorn.Server(config)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_cleanly)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if args.out:
+            count = write_har(app, args.out)
+            print(f"mockstore record: wrote {count} exchange(s) to {args.out}", file=sys.stderr)
+    return 0
+
+
+__all__ = ["RecordApp", "RecordingProxy", "Upstream", "parse_upstream", "run_record"]
