@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from mockstore import __version__, schemas
 from mockstore.clock import format_time, parse_time
+from mockstore.dashboard import dashboard_routes, is_public_path
 from mockstore.keys import ApiKey, key_bucket, parse_authorization
 from mockstore.ratelimit import Plan
 from mockstore.reports.http import journal_routes
@@ -102,6 +103,7 @@ class ControlAPI:
             Route("/bans/{key:path}", self.lift_ban, methods=["DELETE"]),
             Route("/pets", self.list_pets, methods=["GET"]),
             *journal_routes(runtime),
+            *dashboard_routes(runtime),
         ]
         self.app = Starlette(
             routes=routes,
@@ -109,7 +111,8 @@ class ControlAPI:
         )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if self.token is not None and scope["path"] != "/health":
+        path = scope["path"]
+        if self.token is not None and path != "/health" and not is_public_path(path):
             header = None
             for name, value in scope["headers"]:
                 if name == b"authorization":

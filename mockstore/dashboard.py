@@ -1,0 +1,190 @@
+"""The live dashboard at ``/__mockstore/ui``: static files, the event stream, and a few reads.
+
+The page is plain HTML, CSS and JavaScript modules shipped in the package
+(``mockstore/ui/``), read once when the control API is built and served from
+memory under a strict Content-Security-Policy. Everything it shows comes from
+the control API's public endpoints, plus the ones this module adds:
+
+* ``GET /events``: the journal as server-sent events (``event_stream.py``);
+* ``GET /scenarios`` and ``GET /scenarios/{name}``: the bundled scenarios and
+  their YAML, for the scenario editor's list;
+* ``GET /requests/{seq}``: one journal entry, for a finding's evidence that has
+  scrolled out of the page's buffer;
+* ``GET /report.html``: the HTML report, as ``mockstore report --format html``.
+
+The page itself (``/ui`` and its files, and ``/`` which redirects there) needs
+no control token: it holds no data, and asks the user for the token before it
+reads anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from mockstore.errors import error_body
+from mockstore.event_stream import JournalStream, StreamSlots
+from mockstore.reports.html import render_html
+from mockstore.reports.http import JournalAPI
+from mockstore.reports.report import build_report
+from mockstore.scenario import ScenarioError, bundled_names, read_scenario_source
+from mockstore.scenario.loader import parse_yaml
+from mockstore.state import Runtime
+from mockstore.urls import CONTROL_PREFIX
+
+PAGE = "index.html"
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+# No inline script or style anywhere, nothing fetched from another origin.
+PAGE_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+# The HTML report styles itself inline and runs no script.
+REPORT_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-cache",
+}
+
+
+def is_public_path(path: str) -> bool:
+    """Paths (under the control prefix) served without the control token: the page only."""
+    return path in ("/", "/ui") or path.startswith("/ui/")
+
+
+@functools.cache
+def ui_files() -> dict[str, tuple[bytes, str]]:
+    """Every file of ``mockstore/ui`` as (bytes, content type), read from the package once."""
+    folder = resources.files("mockstore").joinpath("ui")
+    files = {}
+    for item in folder.iterdir():
+        suffix = "." + item.name.rpartition(".")[2]
+        if item.is_file() and suffix in CONTENT_TYPES:
+            files[item.name] = (item.read_bytes(), CONTENT_TYPES[suffix])
+    if PAGE not in files:
+        raise RuntimeError(f"the dashboard's {PAGE} is missing from the installed package")
+    return files
+
+
+@functools.cache
+def bundled_scenarios() -> list[dict[str, str]]:
+    """Name and description of each bundled scenario (they never change while serving)."""
+    listed = []
+    for name in bundled_names():
+        text, file = read_scenario_source(name)
+        data, _ = parse_yaml(text, file)
+        description = data.get("description", "") if isinstance(data, dict) else ""
+        listed.append({"name": name, "description": str(description).strip()})
+    return listed
+
+
+def _problem(status: int, code: str, message: str) -> Response:
+    return Response(error_body(code, message, status), status, media_type="application/json")
+
+
+def _json(content: Any, status: int = 200) -> Response:
+    # Compact and ASCII, as the rest of the control API answers.
+    body = json.dumps(content, separators=(",", ":")).encode("ascii")
+    return Response(body, status, media_type="application/json")
+
+
+class Dashboard:
+    """The dashboard's endpoints, bound to one ``Runtime``."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.files = ui_files()
+        self.slots = StreamSlots()
+
+    async def to_page(self, request: Request) -> Response:
+        return RedirectResponse(CONTROL_PREFIX + "/ui", status_code=307)
+
+    async def page(self, request: Request) -> Response:
+        return self._file(PAGE)
+
+    async def asset(self, request: Request) -> Response:
+        return self._file(request.path_params["name"])
+
+    def _file(self, name: str) -> Response:
+        found = self.files.get(name)
+        if found is None:
+            return _problem(404, "not_found", f"the dashboard has no file {name!r}")
+        body, content_type = found
+        headers = dict(SECURITY_HEADERS)
+        if name == PAGE:
+            headers["content-security-policy"] = PAGE_POLICY
+        return Response(body, media_type=content_type, headers=headers)
+
+    async def events(self, request: Request) -> Response:
+        raw = request.query_params.get("since")
+        since = None
+        if raw:
+            try:
+                since = int(raw)
+            except ValueError:
+                return _problem(400, "invalid_request", f"since must be an integer, got {raw!r}")
+        return JournalStream(self.runtime.journal, self.slots, since)
+
+    async def list_scenarios(self, request: Request) -> Response:
+        return _json(await run_in_threadpool(bundled_scenarios))
+
+    async def scenario_source(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        # Only bundled names: read_scenario_source would also read a file path.
+        if name not in bundled_names():
+            known = ", ".join(bundled_names())
+            return _problem(404, "unknown_scenario", f"no bundled scenario {name!r} ({known})")
+        try:
+            text, file = read_scenario_source(name)
+        except ScenarioError as exc:  # pragma: no cover - the name was just listed
+            return _problem(404, "unknown_scenario", str(exc))
+        return _json({"name": name, "file": file, "source": text})
+
+    async def one_request(self, request: Request) -> Response:
+        seq = request.path_params["seq"]
+        journal = self.runtime.journal
+        for entry in journal.select(since=seq - 1):
+            if entry.seq == seq:
+                return _json(entry.to_dict())
+            break
+        return _problem(404, "not_found", f"request #{seq} is not in the journal")
+
+    async def html_report(self, request: Request) -> Response:
+        entries = self.runtime.journal.select()
+        context = JournalAPI(self.runtime).context()
+        page = await run_in_threadpool(
+            lambda: render_html(build_report(entries, context, timeline=True))
+        )
+        headers = {**SECURITY_HEADERS, "content-security-policy": REPORT_POLICY}
+        return Response(page, media_type="text/html; charset=utf-8", headers=headers)
+
+
+def dashboard_routes(runtime: Runtime) -> list[Route]:
+    """The dashboard's routes, mounted under /__mockstore by the control API."""
+    dashboard = Dashboard(runtime)
+    return [
+        Route("/", dashboard.to_page, methods=["GET"]),
+        Route("/ui", dashboard.page, methods=["GET"]),
+        Route("/ui/{name}", dashboard.asset, methods=["GET"]),
+        Route("/events", dashboard.events, methods=["GET"]),
+        Route("/scenarios", dashboard.list_scenarios, methods=["GET"]),
+        Route("/scenarios/{name}", dashboard.scenario_source, methods=["GET"]),
+        Route("/requests/{seq:int}", dashboard.one_request, methods=["GET"]),
+        Route("/report.html", dashboard.html_report, methods=["GET"]),
+    ]
