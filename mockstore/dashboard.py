@@ -65,7 +65,11 @@ SECURITY_HEADERS = {
 
 def is_public_path(path: str) -> bool:
     """Paths (under the control prefix) served without the control token: the page only."""
-    return path in ("/", "/ui") or path.startswith("/ui/")
+    if path in ("/", "/ui", "/ui/"):
+        return True
+    name = path.removeprefix("/ui/")
+    # One file name, nothing that could climb out of /ui (the router would 404 it anyway).
+    return name != path and "/" not in name and ".." not in name
 
 
 @functools.cache
@@ -181,6 +185,8 @@ def dashboard_routes(runtime: Runtime) -> list[Route]:
     return [
         Route("/", dashboard.to_page, methods=["GET"]),
         Route("/ui", dashboard.page, methods=["GET"]),
+        # Starlette's own trailing-slash redirect would drop the /__mockstore prefix.
+        Route("/ui/", dashboard.to_page, methods=["GET"]),
         Route("/ui/{name}", dashboard.asset, methods=["GET"]),
         Route("/events", dashboard.events, methods=["GET"]),
         Route("/scenarios", dashboard.list_scenarios, methods=["GET"]),

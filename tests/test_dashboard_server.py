@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from mockstore import event_stream
-from mockstore.dashboard import PAGE_POLICY, ui_files
+from mockstore.dashboard import PAGE_POLICY, is_public_path, ui_files
 from mockstore.event_stream import MAX_STREAMS, encode_entry, next_batch
 from mockstore.journal import Entry, Journal, mask
 from mockstore.scenario import bundled_names, read_scenario_source
@@ -52,7 +52,7 @@ def test_the_page_is_served_with_a_strict_policy(server: Any) -> None:
     assert missing.status_code == 404 and missing.json()["code"] == "not_found"
 
 
-@pytest.mark.parametrize("path", ["/__mockstore", "/__mockstore/"])
+@pytest.mark.parametrize("path", ["/__mockstore", "/__mockstore/", "/__mockstore/ui/"])
 def test_the_control_root_redirects_to_the_page(server: Any, path: str) -> None:
     answer = httpx.get(server.url + path)
     assert answer.status_code == 307
@@ -75,6 +75,14 @@ def test_the_files_need_no_network_and_run_nothing_inline() -> None:
     assert served == {p.name for p in UI.iterdir()}
 
 
+def test_the_readme_shows_committed_screenshots() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = re.findall(r"\]\((docs/dashboard/[\w-]+\.png)\)", readme)
+    assert len(shown) >= 5
+    for path in shown:
+        assert (ROOT / path).is_file(), path
+
+
 def test_page_weight_stays_small() -> None:
     raw = sum(len(body) for body, _ in ui_files().values())
     zipped = sum(len(gzip.compress(body, 9)) for body, _ in ui_files().values())
@@ -95,6 +103,12 @@ def test_the_page_needs_no_token_and_everything_else_still_does() -> None:
             assert refused.json()["code"] == "unauthorized"
         token = {"Authorization": "Bearer s3cret"}
         assert httpx.get(control + "/scenarios", headers=token).status_code == 200
+
+
+def test_only_the_pages_own_paths_skip_the_token() -> None:
+    assert all(is_public_path(p) for p in ("/", "/ui", "/ui/", "/ui/main.js", "/ui/app.css"))
+    for path in ("/health", "/keys", "/events", "/uix", "/ui/../keys", "/ui/a/b", "/ui/.."):
+        assert not is_public_path(path), path
 
 
 def test_no_control_means_no_page() -> None:
