@@ -103,6 +103,7 @@ async function afterScenarioChange() {
 function start() {
   session = new AbortController();
   const { signal } = session;
+  $("gate-token").value = "";
   $("booting").hidden = true;
   $("gate").hidden = true;
   $("app").hidden = false;

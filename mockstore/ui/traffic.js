@@ -55,8 +55,7 @@ function statusClass(status) {
   return `${Math.floor(status / 100)}xx`;
 }
 
-function matches(row) {
-  const f = filters();
+function matches(row, f) {
   if (onlySeqs && !onlySeqs.has(row.seq)) return false;
   if (f.key && row.key !== f.key) return false;
   if (f.operation && row.operation !== f.operation) return false;
@@ -148,8 +147,9 @@ function draw() {
   if (paused) return;
   const shown = [];
   const entries = [...buffer.values()];
+  const chosen = filters();
   for (let i = entries.length - 1; i >= 0 && shown.length < MAX_ROWS; i -= 1) {
-    if (matches(entries[i].row)) shown.push(entries[i].row);
+    if (matches(entries[i].row, chosen)) shown.push(entries[i].row);
   }
   const body = $("traffic-rows");
   const hadFocus = body.contains(document.activeElement);
