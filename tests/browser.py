@@ -59,13 +59,16 @@ def chromium() -> Iterator[Any]:
 
 @dataclass
 class Watch:
-    """What a page did that it should not: console errors, exceptions, foreign requests."""
+    """What a page did that it should not: console errors, exceptions, foreign requests,
+    and state-changing calls without ``Content-Type`` and ``X-Mockstore-Client``."""
 
     origin: str
     console_errors: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
     foreign_requests: list[str] = field(default_factory=list)
     requested: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+    unmarked_changes: list[str] = field(default_factory=list)
 
     def on_console(self, message: Any) -> None:
         if message.type == "error":
@@ -76,6 +79,16 @@ class Watch:
         self.requested.append(url)
         if not (url.startswith(self.origin + "/") or url.startswith(("data:", "blob:"))):
             self.foreign_requests.append(url)
+        if request.method not in ("GET", "HEAD"):
+            self.changes.append(f"{request.method} {url}")
+            # What cross-site protection on the server will require of every change.
+            headers = request.headers
+            kind = headers.get("content-type", "")
+            if headers.get("x-mockstore-client") != "dashboard" or kind not in (
+                "application/json",
+                "application/yaml",
+            ):
+                self.unmarked_changes.append(f"{request.method} {url} {headers}")
 
     def check(self, allowed_http_errors: tuple[tuple[int, str], ...] = ()) -> None:
         """Fail on anything unexpected; ``allowed_http_errors`` are answers the test provoked.
@@ -95,6 +108,9 @@ class Watch:
         assert not self.page_errors, f"uncaught errors in the page: {self.page_errors}"
         assert not unexpected, f"console errors: {unexpected}"
         assert not self.foreign_requests, f"requests left {self.origin}: {self.foreign_requests}"
+        assert not self.unmarked_changes, (
+            f"changes without the page's headers: {self.unmarked_changes}"
+        )
 
 
 @contextmanager

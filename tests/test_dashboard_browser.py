@@ -240,7 +240,7 @@ def test_an_invalid_scenario_shows_its_line_and_the_running_one_stays(browser: A
 
 
 def test_issue_and_revoke_a_key(browser: Any) -> None:
-    with live_server() as server, dashboard_page(browser, server.url) as (page, _):
+    with live_server() as server, dashboard_page(browser, server.url) as (page, watch):
         wait_live(page)
         page.get_by_label("Plan").select_option("business")
         page.get_by_label("Key name").fill("dash-key")
@@ -256,6 +256,11 @@ def test_issue_and_revoke_a_key(browser: Any) -> None:
         keys = {k["key"] for k in httpx.get(server.url + "/__mockstore/keys").json()}
         assert "dash-key" not in keys
         assert httpx.get(server.api + "/pets", headers=auth("dash-key")).status_code == 401
+        # Both changes carried Content-Type and X-Mockstore-Client (Watch.check fails otherwise).
+        assert watch.changes == [
+            f"POST {server.url}/__mockstore/keys",
+            f"DELETE {server.url}/__mockstore/keys/dash-key",
+        ]
 
 
 def test_findings_link_to_the_requests_that_prove_them(browser: Any) -> None:
