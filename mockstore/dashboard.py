@@ -34,8 +34,9 @@ from mockstore.event_stream import JournalStream, StreamSlots
 from mockstore.reports.html import render_html
 from mockstore.reports.http import JournalAPI
 from mockstore.reports.report import build_report
-from mockstore.scenario import ScenarioError, bundled_names, read_scenario_source
+from mockstore.scenario import bundled_names
 from mockstore.scenario.loader import parse_yaml
+from mockstore.scenario.model import bundled_dir
 from mockstore.state import Runtime
 from mockstore.urls import CONTROL_PREFIX
 
@@ -86,12 +87,21 @@ def ui_files() -> dict[str, tuple[bytes, str]]:
     return files
 
 
+def bundled_source(name: str) -> tuple[str, str]:
+    """A bundled scenario's YAML and display name, read from the package only.
+
+    Not ``read_scenario_source``: it prefers a file of that name in the working
+    directory, which the page must never be able to read.
+    """
+    return bundled_dir().joinpath(f"{name}.yaml").read_text("utf-8"), f"{name}.yaml (bundled)"
+
+
 @functools.cache
 def bundled_scenarios() -> list[dict[str, str]]:
     """Name and description of each bundled scenario (they never change while serving)."""
     listed = []
     for name in bundled_names():
-        text, file = read_scenario_source(name)
+        text, file = bundled_source(name)
         data, _ = parse_yaml(text, file)
         description = data.get("description", "") if isinstance(data, dict) else ""
         listed.append({"name": name, "description": str(description).strip()})
@@ -150,23 +160,18 @@ class Dashboard:
 
     async def scenario_source(self, request: Request) -> Response:
         name = request.path_params["name"]
-        # Only bundled names: read_scenario_source would also read a file path.
         if name not in bundled_names():
             known = ", ".join(bundled_names())
             return _problem(404, "unknown_scenario", f"no bundled scenario {name!r} ({known})")
-        try:
-            text, file = read_scenario_source(name)
-        except ScenarioError as exc:  # pragma: no cover - the name was just listed
-            return _problem(404, "unknown_scenario", str(exc))
+        text, file = bundled_source(name)
         return _json({"name": name, "file": file, "source": text})
 
     async def one_request(self, request: Request) -> Response:
         seq = request.path_params["seq"]
-        journal = self.runtime.journal
-        for entry in journal.select(since=seq - 1):
-            if entry.seq == seq:
-                return _json(entry.to_dict())
-            break
+        # The first entry after seq - 1 is seq itself, unless it was evicted or cleared.
+        after = self.runtime.journal.select(since=seq - 1)
+        if after and after[0].seq == seq:
+            return _json(after[0].to_dict())
         return _problem(404, "not_found", f"request #{seq} is not in the journal")
 
     async def html_report(self, request: Request) -> Response:

@@ -17,8 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from mockstore import event_stream
+from mockstore.app import create_app
 from mockstore.dashboard import PAGE_POLICY, is_public_path, ui_files
 from mockstore.event_stream import MAX_STREAMS, encode_entry, next_batch
 from mockstore.journal import Entry, Journal, mask
@@ -165,6 +167,17 @@ def test_bundled_scenarios_are_listed_with_their_yaml(server: Any) -> None:
         missing = httpx.get(control + "/scenarios/" + name)
         assert missing.status_code == 404
         assert missing.json()["status"] == 404
+
+
+def test_a_bundled_name_never_reads_a_file_of_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = create_app("default")
+    (tmp_path / "default").write_text("not for the page\n")
+    monkeypatch.chdir(tmp_path)
+    with TestClient(app) as client:
+        shown = client.get("/__mockstore/scenarios/default").json()
+    assert shown["source"] == (ROOT / "scenarios" / "default.yaml").read_text(encoding="utf-8")
 
 
 def test_one_request_by_its_sequence_number(fresh_server: Any) -> None:
