@@ -251,7 +251,14 @@ def test_issue_and_revoke_a_key(browser: Any) -> None:
         keys = {k["key"]: k for k in httpx.get(server.url + "/__mockstore/keys").json()}
         assert keys["dash-key"]["plan"] == "business"
 
-        page.get_by_role("button", name="Revoke dash-key").click()
+        # The keys are redrawn every second; a button keeps keyboard focus through that.
+        revoke = page.get_by_role("button", name="Revoke dash-key")
+        revoke.focus()
+        for _ in range(2):
+            with page.expect_request(lambda request: request.url.endswith("/__mockstore/keys")):
+                pass
+        expect(revoke).to_be_focused()
+        page.keyboard.press("Enter")
         expect(row).to_have_count(0)
         keys = {k["key"] for k in httpx.get(server.url + "/__mockstore/keys").json()}
         assert "dash-key" not in keys

@@ -17,6 +17,7 @@ let latestSeq = 0; // the newest request the page knows of
 let reportedSeq = -1; // the newest one the shown report covers
 let nextAllowed = 0;
 let busy = false;
+let lastShown = ""; // the findings and coverage on the page, as JSON
 
 /** Note that the journal holds requests up to ``seq`` (from the stream). */
 export function sawRequest(seq) {
@@ -53,19 +54,27 @@ function draw(report) {
   $("findings-summary").textContent = total
     ? `${counts.error} error(s), ${counts.warning} warning(s), ${counts.info} info. Rules passed: ${s.rules_passed.join(", ") || "none"}.`
     : "No findings: every etiquette rule passed.";
+  // Redrawn only when they changed, and with the focus put back where it was:
+  // a keyboard user's place must survive a refresh.
+  const shown = JSON.stringify([report.findings, report.coverage]);
+  if (shown === lastShown) return;
+  lastShown = shown;
+  const focused = document.activeElement?.dataset?.focus;
   $("findings").replaceChildren(...report.findings.map(renderFinding));
   drawCoverage(report.coverage);
+  if (focused) document.querySelector(`[data-focus="${CSS.escape(focused)}"]`)?.focus();
 }
 
 function renderFinding(f) {
+  const place = `${f.id}-${f.subject}`;
   const links = f.seqs.slice(0, EVIDENCE_LINKS).map((seq) =>
-    h("button", { type: "button", className: "link", "aria-label": `Show request ${seq}`, onclick: () => showRequest(seq) }, `#${seq}`));
+    h("button", { type: "button", className: "link", "aria-label": `Show request ${seq}`, "data-focus": `${place}-${seq}`, onclick: () => showRequest(seq) }, `#${seq}`));
   const more = f.count > EVIDENCE_LINKS ? ` and ${number(f.count - EVIDENCE_LINKS)} more` : "";
-  return h("article", { className: `finding sev-${f.severity}`, id: `finding-${f.id}-${f.subject}` },
+  return h("article", { className: `finding sev-${f.severity}`, id: `finding-${place}` },
     h("h3", {}, h("span", { className: "sev" }, f.severity), `${f.id} ${f.rule}: ${f.title}`),
     h("p", {}, h("strong", {}, f.subject), ` — ${f.message}`),
     h("p", { className: "evidence" }, `Proved by ${number(f.count)} request(s): `, ...links.flatMap((l) => [l, " "]), more,
-      h("button", { type: "button", className: "link", onclick: () => showAll(f) }, "show them in the traffic list")),
+      h("button", { type: "button", className: "link", "data-focus": `${place}-all`, onclick: () => showAll(f) }, "show them in the traffic list")),
     h("p", { className: "muted" }, `Threshold: ${f.threshold}`),
   );
 }

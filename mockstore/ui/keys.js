@@ -72,13 +72,16 @@ function drawKeys() {
       cards.delete(key);
     }
   }
-  for (const k of keys) {
+  keys.forEach((k, index) => {
     let parts = cards.get(k.key);
     if (!parts) {
       parts = buildCard(k.key);
       cards.set(k.key, parts);
     }
-    if (list.lastElementChild !== parts.card) list.append(parts.card); // the server's order
+    // In the server's order, moving a card only when it is out of place: a
+    // moved element loses keyboard focus.
+    const there = list.children[index];
+    if (there !== parts.card) list.insertBefore(parts.card, there || null);
     const tenant = k.tenant && k.tenant !== k.key ? ` · tenant ${k.tenant}` : "";
     parts.plan.textContent = `${k.plan} · ${number(k.limits.per_minute)}/min · ${number(k.limits.per_day)}/day${tenant}`;
     for (const [meter, window, limit, label] of [
@@ -93,7 +96,7 @@ function drawKeys() {
     }
     parts.lift.hidden = !k.banned;
     parts.card.classList.toggle("banned", k.banned);
-  }
+  });
   drawTimes();
 }
 
