@@ -239,6 +239,18 @@ def test_an_invalid_scenario_shows_its_line_and_the_running_one_stays(browser: A
         expect(page.locator("#scenario-errors li")).to_have_count(0)
 
 
+def test_a_scenario_loaded_by_another_client_shows_up(browser: Any) -> None:
+    with live_server() as server, dashboard_page(browser, server.url) as (page, _):
+        wait_live(page)
+        expect(page.locator("#scenario-name")).to_have_text("default")
+        source = httpx.get(server.url + "/__mockstore/scenarios/empty-store").json()["source"]
+        loaded = httpx.put(server.url + "/__mockstore/scenario", content=source)
+        assert loaded.status_code == 200
+        expect(page.locator("#scenario-name")).to_have_text("empty-store")
+        page.get_by_role("tab", name="Scenario").click()
+        expect(page.get_by_label("Scenario YAML")).to_have_value(source)
+
+
 def test_issue_and_revoke_a_key(browser: Any) -> None:
     with live_server() as server, dashboard_page(browser, server.url) as (page, watch):
         wait_live(page)

@@ -11,6 +11,7 @@ import * as scenario from "./scenario.js";
 import * as findings from "./findings.js";
 
 const REFRESH_MS = 1000;
+const SCENARIO_EVERY = 5; // refreshes between two reads of the running scenario
 let session = null; // an AbortController while the dashboard is unlocked
 
 // -- the token prompt ------------------------------------------------------------------
@@ -80,11 +81,13 @@ async function refreshAll() {
 }
 
 async function refreshLoop(signal) {
-  while (!signal.aborted) {
+  for (let tick = 1; !signal.aborted; tick += 1) {
     if (!document.hidden) {
       try {
         await refreshAll();
         findings.maybeRefresh();
+        // Another client (a test suite) may load a scenario: notice it now and then.
+        if (tick % SCENARIO_EVERY === 0) await scenarioSummary();
       } catch (error) {
         if (!(error instanceof Unauthorized)) setConnection("offline", describe(error));
       }
@@ -93,9 +96,19 @@ async function refreshLoop(signal) {
   }
 }
 
-async function afterScenarioChange() {
+let plansShown = "";
+
+async function scenarioSummary() {
   const running = await scenario.refresh();
-  keys.setPlans(running.plans);
+  const plans = JSON.stringify(running.plans);
+  if (plans !== plansShown) {
+    plansShown = plans;
+    keys.setPlans(running.plans);
+  }
+}
+
+async function afterScenarioChange() {
+  await scenarioSummary();
   await refreshAll();
   findings.maybeRefresh(true);
 }

@@ -18,7 +18,9 @@ export async function refresh() {
   running = await get("/scenario");
   $("scenario-name").textContent = running.name;
   $("scenario-file").textContent = running.file;
-  if (!dirty) setText(running.source);
+  // Only when it changed: rewriting the text would move the caret of someone reading it.
+  // (A textarea keeps line ends as \n.)
+  if (!dirty && editor().value !== running.source.replace(/\r\n?/g, "\n")) setText(running.source);
   return running;
 }
 
