@@ -249,8 +249,8 @@ def light_load_cost(
 ) -> dict[str, dict[str, Any]]:
     """What each watcher costs the server, in ms of CPU per second, at a fixed light load.
 
-    wrk paced to about 1,500 requests a second (two connections, 1 ms between
-    requests): every side serves the same traffic, far from saturation, so
+    wrk paced to a little over 1,000 requests a second (two connections, 1 ms
+    between requests): every side serves the same traffic, far from saturation, so
     another tenant of the machine barely changes the server's CPU time, while
     the stream still runs at its cap of 1,000 entries a second. A side's cost
     is its server CPU per second minus what its requests cost at ``none``'s
@@ -360,7 +360,7 @@ def markdown(result: dict[str, Any]) -> str:
     light = result["light_load"]
     lines += [
         "",
-        f"Paced load, about 1,500 requests a second (`wrk -t1 -c2` with 1 ms between "
+        f"Paced load, a little over 1,000 requests a second (`wrk -t1 -c2`, 1 ms between "
         f"requests; {method['rounds']} rounds): the server's CPU per second, and what the "
         "watcher adds beyond its requests' own cost.",
         "",
