@@ -366,6 +366,11 @@ def _control_state(app: Any) -> str:
     return "on, token required" if app.control.token else "on, no token (test networks only)"
 
 
+def _dashboard_url(host: str, port: int) -> str:
+    shown_host = f"[{host}]" if ":" in host else host
+    return f"http://{shown_host}:{port}/__mockstore/ui"
+
+
 def _banner(app: Any, host: str, port: int) -> str:
     scenario = app.runtime.scenario
     state = app.runtime.state
@@ -381,6 +386,8 @@ def _banner(app: Any, host: str, port: int) -> str:
     lines.append(f"  clock:    {clock.mode}, starting {start}")
     control = _control_state(app)
     lines.append(f"  control:  http://{shown_host}:{port}/__mockstore ({control})")
+    if app.control is not None:
+        lines.append(f"  dashboard: {_dashboard_url(host, port)}")
     lines.append("  keys:")
     for key in state.keys:
         plan = state.plans[key.plan]
@@ -406,6 +413,7 @@ def _started_record(app: Any, host: str, port: int) -> dict[str, Any]:
         "file": scenario.file,
         "address": first_line.split("serving ", 1)[1],
         "control": _control_state(app),
+        "dashboard": _dashboard_url(host, port) if app.control is not None else None,
         "clock": {"mode": state.clock.mode, "start": state.clock.start},
         "keys": [
             {

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from mockstore.control.dashboard import is_public_path
 from mockstore.control.http import error_response
 from mockstore.control.routes import control_routes
 from mockstore.errors import ApiError
@@ -69,7 +70,8 @@ class ControlAPI:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.token is not None and scope["path"] != "/health":
+        path = scope["path"]
+        if self.token is not None and path != "/health" and not is_public_path(path):
             header = None
             for name, value in scope["headers"]:
                 if name == b"authorization":

@@ -135,23 +135,25 @@ class JournalEndpoints:
         since = int_param(request, "since")
         include = {part.strip() for part in request.query_params.get("include", "").split(",")}
         entries = self.runtime.journal.select(since=since)
-        context = self._report_context(since)
+        context = report_context(self.runtime, since)
         body = await run_in_threadpool(
             lambda: encode_json(build_report(entries, context, timeline="timeline" in include))
         )
         return Response(body, media_type=JSON)
 
-    def _report_context(self, since: int | None) -> ReportContext:
-        scenario = self.runtime.scenario
-        journal = self.runtime.journal
-        ban = scenario.ban
-        return ReportContext(
-            scenario=scenario.name,
-            base_path=scenario.base_path,
-            ban_after_rejections=ban.after_rejections if ban else None,
-            ban_within_seconds=ban.within_seconds if ban else 60.0,
-            journal_size=journal.size,
-            journal_enabled=journal.enabled,
-            dropped=journal.dropped,
-            since=since,
-        )
+
+def report_context(runtime: Runtime, since: int | None) -> ReportContext:
+    """What a report needs to know of the running scenario and the journal."""
+    scenario = runtime.scenario
+    journal = runtime.journal
+    ban = scenario.ban
+    return ReportContext(
+        scenario=scenario.name,
+        base_path=scenario.base_path,
+        ban_after_rejections=ban.after_rejections if ban else None,
+        ban_within_seconds=ban.within_seconds if ban else 60.0,
+        journal_size=journal.size,
+        journal_enabled=journal.enabled,
+        dropped=journal.dropped,
+        since=since,
+    )

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockstore.control.clock import ClockEndpoints
+from mockstore.control.dashboard import DashboardEndpoints
 from mockstore.control.documents import DocumentEndpoints
 from mockstore.control.journal import JournalEndpoints
 from mockstore.control.keys import KeyEndpoints
@@ -49,6 +50,7 @@ def control_routes(runtime: Runtime) -> list[Route]:
     clock = ClockEndpoints(runtime)
     keys = KeyEndpoints(runtime)
     journal = JournalEndpoints(runtime)
+    dashboard = DashboardEndpoints(runtime)
     return [
         route("/health", GET=state.health),
         route("/openapi.json", GET=documents.openapi),
@@ -64,4 +66,15 @@ def control_routes(runtime: Runtime) -> list[Route]:
         route("/requests.har", GET=journal.har),
         route("/verify", POST=journal.verify),
         route("/report", GET=journal.report),
+        # The dashboard: its page (no token needed: see application.py) and what it reads.
+        route("/", GET=dashboard.to_page),
+        route("/ui", GET=dashboard.page),
+        # Starlette's own trailing-slash redirect would drop the /__mockstore prefix.
+        route("/ui/", GET=dashboard.to_page),
+        route("/ui/{name}", GET=dashboard.asset),
+        route("/events", GET=dashboard.events),
+        route("/scenarios", GET=dashboard.list_scenarios),
+        route("/scenarios/{name}", GET=dashboard.scenario_source),
+        route("/requests/{seq:int}", GET=dashboard.one_request),
+        route("/report.html", GET=dashboard.html_report),
     ]

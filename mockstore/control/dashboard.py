@@ -1,0 +1,166 @@
+"""The live dashboard at ``/__mockstore/ui``: static files, the event stream, and a few reads.
+
+The page is plain HTML, CSS and JavaScript modules shipped in the package
+(``mockstore/ui/``), read once when the control API is built and served from
+memory under a strict Content-Security-Policy. Everything it shows comes from
+the control API's public endpoints, plus the ones this module adds:
+
+* ``GET /events``: the journal as server-sent events (``events.py``);
+* ``GET /scenarios`` and ``GET /scenarios/{name}``: the bundled scenarios and
+  their YAML, for the scenario editor's list;
+* ``GET /requests/{seq}``: one journal entry, for a finding's evidence that has
+  scrolled out of the page's buffer;
+* ``GET /report.html``: the HTML report, as ``mockstore report --format html``.
+
+The page itself (``/ui`` and its files, and ``/`` which redirects there) needs
+no control token: it holds no data, and asks the user for the token before it
+reads anything.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from mockstore.control.events import JournalStream, StreamSlots
+from mockstore.control.http import error_response, int_param, json_response
+from mockstore.control.journal import report_context
+from mockstore.reports.html import render_html
+from mockstore.reports.report import build_report
+from mockstore.scenario import bundled_names
+from mockstore.scenario.loader import parse_yaml
+from mockstore.scenario.model import bundled_dir
+from mockstore.state import Runtime
+from mockstore.urls import CONTROL_PREFIX
+
+PAGE = "index.html"
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+# No inline script or style anywhere, nothing fetched from another origin.
+PAGE_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+# The HTML report styles itself inline and runs no script.
+REPORT_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-cache",
+}
+
+
+def is_public_path(path: str) -> bool:
+    """Paths (under the control prefix) served without the control token: the page only."""
+    if path in ("/", "/ui", "/ui/"):
+        return True
+    name = path.removeprefix("/ui/")
+    # One file name, nothing that could climb out of /ui (the router would 404 it anyway).
+    return name != path and "/" not in name and ".." not in name
+
+
+@functools.cache
+def ui_files() -> dict[str, tuple[bytes, str]]:
+    """Every file of ``mockstore/ui`` as (bytes, content type), read from the package once."""
+    folder = resources.files("mockstore").joinpath("ui")
+    files = {}
+    for item in folder.iterdir():
+        suffix = "." + item.name.rpartition(".")[2]
+        if item.is_file() and suffix in CONTENT_TYPES:
+            files[item.name] = (item.read_bytes(), CONTENT_TYPES[suffix])
+    if PAGE not in files:
+        raise RuntimeError(f"the dashboard's {PAGE} is missing from the installed package")
+    return files
+
+
+def bundled_source(name: str) -> tuple[str, str]:
+    """A bundled scenario's YAML and display name, read from the package only.
+
+    Not ``read_scenario_source``: it prefers a file of that name in the working
+    directory, which the page must never be able to read.
+    """
+    return bundled_dir().joinpath(f"{name}.yaml").read_text("utf-8"), f"{name}.yaml (bundled)"
+
+
+@functools.cache
+def bundled_scenarios() -> list[dict[str, str]]:
+    """Name and description of each bundled scenario (they never change while serving)."""
+    listed = []
+    for name in bundled_names():
+        text, file = bundled_source(name)
+        data, _ = parse_yaml(text, file)
+        description = data.get("description", "") if isinstance(data, dict) else ""
+        listed.append({"name": name, "description": str(description).strip()})
+    return listed
+
+
+class DashboardEndpoints:
+    """The dashboard's endpoints, bound to one ``Runtime``."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.files = ui_files()
+        self.slots = StreamSlots()
+
+    async def to_page(self, request: Request) -> Response:
+        return RedirectResponse(CONTROL_PREFIX + "/ui", status_code=307)
+
+    async def page(self, request: Request) -> Response:
+        return self._file(PAGE)
+
+    async def asset(self, request: Request) -> Response:
+        return self._file(request.path_params["name"])
+
+    def _file(self, name: str) -> Response:
+        found = self.files.get(name)
+        if found is None:
+            return error_response("not_found", f"the dashboard has no file {name!r}", 404)
+        body, content_type = found
+        headers = dict(SECURITY_HEADERS)
+        if name == PAGE:
+            headers["content-security-policy"] = PAGE_POLICY
+        return Response(body, media_type=content_type, headers=headers)
+
+    async def events(self, request: Request) -> Response:
+        return JournalStream(self.runtime.journal, self.slots, int_param(request, "since"))
+
+    async def list_scenarios(self, request: Request) -> Response:
+        return json_response(await run_in_threadpool(bundled_scenarios))
+
+    async def scenario_source(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in bundled_names():
+            known = ", ".join(bundled_names())
+            return error_response(
+                "unknown_scenario", f"no bundled scenario {name!r} ({known})", 404
+            )
+        text, file = bundled_source(name)
+        return json_response({"name": name, "file": file, "source": text})
+
+    async def one_request(self, request: Request) -> Response:
+        seq = request.path_params["seq"]
+        # The first entry after seq - 1 is seq itself, unless it was evicted or cleared.
+        after = self.runtime.journal.select(since=seq - 1)
+        if after and after[0].seq == seq:
+            return json_response(after[0].to_dict())
+        return error_response("not_found", f"request #{seq} is not in the journal", 404)
+
+    async def html_report(self, request: Request) -> Response:
+        entries = self.runtime.journal.select()
+        context = report_context(self.runtime, None)
+        page = await run_in_threadpool(
+            lambda: render_html(build_report(entries, context, timeline=True))
+        )
+        headers = {**SECURITY_HEADERS, "content-security-policy": REPORT_POLICY}
+        return Response(page, media_type="text/html; charset=utf-8", headers=headers)
