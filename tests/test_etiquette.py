@@ -29,7 +29,7 @@ from mockstore.reports import etiquette
 from mockstore.reports.etiquette import BACKOFF_FLOOR, BACKOFF_GROWTH, RULES, grows, judge
 from mockstore.reports.model import Fact
 from mockstore.scenario import load_scenario
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "examples" / "clients"
@@ -386,7 +386,7 @@ def _cli_report(url: str, fail_on: str) -> int:
 
 
 def test_the_sample_clients_are_judged_as_expected() -> None:
-    with live_server("--scenario", str(CLIENTS / "etiquette.yaml")) as server:
+    with mock_server(str(CLIENTS / "etiquette.yaml")) as server:
         control = server.url + "/__mockstore"
 
         polite = _run_client("well_behaved.py", server.api, "polite-key")

@@ -25,7 +25,7 @@ from mockstore.app import create_app
 from mockstore.faults import FaultEngine, RequestFacts, RouteTable
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import Delay
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 BASE = """\
 version: 1
@@ -563,7 +563,7 @@ faults:
 def test_connection_faults_break_the_connection_the_way_they_say(tmp_path: Any) -> None:
     path = tmp_path / "connection-faults.yaml"
     path.write_text(BASE + CONNECTION_FAULTS)
-    with live_server("--scenario", str(path)) as server:
+    with mock_server(str(path)) as server:
 
         def call(fault: str | None = None) -> httpx.Response:
             headers = {**auth("pro"), **({"X-Fault": fault} if fault else {})}
@@ -607,7 +607,7 @@ def test_delivery_faults_deliver_the_answer_the_operation_gave(tmp_path: Any) ->
     # which is stored, as a real server stores it before the write breaks.
     path = tmp_path / "delivery-faults.yaml"
     path.write_text(BASE + CONNECTION_FAULTS)
-    with live_server("--scenario", str(path)) as server:
+    with mock_server(str(path)) as server:
 
         def call(method: str, target: str, fault: str, **kwargs: Any) -> httpx.Response:
             headers = {**auth("pro"), "X-Fault": fault}

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from mockstore import create_app
 from mockstore.scenario import bundled_names
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, mock_server
 
 pytest_plugins = ["pytester"]
 
@@ -199,7 +199,7 @@ def _lean_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.fixture(scope="module")
 def external() -> Iterator[LiveServer]:
     """A server started outside the user's pytest run, as a container would be."""
-    with live_server("--control-token", "tok") as server:
+    with mock_server(control_token="tok") as server:
         yield server
 
 

@@ -16,6 +16,7 @@ from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
 from mockstore.routing import allow_header
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
@@ -52,11 +53,13 @@ class ControlAPI:
     test networks only.
     """
 
-    def __init__(self, runtime: Runtime, token: str | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, token: str | None = None, tenants: TenantRegistry | None = None
+    ) -> None:
         self.runtime = runtime
         self.token = token
         self.app = Starlette(
-            routes=control_routes(runtime),
+            routes=control_routes(runtime, tenants),
             exception_handlers={
                 ApiError: _refused,
                 HTTPException: _http_error,

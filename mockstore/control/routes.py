@@ -17,7 +17,9 @@ from mockstore.control.journal import JournalEndpoints
 from mockstore.control.keys import KeyEndpoints
 from mockstore.control.scenario import ScenarioEndpoints
 from mockstore.control.state import StateEndpoints
+from mockstore.control.tenants import TenantEndpoints
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -41,7 +43,7 @@ def route(path: str, **endpoints: Endpoint) -> Route:
     return Route(path, by_method, methods=list(endpoints), name=path)
 
 
-def control_routes(runtime: Runtime) -> list[Route]:
+def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> list[Route]:
     """The whole control API, relative to ``/__mockstore``, bound to ``runtime``."""
     state = StateEndpoints(runtime)
     documents = DocumentEndpoints(runtime)
@@ -49,6 +51,7 @@ def control_routes(runtime: Runtime) -> list[Route]:
     clock = ClockEndpoints(runtime)
     keys = KeyEndpoints(runtime)
     journal = JournalEndpoints(runtime)
+    tenant = TenantEndpoints(tenants)
     return [
         route("/health", GET=state.health),
         route("/openapi.json", GET=documents.openapi),
@@ -64,4 +67,6 @@ def control_routes(runtime: Runtime) -> list[Route]:
         route("/requests.har", GET=journal.har),
         route("/verify", POST=journal.verify),
         route("/report", GET=journal.report),
+        route("/tenants", GET=tenant.list_tenants, POST=tenant.create),
+        route("/tenants/{tenant}", DELETE=tenant.delete),
     ]
