@@ -139,7 +139,8 @@ class Calls:
                 ) from None
             body = source.text.encode("utf-8")
             media = "application/yaml"
-            file = file or (source.file if source.kind != "text" else None)
+            # A file or a bundled scenario names itself; ``file`` names only text.
+            file = source.file if source.kind != "text" else file
         return Call(
             "PUT",
             "/scenario",
