@@ -1,8 +1,8 @@
 """Replay a recorded session against a fresh in-process mock and show what differs.
 
 ``mockstore replay FILE.har`` builds the mock from the scenario the HAR carries
-(``--scenario`` replays against another) with a *manual* clock, and before each request sets that clock to the
-scenario time the request was recorded at (``_mockstore.time``, or
+(``--scenario`` replays against another) with a *manual* clock, and before each
+request sets that clock to the scenario time the request was recorded at (``_mockstore.time``, or
 ``startedDateTime`` for a HAR from elsewhere). So rate-limit windows, bans,
 ``Retry-After``, fault time windows and ``Date`` see the same instants as in
 the recording, whether it was made on a running or a manual clock. Keys the

@@ -48,6 +48,7 @@ class LiveServer:
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
     mock: MockServer | None = None
+    reader: threading.Thread | None = None
 
     @property
     def api(self) -> str:
@@ -62,6 +63,11 @@ class LiveServer:
 
     def log(self) -> str:
         return "\n".join(self.output)
+
+    def drained(self, timeout: float) -> None:
+        """Wait until everything the process printed has been read (it has exited)."""
+        if self.reader is not None:
+            self.reader.join(timeout)
 
 
 @contextmanager
@@ -108,7 +114,7 @@ def live_server(
             reader.join(2)
             raise RuntimeError("mockstore did not start:\n" + "\n".join(output))
         found.wait(0.05)
-    server = LiveServer(address[0], process, output)
+    server = LiveServer(address[0], process, output, reader=reader)
     _wait_healthy(server.url, deadline)
     try:
         yield server

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mockstore.cli import main
-from mockstore.scenario.source import ONE_LINE_YAML
 from mockstore.scenario import bundled_names
+from mockstore.scenario.source import ONE_LINE_YAML
 from tests.support import assert_conforms, live_server
 
 MOCKSTORE = Path(sys.executable).parent / "mockstore"  # the console script pip installed

@@ -649,3 +649,24 @@ def test_delivery_faults_deliver_the_answer_the_operation_gave(tmp_path: Any) ->
             call("POST", "/v1/pets", "reset", json={"name": "Never", "categoryId": 5})
         with server.client() as http:
             assert len(http.get("/__mockstore/pets").json()) == 4  # a reset stores nothing
+
+
+SLOW_LIST = """\
+version: 1
+name: slow-list
+keys: [{key: pro-key, plan: {per_minute: 1000, per_day: 100000}}]
+faults:
+  - match: {operation: listPets}
+    delay: {fixed_ms: 20}
+"""
+
+
+def test_a_delay_is_never_shorter_than_the_scenario_says() -> None:
+    """On the real server (uvloop, whose timers may fire up to a millisecond early)."""
+    with mock_server(SLOW_LIST) as server, server.client(headers=auth("pro-key")) as http:
+        for _ in range(60):
+            assert http.get("/v1/pets").status_code == 200
+        entries = http.get("/__mockstore/requests").json()["entries"]
+    assert len(entries) == 60
+    short = [e["latency_ms"] for e in entries if e["latency_ms"] < 20]
+    assert not short, f"{len(short)} of 60 delays of 20 ms were shorter: {short[:5]}"
