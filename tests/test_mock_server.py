@@ -1,4 +1,4 @@
-"""``MockServer``, ``AsyncControl`` and tenants, as Python code outside pytest's plugin uses them."""
+"""``MockServer``, ``AsyncControl`` and tenants, as Python code outside the plugin uses them."""
 
 from __future__ import annotations
 
