@@ -806,7 +806,7 @@ def test_gitlab_recipe(image: Image) -> None:
         with Control(f"http://127.0.0.1:{port}") as control:
             assert control.health().scenario == load_scenario(inline).name == "ci"
             keys = control.keys()
-            assert {k["key"] for k in keys} == {"ci-free-key", "ci-pro-key"}
+            assert {k.key for k in keys} == {"ci-free-key", "ci-pro-key"}
     finally:
         running.stop()
     assert "pytest" in job["script"][-1]
