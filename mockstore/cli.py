@@ -20,12 +20,13 @@ examples:
   mockstore serve                                  # bundled 'default' on 127.0.0.1:8080
   mockstore serve --port 9000 --scenario flaky-create
   mockstore serve --scenario ./my-scenario.yaml --control-token s3cret
+  mockstore serve --scenario ./my-scenario.yaml --watch   # reload the file when it changes
   MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0
   mockstore validate scenarios/*.yaml              # exit 1 on any problem
   mockstore scenarios                              # the bundled scenarios
   mockstore schema > scenario.schema.json          # for editor autocompletion
   mockstore report --url http://127.0.0.1:8080 --format junit --fail-on warning
-  mockstore replay session.har --scenario default
+  mockstore replay session.har                     # against the scenario it carries
 """
 
 log = logging.getLogger("mockstore")

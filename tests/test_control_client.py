@@ -82,7 +82,15 @@ def test_public_names_are_exported_from_the_package() -> None:
     assert mockstore.Control is Control
     assert issubclass(VerificationError, AssertionError)
     assert issubclass(ControlError, Exception)
-    assert {"Control", "ControlError", "VerificationError", "create_app"} <= set(mockstore.__all__)
+    assert {
+        "AsyncControl",
+        "Control",
+        "ControlError",
+        "MockServer",
+        "VerificationError",
+        "create_app",
+    } <= set(mockstore.__all__)
+    assert issubclass(VerificationError, ControlError), "one error type for every call"
     with pytest.raises(AttributeError):
         mockstore.no_such_name  # noqa: B018
 
