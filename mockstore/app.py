@@ -67,6 +67,11 @@ class MockstoreApp:
         """Run ``task()`` from the server's start to its stop (needs the ASGI lifespan)."""
         self._background.append(task)
 
+    @property
+    def needs_lifespan(self) -> bool:
+        """True when background tasks need the ASGI lifespan to start and stop them."""
+        return bool(self._background)
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "http":

@@ -53,15 +53,18 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_config(app: Any, *, log_level: str | None = None, lifespan: str = "on") -> Any:
-    """The uvicorn settings every mockstore server runs with."""
+def uvicorn_config(app: Any, *, log_level: str | None = None) -> Any:
+    """The uvicorn settings every mockstore server runs with (``serve`` and ``MockServer``).
+
+    The ASGI lifespan runs only when the app has background tasks (``--watch``).
+    """
     import uvicorn
 
     return uvicorn.Config(
         app,
         loop="auto",
         http="auto",
-        lifespan=lifespan,
+        lifespan="on" if getattr(app, "needs_lifespan", False) else "off",
         access_log=False,
         server_header=False,
         date_header=False,

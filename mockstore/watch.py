@@ -43,7 +43,10 @@ class ScenarioWatcher:
             return Path(changed).resolve() == target
 
         log.info("watching %s for changes", self.display)
-        async for _ in awatch(directory, watch_filter=ours, debounce=200, step=50):
+        # The directory, not the file: an editor's rename over the file is a change
+        # to the directory. Not recursive: the file's siblings' subtrees are not ours.
+        changes = awatch(directory, watch_filter=ours, debounce=200, step=50, recursive=False)
+        async for _ in changes:
             await self.reload()
 
     async def reload(self) -> bool:
