@@ -46,8 +46,14 @@ class ScenarioWatcher:
         # The directory, not the file: an editor's rename over the file is a change
         # to the directory. Not recursive: the file's siblings' subtrees are not ours.
         changes = awatch(directory, watch_filter=ours, debounce=200, step=50, recursive=False)
-        async for _ in changes:
-            await self.reload()
+        try:
+            async for _ in changes:
+                try:
+                    await self.reload()
+                except Exception:  # a bug in a reload must not end the watching
+                    log.exception("reloading %s failed; the running scenario stays", self.display)
+        except (OSError, RuntimeError) as exc:  # the directory went away, the watcher broke
+            log.error("no longer watching %s (%s); the running scenario stays", self.display, exc)
 
     async def reload(self) -> bool:
         """Read the file again and put it in service if it is valid; True if it was."""
