@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import socket
 import threading
+import time
 
 import httpx
 import pytest
@@ -66,8 +67,10 @@ def test_a_request_in_flight_finishes_when_the_server_stops() -> None:
     arrived.wait(10)
     # Stop once the server holds the request: its journal says nothing yet, but
     # uvicorn counts it as a task in progress.
+    deadline = time.monotonic() + 60
     while not server._server.server_state.tasks:
-        pass
+        assert time.monotonic() < deadline, "the request never reached the server"
+        time.sleep(0.001)
     server.stop()
     caller.join(30)
     assert answers == [200]
