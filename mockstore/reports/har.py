@@ -31,6 +31,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
@@ -58,6 +59,7 @@ class HarMeta:
     scenario_file: str = ""
 
 
+@lru_cache(maxsize=4096)
 def key_alias(secret: str) -> str:
     """The stable alias a masked HAR shows for a key: its mask and a short digest."""
     digest = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:8]
