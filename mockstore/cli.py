@@ -147,32 +147,32 @@ def _one_of(env: str, *allowed: str) -> Any:
 PIPE_CLOSED = 141
 _PIPE = f"  {PIPE_CLOSED}  its output pipe closed early (e.g. `| head`); nothing more is written"
 EXIT_CODES = {
-    "mockstore": ["  0  the command succeeded", "  2  usage error (unknown command or option)"],
+    "mockstore": ["    0  the command succeeded", "    2  usage error (unknown command or option)"],
     "serve": [
-        "  0  stopped by SIGTERM or Ctrl-C, after requests in flight finished",
-        "  1  the scenario is not found or not valid, or the address cannot be had",
-        "  2  usage error (a bad option or environment variable)",
+        "    0  stopped by SIGTERM or Ctrl-C, after requests in flight finished",
+        "    1  the scenario is not found or not valid, or the address cannot be had",
+        "    2  usage error (a bad option or environment variable)",
         _PIPE,
     ],
     "validate": [
-        "  0  every scenario is valid",
-        "  1  a scenario is not found or not valid (every problem is printed)",
-        "  2  usage error",
+        "    0  every scenario is valid",
+        "    1  a scenario is not found or not valid (every problem is printed)",
+        "    2  usage error",
         _PIPE,
     ],
-    "schema": ["  0  printed", "  2  usage error", _PIPE],
-    "scenarios": ["  0  printed", "  2  usage error", _PIPE],
-    "openapi": ["  0  printed", "  2  usage error", _PIPE],
+    "schema": ["    0  printed", "    2  usage error", _PIPE],
+    "scenarios": ["    0  printed", "    2  usage error", _PIPE],
+    "openapi": ["    0  printed", "    2  usage error", _PIPE],
     "report": [
-        "  0  no finding at or above --fail-on",
-        "  1  a finding at or above --fail-on exists",
-        "  2  the report cannot be fetched (unreachable, refused, not mockstore), or usage error",
+        "    0  no finding at or above --fail-on",
+        "    1  a finding at or above --fail-on exists",
+        "    2  the report cannot be fetched (unreachable, refused, not mockstore), or usage error",
         _PIPE,
     ],
     "replay": [
-        "  0  every response matches the recording",
-        "  1  some responses differ (each difference is printed)",
-        "  2  the HAR or the scenario cannot be read, or usage error",
+        "    0  every response matches the recording",
+        "    1  some responses differ (each difference is printed)",
+        "    2  the HAR or the scenario cannot be read, or usage error",
         _PIPE,
     ],
 }
