@@ -403,6 +403,14 @@ def test_the_sample_clients_are_judged_as_expected() -> None:
         assert _cli_report(server.url, "info") == 0
 
         assert httpx.delete(control + "/requests").status_code == 204
+        # The rude client hammers as fast as it can: on a running clock its waits are
+        # whatever the machine's load makes them, and a loaded machine can make them
+        # grow (no ETQ002). On a manual clock every wait is 0: steady, whatever the load.
+        manual = (CLIENTS / "etiquette.yaml").read_text().replace(
+            "seed: 0", "seed: 0\nclock: {mode: manual}"
+        )
+        assert "clock: {mode: manual}" in manual
+        assert httpx.put(control + "/scenario", content=manual).status_code == 200
         rude = _run_client("misbehaving.py", server.api, "rude-key")
         assert rude.stdout.split()[0] == "200"
         entries = httpx.get(control + "/requests").json()["entries"]

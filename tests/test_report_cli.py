@@ -15,9 +15,11 @@ import pytest
 from mockstore.journal import mask
 from tests.support import LiveServer, assert_conforms, auth, mock_server
 
+# A manual clock: tight-key's 429s do not depend on when in the minute the test runs.
 SCENARIO = """
 version: 1
 name: report-cli
+clock: {start: "2026-03-01T12:00:30Z", mode: manual}
 keys:
   - {key: pro-key, plan: pro}
   - {key: tight-key, plan: {per_minute: 1, per_day: 100}}
@@ -43,6 +45,7 @@ def mock() -> Iterator[LiveServer]:
 @pytest.fixture
 def warned(mock: LiveServer) -> LiveServer:
     """A session whose worst finding is a warning (a deprecated call)."""
+    assert httpx.post(mock.url + "/__mockstore/reset").status_code == 200
     assert httpx.delete(mock.url + "/__mockstore/requests").status_code == 204
     with mock.client(headers=auth("pro")) as http:
         assert_conforms(http.get("/v1/pets", params={"limit": 2}))
