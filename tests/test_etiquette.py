@@ -406,8 +406,10 @@ def test_the_sample_clients_are_judged_as_expected() -> None:
         # The rude client hammers as fast as it can: on a running clock its waits are
         # whatever the machine's load makes them, and a loaded machine can make them
         # grow (no ETQ002). On a manual clock every wait is 0: steady, whatever the load.
-        manual = (CLIENTS / "etiquette.yaml").read_text().replace(
-            "seed: 0", "seed: 0\nclock: {mode: manual}"
+        manual = (
+            (CLIENTS / "etiquette.yaml")
+            .read_text()
+            .replace("seed: 0", "seed: 0\nclock: {mode: manual}")
         )
         assert "clock: {mode: manual}" in manual
         assert httpx.put(control + "/scenario", content=manual).status_code == 200
