@@ -3,7 +3,9 @@
 ``import mockstore`` stays cheap (pytest imports it through the plugin entry point in
 every run, used or not): the public names below are loaded on first use.
 
-- ``mockstore.Control``: the typed control API client (``ControlError``, ``VerificationError``).
+- ``mockstore.MockServer``: a real server in a background thread, for any Python code.
+- ``mockstore.Control`` / ``mockstore.AsyncControl``: the typed control API clients
+  (``ControlError``, ``VerificationError``; answers in ``mockstore.control_types``).
 - ``mockstore.create_app()``: the ASGI app, for in-process use with ``httpx.ASGITransport``.
 """
 
@@ -14,14 +16,27 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     __version__: str
     from mockstore.app import create_app
-    from mockstore.control_client import Control, ControlError, VerificationError
+    from mockstore.async_control import AsyncControl
+    from mockstore.control_client import Control
+    from mockstore.control_types import ControlError, VerificationError
+    from mockstore.server import MockServer
 
-__all__ = ["Control", "ControlError", "VerificationError", "__version__", "create_app"]
+__all__ = [
+    "AsyncControl",
+    "Control",
+    "ControlError",
+    "MockServer",
+    "VerificationError",
+    "__version__",
+    "create_app",
+]
 
 _LAZY = {
+    "AsyncControl": "mockstore.async_control",
     "Control": "mockstore.control_client",
-    "ControlError": "mockstore.control_client",
-    "VerificationError": "mockstore.control_client",
+    "ControlError": "mockstore.control_types",
+    "MockServer": "mockstore.server",
+    "VerificationError": "mockstore.control_types",
     "create_app": "mockstore.app",
 }
 

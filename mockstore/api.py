@@ -190,7 +190,7 @@ class PetStoreAPI:
             outcome = state.faults.evaluate(self._facts(ex, needs, relative))
             ex.rule = ",".join(outcome.fired) or None
             if outcome.delay_ms:
-                await asyncio.sleep(outcome.delay_ms / 1000)
+                await pause(outcome.delay_ms / 1000)
             rule = outcome.rule
             if rule is not None and rule.fault is not None:
                 await self._break(send, ex, rule.fault, route)
@@ -367,6 +367,18 @@ class PetStoreAPI:
                     "outcome": outcome,
                 },
             )
+
+
+async def pause(seconds: float) -> None:
+    """Wait at least ``seconds``, never less: a scenario's delay is a lower bound.
+
+    Event loops may wake a timer early (uvloop counts whole milliseconds from a clock
+    read at the start of its iteration), which made a 60 ms delay last 59.997 ms.
+    """
+    deadline = time.perf_counter() + seconds
+    await asyncio.sleep(seconds)
+    while (left := deadline - time.perf_counter()) > 0:
+        await asyncio.sleep(max(left, 0.001))
 
 
 _query_cache: dict[bytes, dict[str, list[str]]] = {}

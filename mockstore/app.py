@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mockstore.api import PetStoreAPI
 from mockstore.clock import Clock
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
-from mockstore.scenario import Scenario, load_scenario_file
+from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
 from mockstore.state import Runtime
+from mockstore.store import PetStore
+from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX as PREFIX
-from mockstore.urls import is_control_path
+from mockstore.urls import TENANTS_PREFIX, is_control_path
+
+Background = Callable[[], Awaitable[None]]
 
 
 class MockstoreApp:
@@ -19,22 +25,52 @@ class MockstoreApp:
 
     Every path outside ``/__mockstore`` goes through the API's pipeline, so an
     unknown path without a key is a 401, not a 404: a caller without a valid
-    key learns nothing about what exists.
+    key learns nothing about what exists. Under ``/__mockstore/tenants/<id>/``
+    is a tenant: an app like this one, of its own (see ``mockstore.tenants``).
     """
 
     def __init__(
         self,
-        scenario: Scenario | str = "default",
+        scenario: Scenario | ScenarioSpec = "default",
         *,
         control: bool = True,
         control_token: str | None = None,
         clock: Clock | None = None,
+        tenants: bool = True,
+        template: PetStore | None = None,
     ) -> None:
-        if isinstance(scenario, str):
-            scenario = load_scenario_file(scenario)
-        self.runtime = Runtime(scenario, clock)
+        if not isinstance(scenario, Scenario):
+            scenario = load_scenario_source(scenario)
+        self.runtime = Runtime(scenario, clock, template=template)
         self.api = PetStoreAPI(self.runtime)
-        self.control = ControlAPI(self.runtime, control_token) if control else None
+        self.control_token = control_token
+        # Tenants are made and reached through the control API: off with it.
+        self.tenants = TenantRegistry(self._new_tenant) if control and tenants else None
+        self.control = (
+            ControlAPI(self.runtime, control_token, tenants=self.tenants) if control else None
+        )
+        # Tasks that run while the server serves (``serve --watch``), started and
+        # stopped by the ASGI lifespan.
+        self._background: list[Background] = []
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _new_tenant(self) -> MockstoreApp:
+        """A tenant on the running scenario, sharing its pets (copy on write)."""
+        return MockstoreApp(
+            self.runtime.scenario,
+            control_token=self.control_token,
+            tenants=False,
+            template=self.runtime.template,
+        )
+
+    def run_in_background(self, task: Background) -> None:
+        """Run ``task()`` from the server's start to its stop (needs the ASGI lifespan)."""
+        self._background.append(task)
+
+    @property
+    def needs_lifespan(self) -> bool:
+        """True when background tasks need the ASGI lifespan to start and stop them."""
+        return bool(self._background)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -42,6 +78,12 @@ class MockstoreApp:
             path: str = scope["path"]
             # startswith first: most paths are the API's, and it is the cheaper test.
             if path.startswith(PREFIX) and is_control_path(path):
+                if (
+                    self.tenants is not None
+                    and path.startswith(TENANTS_PREFIX)
+                    and await self.tenants.dispatch(scope, receive, send)
+                ):
+                    return
                 if self.control is None:
                     await _not_found(send, path)
                     return
@@ -55,8 +97,12 @@ class MockstoreApp:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    self._tasks = [asyncio.create_task(task()) for task in self._background]
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
+                    for running in self._tasks:
+                        running.cancel()
+                    await asyncio.gather(*self._tasks, return_exceptions=True)
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
@@ -77,13 +123,13 @@ async def _not_found(send: Any, path: str) -> None:
 
 
 def create_app(
-    scenario: Scenario | str = "default",
+    scenario: Scenario | ScenarioSpec = "default",
     *,
     control: bool = True,
     control_token: str | None = None,
     clock: Clock | None = None,
 ) -> MockstoreApp:
-    """An ASGI app serving ``scenario`` (a bundled name, a path, or a loaded Scenario).
+    """An ASGI app serving ``scenario``: a bundled name, a path, YAML text, or a loaded Scenario.
 
     Use it in-process with ``httpx.ASGITransport(app=create_app())``.
     """

@@ -1,15 +1,13 @@
-"""The ``mockstore`` command: serve, validate, schema, scenarios, report, replay,
-record, drift, calibrate."""
+"""The ``mockstore`` command: serve, validate, schema, scenarios, report, replay."""
 
 from __future__ import annotations
 
 import argparse
-import errno
+import contextlib
 import json
 import logging
 import os
 import signal
-import socket
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -22,12 +20,13 @@ examples:
   mockstore serve                                  # bundled 'default' on 127.0.0.1:8080
   mockstore serve --port 9000 --scenario flaky-create
   mockstore serve --scenario ./my-scenario.yaml --control-token s3cret
+  mockstore serve --scenario ./my-scenario.yaml --watch   # reload the file when it changes
   MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0
   mockstore validate scenarios/*.yaml              # exit 1 on any problem
   mockstore scenarios                              # the bundled scenarios
   mockstore schema > scenario.schema.json          # for editor autocompletion
   mockstore report --url http://127.0.0.1:8080 --format junit --fail-on warning
-  mockstore replay session.har --scenario default
+  mockstore replay session.har                     # against the scenario it carries
   mockstore record --upstream https://staging.example.com/v1 --port 8080 --out session.har
   mockstore calibrate --target https://staging.example.com/v1 --key "$KEY" --out staging.yaml
   mockstore drift session.har --scenario staging.yaml --format junit -o drift.xml
@@ -80,8 +79,31 @@ class TextFormatter(logging.Formatter):
         return f"{stamp} {record.levelname.lower()} {record.getMessage()}"
 
 
+class PipeAwareHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that notices when nobody reads its output any more."""
+
+    pipe_closed = False
+    on_pipe_closed: Any = None
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            if not self.pipe_closed:
+                self.pipe_closed = True
+                if self.on_pipe_closed is not None:
+                    self.on_pipe_closed()
+            return
+        super().handleError(record)
+
+
+def _log_handler() -> PipeAwareHandler:
+    for handler in logging.getLogger("mockstore").handlers:
+        if isinstance(handler, PipeAwareHandler):
+            return handler
+    return PipeAwareHandler(sys.stderr)
+
+
 def configure_logging(level: str, fmt: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = PipeAwareHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger("mockstore")
     root.handlers[:] = [handler]
@@ -123,23 +145,109 @@ def _one_of(env: str, *allowed: str) -> Any:
     return check
 
 
+def _positive(kind: type) -> Any:
+    """An argparse type for a number above zero."""
+
+    def check(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+
+    check.__name__ = kind.__name__
+    return check
+
+
+# Each command's exit statuses, shown by its --help. 141 is what a shell reports for
+# a command killed by SIGPIPE (128 + 13): the reader of its output went away.
+PIPE_CLOSED = 141
+_PIPE = f"  {PIPE_CLOSED}  its output pipe closed early (e.g. `| head`); nothing more is written"
+EXIT_CODES = {
+    "mockstore": ["    0  the command succeeded", "    2  usage error (unknown command or option)"],
+    "serve": [
+        "    0  stopped by SIGTERM or Ctrl-C, after requests in flight finished",
+        "    1  the scenario is not found or not valid, or the address cannot be had",
+        "    2  usage error (a bad option or environment variable)",
+        _PIPE,
+    ],
+    "validate": [
+        "    0  every scenario is valid",
+        "    1  a scenario is not found or not valid (every problem is printed)",
+        "    2  usage error",
+        _PIPE,
+    ],
+    "schema": ["    0  printed", "    2  usage error", _PIPE],
+    "scenarios": ["    0  printed", "    2  usage error", _PIPE],
+    "openapi": ["    0  printed", "    2  usage error", _PIPE],
+    "report": [
+        "    0  no finding at or above --fail-on",
+        "    1  a finding at or above --fail-on exists",
+        "    2  the report cannot be fetched (unreachable, refused, not mockstore), or usage error",
+        _PIPE,
+    ],
+    "replay": [
+        "    0  every response matches the recording",
+        "    1  some responses differ (each difference is printed)",
+        "    2  the HAR or the scenario cannot be read, or usage error",
+        _PIPE,
+    ],
+    "record": [
+        "    0  stopped by SIGTERM or Ctrl-C (the HAR is written to --out first)",
+        "    1  the address cannot be had",
+        "    2  a bad --upstream or an unwritable --out, or usage error",
+        _PIPE,
+    ],
+    "drift": [
+        "    0  no drift: every difference is ignored by a rule or accepted by the scenario",
+        "    1  drift (each difference is listed with the request that shows it)",
+        "    2  the HAR or the scenario cannot be read, or usage error",
+        _PIPE,
+    ],
+    "calibrate": [
+        "    0  the scenario is written (what could not be settled is listed)",
+        "    1  the target could not be probed",
+        "    2  a bad --target or --key, or usage error",
+        _PIPE,
+    ],
+}
+
+
+def _epilog(command: str, examples: str = "") -> str:
+    text = "exit status:\n" + "\n".join(EXIT_CODES[command])
+    return f"{examples}\n{text}" if examples else text
+
+
+def _subcommand(sub: Any, name: str, summary: str, examples: str = "") -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog=_epilog(name, examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mockstore",
         description="A high-fidelity mock server of the Pet Store service.",
-        epilog=EXAMPLES,
+        epilog=_epilog("mockstore", EXAMPLES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mockstore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    serve = sub.add_parser(
-        "serve",
-        help="run the mock server",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    serve = _subcommand(sub, "serve", "run the mock server", EXAMPLES)
+    serve.add_argument(
+        "--host",
+        default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"),
+        help="address to listen on (0.0.0.0 for every interface; env MOCKSTORE_HOST; "
+        "default 127.0.0.1)",
     )
-    serve.add_argument("--host", default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"))
     serve.add_argument(
         "--port",
         type=_port,
@@ -149,11 +257,20 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--scenario",
         default=os.environ.get("MOCKSTORE_SCENARIO") or None,
-        help="bundled scenario name or YAML file (env MOCKSTORE_SCENARIO; default: default)",
+        metavar="NAME_OR_PATH",
+        help="a bundled scenario name, a YAML file or YAML text (env MOCKSTORE_SCENARIO; "
+        "a whole scenario inline: MOCKSTORE_SCENARIO_YAML; default: default)",
+    )
+    serve.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the --scenario file when it changes; an invalid edit is reported "
+        "with file:line:column and the running scenario stays",
     )
     serve.add_argument(
         "--control-token",
         default=os.environ.get("MOCKSTORE_CONTROL_TOKEN") or None,
+        metavar="TOKEN",
         help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
     )
     serve.add_argument("--no-control", action="store_true", help="turn the control API off (404)")
@@ -173,31 +290,70 @@ def _parser() -> argparse.ArgumentParser:
         help="text, or JSON lines for CI log search (env MOCKSTORE_LOG_FORMAT)",
     )
 
-    validate = sub.add_parser("validate", help="check scenario files; exit 1 on any problem")
-    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate = _subcommand(
+        sub, "validate", "check scenarios; print every problem as file:line:column"
+    )
+    validate.add_argument(
+        "files",
+        nargs="+",
+        metavar="SCENARIO",
+        help="a YAML file, a bundled scenario name, or YAML text; several at once",
+    )
 
-    sub.add_parser("schema", help="print the scenario JSON Schema")
-    sub.add_parser("scenarios", help="list the bundled scenarios")
-    sub.add_parser("openapi", help="print the OpenAPI document mockstore serves")
+    _subcommand(sub, "schema", "print the scenario JSON Schema")
+    _subcommand(sub, "scenarios", "list the bundled scenarios")
+    _subcommand(sub, "openapi", "print the OpenAPI document mockstore serves")
 
-    report = sub.add_parser("report", help="judge a client from a running server's journal")
-    report.add_argument("--url", required=True, help="the mock's base URL")
-    report.add_argument("--format", default="text", choices=["text", "json", "junit", "html"])
-    report.add_argument("--output", "-o", help="write to this file instead of stdout")
+    report = _subcommand(sub, "report", "judge a client from a running server's journal")
+    report.add_argument(
+        "--url",
+        required=True,
+        help="the server: its root (http://127.0.0.1:8080), the API base the banner prints "
+        "(.../v1) or a tenant's root",
+    )
+    report.add_argument(
+        "--format",
+        default="text",
+        choices=["text", "json", "junit", "html"],
+        help="text for a terminal, json as served, junit for CI test tabs, html one page "
+        "with charts (default: text)",
+    )
+    report.add_argument(
+        "--output", "-o", metavar="FILE", help="write to this file instead of stdout"
+    )
     report.add_argument(
         "--fail-on",
         default="error",
         choices=["info", "warning", "error", "never"],
-        help="exit 1 when a finding at or above this severity exists",
+        help="exit 1 when a finding at or above this severity exists (default: error)",
     )
-    report.add_argument("--control-token", default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"))
+    report.add_argument(
+        "--since",
+        type=int,
+        metavar="SEQ",
+        help="judge only the requests after this journal sequence number (a reset's journal_seq)",
+    )
+    report.add_argument(
+        "--control-token",
+        default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"),
+        metavar="TOKEN",
+        help="the server's control token, if it has one (env MOCKSTORE_CONTROL_TOKEN)",
+    )
 
-    replay = sub.add_parser("replay", help="re-send a HAR recording to a fresh mock and diff")
-    replay.add_argument("har", metavar="FILE.har")
-    replay.add_argument("--scenario", default="default")
+    replay = _subcommand(sub, "replay", "re-send a HAR recording to a fresh mock and diff")
+    replay.add_argument(
+        "har", metavar="FILE.har", help="a HAR file, as GET /__mockstore/requests.har exports it"
+    )
+    replay.add_argument(
+        "--scenario",
+        default=None,
+        metavar="NAME_OR_PATH",
+        help="replay against this scenario instead of the one the HAR carries "
+        "(a bundled name, a YAML file or YAML text)",
+    )
 
-    record = sub.add_parser(
-        "record", help="proxy a real deployment and journal every exchange (keys as aliases)"
+    record = _subcommand(
+        sub, "record", "proxy a real deployment and journal every exchange (keys as aliases)"
     )
     record.add_argument(
         "--upstream",
@@ -246,24 +402,33 @@ def _parser() -> argparse.ArgumentParser:
         type=_one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
         default=os.environ.get("MOCKSTORE_LOG_LEVEL", "info"),
         metavar="{debug,info,warning,error}",
+        help="info logs one line per exchange (env MOCKSTORE_LOG_LEVEL)",
     )
     record.add_argument(
         "--log-format",
         type=_one_of("MOCKSTORE_LOG_FORMAT", "text", "json"),
         default=os.environ.get("MOCKSTORE_LOG_FORMAT", "text"),
         metavar="{text,json}",
+        help="text, or JSON lines for CI log search (env MOCKSTORE_LOG_FORMAT)",
     )
 
-    drift = sub.add_parser(
-        "drift", help="replay a recording against a scenario and report semantic differences"
+    drift = _subcommand(
+        sub, "drift", "replay a recording against a scenario and report semantic differences"
     )
-    drift.add_argument("har", metavar="FILE.har")
+    drift.add_argument(
+        "har", metavar="FILE.har", help="a recording (mockstore record --out, or any HAR)"
+    )
     drift.add_argument("--scenario", required=True, help="bundled name or YAML file")
-    drift.add_argument("--format", default="text", choices=["text", "json", "junit"])
+    drift.add_argument(
+        "--format",
+        default="text",
+        choices=["text", "json", "junit"],
+        help="text, JSON, or JUnit XML (one test per exchange) (default: text)",
+    )
     drift.add_argument("--output", "-o", help="write to this file instead of stdout")
 
-    calibrate = sub.add_parser(
-        "calibrate", help="probe a real deployment and write a scenario that reproduces it"
+    calibrate = _subcommand(
+        sub, "calibrate", "probe a real deployment and write a scenario that reproduces it"
     )
     calibrate.add_argument("--target", required=True, help="base address ending in /v1")
     calibrate.add_argument(
@@ -289,22 +454,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(kind: type) -> Any:
-    """An argparse type for a number above zero."""
-
-    def check(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
-        return value
-
-    check.__name__ = kind.__name__
-    return check
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -323,41 +472,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         "drift": _drift,
         "calibrate": _calibrate,
     }[args.command]
-    return handler(args)
+    try:
+        code = handler(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _pipe_closed()
+    return code
+
+
+def _pipe_closed() -> int:
+    """The reader of our output went away: stop writing, quietly, as `cat | head` does."""
+    # Python flushes stdout once more at exit; point it at /dev/null so that last
+    # flush cannot raise again and print a traceback.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return PIPE_CLOSED
 
 
 def _load_for_serving(args: argparse.Namespace) -> Any:
-    from mockstore.scenario import ScenarioError, load_scenario, load_scenario_file
+    from mockstore.scenario import ScenarioError, ScenarioNotFound, resolve_scenario
 
     inline = os.environ.get("MOCKSTORE_SCENARIO_YAML")
     try:
         if inline and not args.scenario:
-            return load_scenario(inline, "MOCKSTORE_SCENARIO_YAML")
-        return load_scenario_file(args.scenario or "default")
+            source = resolve_scenario(inline, label="MOCKSTORE_SCENARIO_YAML")
+        else:
+            source = resolve_scenario(args.scenario or "default")
+        return source, source.load()
+    except ScenarioNotFound as exc:
+        print(f"mockstore: {exc}; not starting", file=sys.stderr)
     except ScenarioError as exc:
         print("mockstore: the scenario is not valid; not starting:", file=sys.stderr)
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
-        return None
-
-
-def _bind(host: str, port: int) -> socket.socket | str:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            return (
-                f"port {port} on {host} is already in use; "
-                f"stop what holds it or pick another with --port (0 picks a free one)"
-            )
-        return f"cannot listen on {host}:{port}: {exc.strerror}"
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
+    return None
 
 
 def _control_state(app: Any) -> str:
@@ -431,34 +582,38 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mockstore.app import MockstoreApp
+    from mockstore.server import ServerError, listen, uvicorn_config
 
     configure_logging(args.log_level, args.log_format)
-    scenario = _load_for_serving(args)
-    if scenario is None:
+    loaded = _load_for_serving(args)
+    if loaded is None:
         return 1
+    source, scenario = loaded
+    if args.watch and source.path is None:
+        print(
+            f"mockstore: --watch needs a scenario file, and {source.file} is not one "
+            "(a bundled name or inline text cannot change)",
+            file=sys.stderr,
+        )
+        return 2
     app = MockstoreApp(scenario, control=not args.no_control, control_token=args.control_token)
-    sock = _bind(args.host, args.port)
-    if isinstance(sock, str):
-        print(f"mockstore: {sock}", file=sys.stderr)
+    if args.watch:
+        from mockstore.watch import ScenarioWatcher
+
+        app.run_in_background(ScenarioWatcher(app.runtime, source.path, display=source.file).run)
+    try:
+        sock = listen(args.host, args.port)
+    except ServerError as exc:
+        print(f"mockstore: {exc}", file=sys.stderr)
         return 1
     port = sock.getsockname()[1]
     if args.log_format == "json":
         print(json.dumps(_started_record(app, args.host, port)), file=sys.stderr, flush=True)
     else:
         print(_banner(app, args.host, port), file=sys.stderr, flush=True)
-    config = uvicorn.Config(
-        app,
-        loop="auto",
-        http="auto",
-        lifespan="off",
-        access_log=False,
-        server_header=False,
-        date_header=False,
-        log_config=None,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, log_level=args.log_level))
+    # Once nobody reads the log (`mockstore serve | head`), stop as every command does.
+    _log_handler().on_pipe_closed = lambda: setattr(server, "should_exit", True)
     # uvicorn re-raises the signal that stopped it once it has shut down. With the
     # default handlers that turns a clean stop into death by SIGTERM (exit 143 in a
     # container, which CI runners report as a failure) and Ctrl-C into a
@@ -466,6 +621,8 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _exit_cleanly)
     server.run(sockets=[sock])
+    if _log_handler().pipe_closed:
+        return _pipe_closed()
     return 0
 
 
@@ -474,25 +631,23 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from mockstore.scenario import ScenarioError, load_scenario
+    from mockstore.scenario import ScenarioError, ScenarioNotFound, resolve_scenario
 
     failed = 0
-    for path in args.files:
+    for spec in args.files:
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            print(f"{path}:1:1: $: cannot read: {exc.strerror}", file=sys.stderr)
+            source = resolve_scenario(spec)
+            source.load()
+        except ScenarioNotFound as exc:
+            print(f"{spec}: {exc}", file=sys.stderr)
             failed += 1
             continue
-        try:
-            load_scenario(text, path)
         except ScenarioError as exc:
             failed += 1
             for problem in exc.problems:
                 print(problem, file=sys.stderr)
             continue
-        print(f"{path}: ok")
+        print(f"{source.file}: ok")
     return 1 if failed else 0
 
 

@@ -12,9 +12,12 @@
 
 Fixtures:
 
-- ``mockstore_server`` (session): one real server on a free port, started on first use
-  (``python -m mockstore serve --port 0``) or, with ``--mockstore-url``, an already
-  running one (the container). Under pytest-xdist each worker starts its own.
+- ``mockstore_server`` (session): the server the session's tests use. By default a
+  ``mockstore.MockServer`` on a free port, started on first use (each xdist worker
+  starts its own). With ``--mockstore-url`` (the container), that server; and under
+  pytest-xdist with several workers, a *tenant* of it per worker: an isolated mock
+  of its own (pets, counters, keys, clock, journal) inside the one server, deleted
+  at the end of the session.
 - ``mockstore`` (function): the server, reset before the test, with ``url``,
   ``base_url``, ``control``, ``key()``, ``load()``, ``advance()``, ``requests()``,
   ``verify()``.
@@ -27,14 +30,9 @@ from __future__ import annotations
 
 import functools
 import os
-import re
-import subprocess
-import sys
-import threading
 import time
-from collections import deque
+import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -43,10 +41,11 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from mockstore.control_client import Control
+    from mockstore.control_types import ClockState, JournalEntry, ScenarioInfo, Verification
+    from mockstore.server import MockServer
 
 MARKER = "mockstore_scenario"
 START_TIMEOUT = 30.0
-_ADDRESS = re.compile(r"serving (http://[^\s/]+)")
 
 
 # -- hooks ---------------------------------------------------------------------
@@ -59,7 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("MOCKSTORE_URL") or None,
         metavar="URL",
         help="use the mockstore server already running at URL (e.g. the container, "
-        "http://localhost:8080) instead of starting one (env MOCKSTORE_URL)",
+        "http://localhost:8080, or its API base .../v1) instead of starting one; with "
+        "pytest-xdist each worker gets a tenant of its own on it (env MOCKSTORE_URL)",
     )
     group.addoption(
         "--mockstore-token",
@@ -72,7 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="NAME_OR_PATH",
         help="the scenario every test starts from unless marked otherwise: a bundled "
-        "name or a YAML file (default: the server's own, 'default' for a started one)",
+        "name, a YAML file or YAML text (default: the server's own, 'default' for a started one)",
     )
 
 
@@ -84,28 +84,65 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """Say which server a ``--mockstore-url`` run uses, and what was made of its URL."""
+    url = config.getoption("--mockstore-url")
+    if not url:
+        return None
+    from mockstore.control_client import Control
+    from mockstore.control_types import ControlError
+
+    with Control(url, config.getoption("--mockstore-token"), timeout=2) as control:
+        try:
+            health = control.health()
+        except ControlError as exc:
+            return [f"mockstore: {url} (not answering yet: {exc.message})"]
+    lines = [f"mockstore: {control.url} (mockstore {health.version}, scenario {health.scenario!r})"]
+    if control.note:
+        lines.append(f"mockstore: {control.note}")
+    return lines
+
+
+def _xdist_worker(config: pytest.Config) -> tuple[str | None, int, str]:
+    """(worker id, worker count, run id) of this process, read from xdist's own config.
+
+    Never from ``PYTEST_XDIST_*`` variables: a pytest run started inside a worker
+    (pytester, a subprocess) inherits them without being a worker.
+    """
+    workerinput = getattr(config, "workerinput", None)
+    if not workerinput:
+        return None, 1, ""
+    return (
+        str(workerinput.get("workerid")),
+        int(workerinput.get("workercount", 1)),
+        str(workerinput.get("testrunuid", "")),
+    )
+
+
 # -- what the fixtures give ------------------------------------------------------
 
 
 class MockstoreServer:
-    """One mockstore server for the whole session (per xdist worker).
+    """The server of a session (per xdist worker): a started one, a given one, or a tenant.
 
-    ``base_url`` is ``http://host:port``; ``url`` adds the scenario's API base
-    path (``/v1``). ``process`` is ``None`` for a server given by ``--mockstore-url``.
+    ``base_url`` is its root (a tenant's root for a tenant); ``url`` adds the
+    scenario's API base path (``/v1``). ``server`` is the ``MockServer`` the plugin
+    started (``None`` for a server given by ``--mockstore-url``); ``tenant`` is the
+    tenant id on a shared server.
     """
 
     def __init__(
         self,
-        base_url: str,
         control: Control,
         *,
-        process: subprocess.Popen[str] | None = None,
-        output: deque[str] | None = None,
+        server: MockServer | None = None,
+        tenant: str | None = None,
+        owner: Control | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
         self.control = control
-        self.process = process
-        self._output = output if output is not None else deque()
+        self.server = server
+        self.tenant = tenant
+        self._owner = owner  # the shared server's own Control, which made the tenant
         self.base_path = "/v1"
         # The scenario every test returns to: its YAML source and display name.
         self.baseline_source = ""
@@ -115,46 +152,48 @@ class MockstoreServer:
         self.swapped = False
 
     @property
+    def base_url(self) -> str:
+        """The server's root (a tenant's root), e.g. ``http://127.0.0.1:41234``."""
+        return self.control.url
+
+    @property
     def url(self) -> str:
         """The API's base URL, e.g. ``http://127.0.0.1:41234/v1``."""
         return self.base_url + self.base_path
 
-    def log(self) -> str:
-        """What the server printed (started servers only; the last 500 lines)."""
-        return "\n".join(self._output)
-
     def remember_baseline(self) -> None:
         summary = self.control.scenario()
-        self.baseline_source = summary["source"]
-        self.baseline_file = summary["file"]
-        self.baseline_name = summary["name"]
-        self.base_path = summary["base_path"]
+        self.baseline_source = summary.source
+        self.baseline_file = summary.file
+        self.baseline_name = summary.name
+        self.base_path = summary.base_path
 
-    def load(
-        self, scenario: str | os.PathLike[str] | dict[str, Any], label: str | None = None
-    ) -> dict[str, Any]:
-        """PUT ``scenario``; ``label`` names inline text in the server's error messages."""
-        text, file = _scenario_text(scenario)
-        summary = self.control.load_scenario(text, file=file or label)
-        self.swapped = True
-        self.base_path = summary["base_path"]
-        return summary
+    def load(self, scenario: Any, label: str | None = None) -> ScenarioInfo:
+        """Load ``scenario`` (a bundled name, a path, YAML text or a mapping)."""
+        return self.control.load_scenario(scenario, file=label)
 
     def restore_baseline(self) -> None:
-        summary = self.control.load_scenario(self.baseline_source, file=self.baseline_file)
-        self.base_path = summary["base_path"]
+        self.control.load_scenario(self.baseline_source, file=self.baseline_file)
         self.swapped = False
 
+    def loaded(self, summary: ScenarioInfo) -> None:
+        self.swapped = True
+        self.base_path = summary.base_path
+
     def stop(self) -> None:
-        self.control.close()
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
+        close = getattr(self.control, "close_for_real", self.control.close)
+        close()
+        if self._owner is not None:
+            from mockstore.control_types import ControlError
+
+            try:
+                if self.tenant is not None:
+                    self._owner.delete_tenant(self.tenant)
+            except ControlError:
+                pass  # the shared server went first; nothing is left to clean
+            self._owner.close()
+        if self.server is not None:
+            self.server.stop()
 
 
 class Mockstore:
@@ -163,7 +202,7 @@ class Mockstore:
     def __init__(self, server: MockstoreServer, since: int) -> None:
         self.server = server
         self.since = since
-        self.control = _tracked_control(server)
+        self.control = server.control
 
     @property
     def url(self) -> str:
@@ -172,7 +211,7 @@ class Mockstore:
 
     @property
     def base_url(self) -> str:
-        """The server's address, e.g. ``http://127.0.0.1:41234``; the control API is under it."""
+        """The server's root (a tenant's root on a shared server); the control API is under it."""
         return self.server.base_url
 
     def key(self, plan: str | dict[str, int] = "free", *, tenant: str | None = None) -> str:
@@ -180,20 +219,20 @@ class Mockstore:
 
         Each call issues a fresh key, so its rate-limit counters are its own.
         """
-        return self.control.issue_key(plan, tenant=tenant)["key"]
+        return self.control.issue_key(plan, tenant=tenant).key
 
-    def load(self, scenario: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Any]:
+    def load(self, scenario: Any) -> ScenarioInfo:
         """Switch this test to ``scenario``: a bundled name, a path, YAML text or a dict.
 
         The next test starts on the session's scenario again.
         """
         return self.server.load(scenario)
 
-    def advance(self, seconds: float) -> dict[str, Any]:
+    def advance(self, seconds: float) -> ClockState:
         """Move the scenario clock forward by ``seconds``."""
         return self.control.advance(seconds)
 
-    def set_time(self, when: str | datetime) -> dict[str, Any]:
+    def set_time(self, when: str | datetime) -> ClockState:
         """Set the scenario clock (ISO 8601 text or a datetime)."""
         return self.control.set_time(when)
 
@@ -203,11 +242,11 @@ class Mockstore:
         operation: str | None = None,
         key: str | None = None,
         status: int | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[JournalEntry]:
         """The journal entries recorded since this test's reset, oldest first."""
         return self.control.requests(operation=operation, key=key, status=status, since=self.since)
 
-    def verify(self, operation: str | None = None, **criteria: Any) -> int:
+    def verify(self, operation: str | None = None, **criteria: Any) -> Verification:
         """``Control.verify`` over this test's requests (``since`` defaults to the reset)."""
         criteria.setdefault("since", self.since)
         return self.control.verify(operation, **criteria)
@@ -217,32 +256,33 @@ class Mockstore:
 
 
 @functools.cache
-def _tracked_control_class() -> type:
+def _session_control_class() -> type:
     from mockstore.control_client import Control
 
-    class TrackedControl(Control):
-        """A Control that tells the session when a test swaps the scenario."""
+    class SessionControl(Control):
+        """The session's Control: it tells the session when a test swaps the scenario,
+        and a test closing it does not break the next test."""
 
-        def __init__(self, server: MockstoreServer) -> None:
-            base = server.control
-            self._server = server
-            self.url = base.url
-            self._http = base._http
+        session: MockstoreServer | None = None
 
-        def load_scenario(self, scenario: Any, *, file: str | None = None) -> dict[str, Any]:
+        def load_scenario(self, scenario: Any, *, file: str | None = None) -> Any:
             summary = super().load_scenario(scenario, file=file)
-            self._server.swapped = True
-            self._server.base_path = summary["base_path"]
+            if self.session is not None:
+                self.session.loaded(summary)
             return summary
 
         def close(self) -> None:
-            """The session owns the connection; a test closing it would break the next."""
+            """The session owns the connection."""
 
-    return TrackedControl
+        def close_for_real(self) -> None:
+            super().close()
+
+    return SessionControl
 
 
-def _tracked_control(server: MockstoreServer) -> Control:
-    return _tracked_control_class()(server)
+def _session_control(url: str, token: str | None) -> Control:
+    control: Control = _session_control_class()(url, token)
+    return control
 
 
 # -- fixtures --------------------------------------------------------------------
@@ -268,28 +308,21 @@ def mockstore_server(
     token = config.getoption("--mockstore-token")
     scenario = config.getoption("--mockstore-scenario")
     if mockstore_url:
-        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1")
-        if workers > 1:
-            raise pytest.UsageError(
-                f"--mockstore-url with {workers} xdist workers: every worker would reset the "
-                "one server under the others' tests. Drop --mockstore-url so each worker "
-                "starts its own server, or run one worker (-n 0)."
-            )
-        server = _external_server(mockstore_url, token)
-        try:
-            if scenario:
-                server.load(scenario)
-                server.swapped = False
-                server.remember_baseline()
-        except BaseException:
-            server.stop()
-            raise
+        session = _external_server(config, mockstore_url, token)
     else:
-        server = _start_server(scenario)
+        session = _started_server(scenario)
     try:
-        yield server
+        if mockstore_url and scenario:
+            session.load(scenario)
+            session.swapped = False
+            session.remember_baseline()
+    except BaseException:
+        session.stop()
+        raise
+    try:
+        yield session
     finally:
-        server.stop()
+        session.stop()
 
 
 @pytest.fixture
@@ -313,22 +346,49 @@ def mockstore(mockstore_server: MockstoreServer, request: pytest.FixtureRequest)
             server.restore_baseline()
         expected = server.baseline_name
     answer = server.control.reset()
-    if expected is not None and answer.get("scenario") != expected:
+    if expected is not None and answer.scenario != expected:
         # Someone swapped the scenario without the fixtures (raw HTTP, another
         # client): put the session's back so this test starts where it expects.
         server.restore_baseline()
         answer = server.control.reset()
-    return Mockstore(server, int(answer.get("journal_seq", 0)))
+    return Mockstore(server, answer.journal_seq)
 
 
 # -- starting and reaching servers -------------------------------------------------
 
 
-def _external_server(url: str, token: str | None) -> MockstoreServer:
-    from mockstore.control_client import Control, ControlError
+def _started_server(scenario: str | None) -> MockstoreServer:
+    from mockstore.scenario import ScenarioError, ScenarioNotFound
+    from mockstore.server import MockServer
 
-    base_url = url.rstrip("/")
-    control = Control(base_url, token)
+    # Configured by the plugin's options only: MOCKSTORE_* variables meant for a
+    # container (port, token, inline scenario) are never read by MockServer.
+    try:
+        server = MockServer(scenario or "default", start_timeout=START_TIMEOUT)
+    except ScenarioNotFound as exc:
+        raise pytest.UsageError(f"--mockstore-scenario: mockstore did not start: {exc}") from None
+    except ScenarioError as exc:
+        raise pytest.UsageError(
+            "--mockstore-scenario: mockstore did not start: the scenario is not valid:\n"
+            + "\n".join(f"  {p}" for p in exc.problems)
+        ) from None
+    server.start()
+    control = _session_control(server.base_url, None)
+    session = MockstoreServer(control, server=server)
+    control.session = session  # type: ignore[attr-defined]
+    try:
+        session.remember_baseline()
+    except BaseException:
+        session.stop()
+        raise
+    return session
+
+
+def _external_server(config: pytest.Config, url: str, token: str | None) -> MockstoreServer:
+    from mockstore.control_types import ControlError
+
+    worker, workers, run_id = _xdist_worker(config)
+    control = _session_control(url, token)
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
@@ -337,112 +397,34 @@ def _external_server(url: str, token: str | None) -> MockstoreServer:
         except ControlError as exc:
             # A service container may still be starting: wait for it, within reason.
             if exc.status is not None or time.monotonic() > deadline:
-                control.close()
+                control.close_for_real()  # type: ignore[attr-defined]
                 raise pytest.UsageError(
                     f"--mockstore-url {url}: no mockstore health check answered "
-                    f"at {base_url}/__mockstore/health ({exc})"
+                    f"at {control.url}/__mockstore/health ({exc})"
                 ) from exc
             time.sleep(0.2)
-    server = MockstoreServer(base_url, control)
+    owner = None
+    tenant = None
+    if workers > 1:
+        # Several workers, one server: each works in a tenant of its own.
+        owner = control
+        tenant = f"pytest-{(run_id or uuid.uuid4().hex)[:8]}-{worker}"
+        try:
+            info = owner.create_tenant(tenant)
+        except ControlError as exc:
+            owner.close_for_real()  # type: ignore[attr-defined]
+            hint = " (pass --mockstore-token)" if exc.status == 401 else ""
+            raise pytest.UsageError(
+                f"--mockstore-url {url}: cannot make a tenant for xdist worker {worker}: "
+                f"{exc}{hint}"
+            ) from exc
+        control = _session_control(info.url, token)
+    session = MockstoreServer(control, tenant=tenant, owner=owner)
+    control.session = session  # type: ignore[attr-defined]
     try:
-        server.remember_baseline()
+        session.remember_baseline()
     except ControlError as exc:
-        control.close()
+        session.stop()
         hint = " (pass --mockstore-token)" if exc.status == 401 else ""
         raise pytest.UsageError(f"--mockstore-url {url}: {exc}{hint}") from exc
-    return server
-
-
-def _start_server(scenario: str | None) -> MockstoreServer:
-    from mockstore.control_client import Control, ControlError
-
-    command = [sys.executable, "-m", "mockstore", "serve", "--host", "127.0.0.1", "--port", "0"]
-    command += ["--log-level", "warning"]
-    if scenario:
-        command += [
-            "--scenario",
-            str(Path(scenario).resolve()) if Path(scenario).is_file() else scenario,
-        ]
-    # The server's settings come from the command line only: MOCKSTORE_* variables
-    # meant for a container (port, token, inline scenario) must not leak into it.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKSTORE_")}
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    output: deque[str] = deque(maxlen=500)
-    address: list[str] = []
-    found = threading.Event()
-
-    def drain() -> None:
-        # Read everything the server prints for the whole session, so a chatty
-        # server can never block on a full pipe.
-        assert process.stdout is not None
-        for line in process.stdout:
-            output.append(line.rstrip("\n"))
-            if not address:
-                match = _ADDRESS.search(line.strip())
-                if match:
-                    address.append(match.group(1))
-                    found.set()
-        found.set()
-
-    threading.Thread(target=drain, name="mockstore-output", daemon=True).start()
-    deadline = time.monotonic() + START_TIMEOUT
-    while not found.wait(0.05):
-        if time.monotonic() > deadline:
-            break
-    if not address:
-        _kill(process)
-        raise RuntimeError(
-            "mockstore did not start:\n  $ " + " ".join(command) + "\n" + "\n".join(output)
-        )
-    control = Control(address[0])
-    server = MockstoreServer(address[0], control, process=process, output=output)
-    while True:
-        try:
-            server.remember_baseline()
-            return server
-        except ControlError as exc:
-            if process.poll() is not None or time.monotonic() > deadline:
-                server.stop()
-                raise RuntimeError(
-                    f"mockstore at {address[0]} never became healthy ({exc}):\n" + server.log()
-                ) from exc
-            time.sleep(0.02)
-
-
-def _kill(process: subprocess.Popen[str]) -> None:
-    process.kill()
-    process.wait(5)
-
-
-def _scenario_text(
-    scenario: str | os.PathLike[str] | dict[str, Any],
-) -> tuple[str | dict[str, Any], str | None]:
-    """The scenario to PUT and its display name.
-
-    A string is a file path when such a file exists, YAML text when it spans
-    lines or holds a colon, and otherwise a bundled scenario's name (its file is
-    read from the installed package, so a typo lists the bundled names).
-    """
-    if isinstance(scenario, dict):
-        return scenario, None
-    if isinstance(scenario, os.PathLike):
-        path = os.fspath(scenario)
-        return Path(path).read_text(encoding="utf-8"), path
-    if "\n" not in scenario and Path(scenario).is_file():
-        return Path(scenario).read_text(encoding="utf-8"), scenario
-    if "\n" in scenario or ":" in scenario:
-        return scenario, None
-    from mockstore.scenario import ScenarioError, read_scenario_source
-
-    try:
-        return read_scenario_source(scenario)
-    except ScenarioError as exc:
-        raise pytest.UsageError(str(exc.problems[0].message)) from None
+    return session

@@ -548,7 +548,8 @@ def run_record(args: argparse.Namespace) -> int:
     """``mockstore record --upstream URL``: serve the proxy until stopped, then write ``--out``."""
     import uvicorn
 
-    from mockstore.cli import _bind, _exit_cleanly, configure_logging
+    from mockstore.cli import _exit_cleanly, configure_logging
+    from mockstore.server import ServerError, listen
 
     configure_logging(args.log_level, args.log_format)
     try:
@@ -570,9 +571,10 @@ def run_record(args: argparse.Namespace) -> int:
         body_bytes=args.body_bytes,
         control_token=args.control_token,
     )
-    sock = _bind(args.host, args.port)
-    if isinstance(sock, str):
-        print(f"mockstore record: {sock}", file=sys.stderr)
+    try:
+        sock = listen(args.host, args.port)
+    except ServerError as exc:
+        print(f"mockstore record: {exc}", file=sys.stderr)
         return 1
     port = sock.getsockname()[1]
     shown_host = f"[{args.host}]" if ":" in args.host else args.host

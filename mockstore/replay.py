@@ -1,13 +1,17 @@
 """Replay a recorded session against a fresh in-process mock and show what differs.
 
-``mockstore replay FILE.har --scenario NAME`` builds the mock from the
-scenario with a *manual* clock, and before each request sets that clock to the
-scenario time the request was recorded at (``_mockstore.time``, or
+``mockstore replay FILE.har`` builds the mock from the scenario the HAR carries
+(``--scenario`` replays against another) with a *manual* clock, and before each
+request sets that clock to the scenario time the request was recorded at (``_mockstore.time``, or
 ``startedDateTime`` for a HAR from elsewhere). So rate-limit windows, bans,
 ``Retry-After``, fault time windows and ``Date`` see the same instants as in
 the recording, whether it was made on a running or a manual clock. Keys the
 session issued through the control API (listed in ``log._mockstore``) are
-issued again first.
+issued again first. In a masked HAR (the default export) every token is an
+alias (``keys.key_alias``): the scenario's keys are found again by
+computing their aliases, issued keys are issued afresh under new tokens, and
+any other token is replaced by one the mock does not know, so each request
+authenticates (or fails to) as it did.
 
 Requests are sent straight to the ASGI app (the same call ``httpx.ASGITransport``
 makes) so the header list, raw query string and client address are exactly the
@@ -34,8 +38,15 @@ from typing import Any
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
-from mockstore.reports.har import HarError, Recorded, har_meta, read_har
-from mockstore.scenario import Scenario, ScenarioError, load_scenario_file
+from mockstore.keys import key_alias
+from mockstore.reports.har import ALIASES, HarError, Recorded, har_meta, read_har
+from mockstore.scenario import (
+    Scenario,
+    ScenarioError,
+    ScenarioNotFound,
+    load_scenario,
+    load_scenario_source,
+)
 
 IGNORED_HEADERS = frozenset({"x-request-id", "content-length"})
 BROKEN = frozenset({"connection_reset", "empty_response", "truncated_body", "connection_error"})
@@ -202,8 +213,42 @@ def _plan_for(key: dict[str, Any], scenario: Scenario) -> str | dict[str, int]:
     return {"per_minute": int(minute or 60), "per_day": int(day or 1000)}
 
 
+class Unmasking:
+    """Aliases of a masked HAR back to tokens the fresh mock answers as it did then."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.tokens = {key_alias(k.key): k.key for k in scenario.keys}
+        self._fresh = 0
+
+    def issued(self, alias: str) -> str:
+        """A new token for a key the session issued (its alias in the HAR)."""
+        self._fresh += 1
+        token = self.tokens[alias] = f"replay-issued-{self._fresh}"
+        return token
+
+    def header(self, value: str) -> str:
+        scheme, _, alias = value.partition(" ")
+        if not alias or scheme.lower() != "bearer":
+            return value  # malformed then, malformed now, whatever the token was
+        token = self.tokens.get(alias)
+        if token is None:
+            # A token the mock did not know: one it does not know now either.
+            self._fresh += 1
+            token = self.tokens[alias] = f"replay-unknown-{self._fresh}"
+        return f"{scheme} {token}"
+
+    def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [
+            (name, self.header(value) if name.lower() == "authorization" else value)
+            for name, value in headers
+        ]
+
+
 async def replay_async(
-    recorded: list[Recorded], scenario: Scenario, issued_keys: list[dict[str, Any]]
+    recorded: list[Recorded],
+    scenario: Scenario,
+    issued_keys: list[dict[str, Any]],
+    unmasking: Unmasking | None = None,
 ) -> tuple[list[Replayed], list[str]]:
     """Send every recorded request, in order, each at its recorded scenario time."""
     warnings: list[str] = []
@@ -215,9 +260,12 @@ async def replay_async(
     clock = Clock(start=start, mode="manual", wall=lambda: wall[0])
     app = create_app(scenario, clock=clock)
     for key in issued_keys:
-        body = {"key": key.get("key"), "plan": _plan_for(key, scenario)}
+        token = str(key.get("key"))
+        if unmasking is not None:
+            token = unmasking.issued(token)
+        body = {"key": token, "plan": _plan_for(key, scenario)}
         if key.get("tenant"):
-            body["tenant"] = key["tenant"]
+            body["tenant"] = str(key["tenant"]).replace("*", "_").replace("~", "-")
         answer = await call(
             app,
             "POST",
@@ -236,10 +284,9 @@ async def replay_async(
     for item in recorded:
         clock.set(item.time)
         wall[0] = item.wall
+        headers = unmasking.headers(item.headers) if unmasking is not None else item.headers
         replies.append(
-            await call(
-                app, item.method, item.path, item.query, item.headers, item.body, item.client
-            )
+            await call(app, item.method, item.path, item.query, headers, item.body, item.client)
         )
     return replies, warnings
 
@@ -249,10 +296,14 @@ def replay(document: dict[str, Any], scenario: Scenario) -> ReplayResult:
     recorded = read_har(document)
     meta = har_meta(document)
     result = ReplayResult(scenario.name, len(recorded))
+    unmasking = None
     if meta.get("masked"):
-        result.warnings.append(
-            "the HAR's bearer tokens are masked: requests will not authenticate as recorded"
-        )
+        if meta.get("aliases") == ALIASES:
+            unmasking = Unmasking(scenario)
+        else:
+            result.warnings.append(
+                "the HAR's bearer tokens are masked: requests will not authenticate as recorded"
+            )
     if meta.get("dropped"):
         result.warnings.append(
             f"the journal had dropped {meta['dropped']} older exchanges before this export: "
@@ -270,7 +321,7 @@ def replay(document: dict[str, Any], scenario: Scenario) -> ReplayResult:
             f"(journal.body_bytes) and cannot be re-sent as recorded: {', '.join(truncated[:5])}"
         )
     keys = meta.get("issued_keys") or []
-    replies, warnings = asyncio.run(replay_async(recorded, scenario, list(keys)))
+    replies, warnings = asyncio.run(replay_async(recorded, scenario, list(keys), unmasking))
     result.warnings.extend(warnings)
     for item, reply in zip(recorded, replies, strict=True):
         problems = compare(item, reply)
@@ -295,8 +346,24 @@ def render(result: ReplayResult, source: str) -> str:
     return "\n".join(lines)
 
 
+def scenario_for(document: Any, spec: str | None) -> tuple[Scenario, str | None]:
+    """The scenario to replay against: ``spec`` if given, else the one the HAR carries.
+
+    Returns it with a note when neither says (an old or foreign HAR: ``default``).
+    """
+    if spec is not None:
+        return load_scenario_source(spec), None
+    meta = har_meta(document)
+    source = meta.get("scenario_source")
+    if isinstance(source, str) and source.strip():
+        file = f"{meta.get('scenario_file') or meta.get('scenario') or 'scenario'} (from the HAR)"
+        return load_scenario(source, file), None
+    note = "the HAR carries no scenario source; replaying against 'default' (use --scenario)"
+    return load_scenario_source("default"), note
+
+
 def run_replay(args: argparse.Namespace) -> int:
-    """``mockstore replay FILE.har --scenario NAME``: 0 identical, 1 different, 2 bad input."""
+    """``mockstore replay FILE.har [--scenario NAME]``: 0 identical, 1 different, 2 bad input."""
     try:
         with open(args.har, encoding="utf-8") as handle:
             document = json.load(handle)
@@ -307,12 +374,18 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"mockstore replay: {args.har} is not JSON: {exc}", file=sys.stderr)
         return 2
     try:
-        scenario = load_scenario_file(args.scenario)
+        scenario, note = scenario_for(document, args.scenario)
+    except ScenarioNotFound as exc:
+        print(f"mockstore replay: {exc}", file=sys.stderr)
+        return 2
     except ScenarioError as exc:
-        print(f"mockstore replay: the scenario {args.scenario!r} is not usable:", file=sys.stderr)
+        which = repr(args.scenario) if args.scenario else "the HAR carries"
+        print(f"mockstore replay: the scenario {which} is not usable:", file=sys.stderr)
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
         return 2
+    if note:
+        print(f"mockstore replay: {note}", file=sys.stderr)
     try:
         result = replay(document, scenario)
     except HarError as exc:

@@ -13,8 +13,6 @@ import json
 import sys
 from typing import Any
 
-import httpx
-
 from mockstore.reports.html import render_html
 from mockstore.reports.junit import render_junit
 from mockstore.reports.report import failing
@@ -22,27 +20,22 @@ from mockstore.reports.text import render_text
 
 
 def fetch_report(
-    url: str, token: str | None = None, *, timeline: bool = False, timeout: float = 30.0
-) -> dict[str, Any]:
-    """GET /__mockstore/report from a running mock; raises ``RuntimeError`` with a reason."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    params = {"include": "timeline"} if timeline else {}
-    target = url.rstrip("/") + "/__mockstore/report"
-    try:
-        response = httpx.get(target, headers=headers, params=params, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise RuntimeError(f"cannot reach {target}: {exc}") from exc
-    if response.status_code != 200:
-        detail = response.text.strip()[:300]
-        hint = " (pass --control-token)" if response.status_code == 401 else ""
-        raise RuntimeError(f"{target} answered {response.status_code}{hint}: {detail}")
-    try:
-        report = response.json()
-    except ValueError as exc:
-        raise RuntimeError(f"{target} did not answer JSON: {exc}") from exc
-    if not isinstance(report, dict) or "findings" not in report:
-        raise RuntimeError(f"{target} did not answer a mockstore report")
-    return report
+    url: str,
+    token: str | None = None,
+    *,
+    since: int | None = None,
+    timeline: bool = False,
+    timeout: float = 30.0,
+) -> tuple[dict[str, Any], str | None]:
+    """The report (as served) from a running mock, and a note if the URL was not its root.
+
+    Raises ``ControlError`` (``mockstore.Control``'s one error type) with a reason.
+    """
+    from mockstore.control_client import Control
+
+    with Control(url, token, timeout=timeout) as control:
+        report = control.report(since=since, timeline=timeline)
+        return report.raw, control.note
 
 
 def render(report: dict[str, Any], fmt: str) -> str:
@@ -56,11 +49,18 @@ def render(report: dict[str, Any], fmt: str) -> str:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from mockstore.control_types import ControlError
+
     try:
-        report = fetch_report(args.url, args.control_token, timeline=args.format == "html")
-    except RuntimeError as exc:
-        print(f"mockstore report: {exc}", file=sys.stderr)
+        report, note = fetch_report(
+            args.url, args.control_token, since=args.since, timeline=args.format == "html"
+        )
+    except ControlError as exc:
+        hint = " (pass --control-token)" if exc.status == 401 else ""
+        print(f"mockstore report: {args.url}: {exc}{hint}", file=sys.stderr)
         return 2
+    if note:
+        print(f"mockstore report: {note}", file=sys.stderr)
     output = render(report, args.format)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:

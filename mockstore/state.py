@@ -3,6 +3,10 @@
 Reset is "build the state again from the same scenario" and a scenario swap is
 "build it from another one and assign it": the request path always reads
 ``Runtime.state`` once, so a swap is atomic from a request's point of view.
+The scenario's pets are built once per scenario (an ``Inventory``) and every
+state forks its store from them, so a reset costs the same whatever the
+number of pets. A swap can be built in a worker thread (``build``) and only
+assigned on the event loop (``install``).
 The journal is not part of the state: it outlives resets and swaps, so a
 report at the end of a test run covers every test.
 """
@@ -28,7 +32,7 @@ class Tenants:
 
     def __init__(self, scenario: Scenario, template: PetStore) -> None:
         self.per_key = scenario.isolation == "per_key"
-        self.shared = template.copy()
+        self.shared = template.fork()
         # With per_key isolation the shared store is never written: it is the
         # template each tenant's store is copied from.
         self._stores: dict[str, PetStore] = {}
@@ -38,7 +42,7 @@ class Tenants:
             return self.shared
         store = self._stores.get(tenant)
         if store is None:
-            store = self._stores[tenant] = self.shared.copy()
+            store = self._stores[tenant] = self.shared.fork()
         return store
 
 
@@ -69,16 +73,33 @@ class MockState:
         return f"req-{self.requests_served:06d}"
 
 
+class Prepared:
+    """A scenario's state, built and not yet in service (see ``Runtime.build``)."""
+
+    __slots__ = ("state", "template")
+
+    def __init__(self, state: MockState, template: PetStore) -> None:
+        self.state = state
+        self.template = template
+
+
 class Runtime:
     """Holds the current state, the journal, and what the control API may change."""
 
-    def __init__(self, scenario: Scenario, clock: Clock | None = None) -> None:
+    def __init__(
+        self, scenario: Scenario, clock: Clock | None = None, *, template: PetStore | None = None
+    ) -> None:
         self._clock_override = clock
-        # The scenario's pets, built once: a reset copies them (generating and
-        # encoding 100,000 pets again would make every reset take most of a second).
-        self._template = PetStore(scenario.initial_pets())
+        # The scenario's pets, built once: every state forks its store from them
+        # (generating and encoding 100,000 pets again would take most of a second).
+        self._template = template or PetStore(scenario.initial_pets())
         self.state = MockState(scenario, clock, self._template)
         self.journal = Journal(scenario.journal_size, scenario.journal_body_bytes)
+
+    @property
+    def template(self) -> PetStore:
+        """The scenario's pets, which every state's store is forked from (never written)."""
+        return self._template
 
     @property
     def scenario(self) -> Scenario:
@@ -92,12 +113,21 @@ class Runtime:
         self.state = MockState(self.state.scenario, clock, self._template)
         return self.state
 
+    @staticmethod
+    def build(scenario: Scenario) -> Prepared:
+        """The state a scenario starts in, touching nothing in service: safe in a worker thread."""
+        template = PetStore(scenario.initial_pets())
+        return Prepared(MockState(scenario, None, template), template)
+
+    def install(self, prepared: Prepared) -> MockState:
+        """Put a built state in service (on the event loop): one assignment for requests."""
+        scenario = prepared.state.scenario
+        self._clock_override = None
+        self._template = prepared.template
+        self.state = prepared.state
+        self.journal.resize(scenario.journal_size, scenario.journal_body_bytes)
+        return prepared.state
+
     def swap(self, scenario: Scenario) -> MockState:
         """Replace the scenario; the new state is built before it is swapped in."""
-        template = PetStore(scenario.initial_pets())
-        new_state = MockState(scenario, None, template)
-        self._clock_override = None
-        self._template = template
-        self.state = new_state
-        self.journal.resize(scenario.journal_size, scenario.journal_body_bytes)
-        return new_state
+        return self.install(self.build(scenario))

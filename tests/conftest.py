@@ -9,20 +9,20 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, mock_server
 
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[LiveServer]:
     """One real uvicorn process on the default scenario for read-mostly tests."""
-    with live_server() as running:
+    with mock_server() as running:
         yield running
 
 
 @pytest.fixture
 def fresh_server() -> Iterator[LiveServer]:
     """A real server of its own, for tests that change state."""
-    with live_server() as running:
+    with mock_server() as running:
         yield running
 
 

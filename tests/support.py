@@ -1,4 +1,10 @@
-"""Helpers shared by the tests: a real server process, and OpenAPI response checks."""
+"""Helpers shared by the tests: real servers, and OpenAPI response checks.
+
+``mock_server`` is the way most tests get a real server: ``mockstore.MockServer``,
+uvicorn in a thread of the test process. ``live_server`` starts the CLI as a
+subprocess and reads its banner: only for tests about the command line itself
+(its options, environment variables, logs and signals).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from mockstore import schemas
+from mockstore import MockServer, schemas
 
 _ADDRESS = re.compile(r"serving (http://[^\s/]+)")
 KEYS = {
@@ -33,21 +39,42 @@ def auth(plan_or_key: str = "pro") -> dict[str, str]:
 
 @dataclass
 class LiveServer:
-    """A ``mockstore serve`` subprocess on a free port."""
+    """A real server on a free port: a ``MockServer`` (``mock``) or a CLI subprocess (``process``).
+
+    ``url`` is the server root, ``api`` the API base.
+    """
 
     url: str
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
+    mock: MockServer | None = None
+    reader: threading.Thread | None = None
 
     @property
     def api(self) -> str:
-        return self.url + "/v1"
+        return self.mock.url if self.mock is not None else self.url + "/v1"
+
+    @property
+    def control_url(self) -> str:
+        return self.url + "/__mockstore"
 
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=10, **kwargs)
 
     def log(self) -> str:
         return "\n".join(self.output)
+
+    def drained(self, timeout: float) -> None:
+        """Wait until everything the process printed has been read (it has exited)."""
+        if self.reader is not None:
+            self.reader.join(timeout)
+
+
+@contextmanager
+def mock_server(scenario: Any = "default", **options: Any) -> Iterator[LiveServer]:
+    """A ``MockServer`` on a free port (``options`` as ``MockServer`` takes them)."""
+    with MockServer(scenario, **options) as server:
+        yield LiveServer(server.base_url, mock=server)
 
 
 @contextmanager
@@ -87,7 +114,7 @@ def live_server(
             reader.join(2)
             raise RuntimeError("mockstore did not start:\n" + "\n".join(output))
         found.wait(0.05)
-    server = LiveServer(address[0], process, output)
+    server = LiveServer(address[0], process, output, reader=reader)
     _wait_healthy(server.url, deadline)
     try:
         yield server

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from mockstore import schemas
-from tests.support import LiveServer, assert_conforms, auth, live_server
+from tests.support import LiveServer, assert_conforms, auth, mock_server
 
 STATUSES: list[str] = schemas.openapi_document()["components"]["schemas"]["PetStatus"]["enum"]
 # The limit's bounds and default, as the OpenAPI document states them.
@@ -23,7 +23,7 @@ LIMIT = next(p.schema for p in schemas.operations()["listPets"].parameters if p.
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[LiveServer]:
-    with live_server() as running:
+    with mock_server() as running:
         yield running
 
 
@@ -85,7 +85,7 @@ def test_list_pets_filter_and_limit_together(api: LiveServer, http: httpx.Client
 
 def test_default_limit_and_maximum_with_many_pets() -> None:
     """With more than 100 pets: no limit gives the default (20), 100 gives 100, ids ascend."""
-    with live_server() as server, server.client(headers=auth("business")) as http:
+    with mock_server() as server, server.client(headers=auth("business")) as http:
         for index in range(90):
             _create(http, {"name": f"pet {index}", "categoryId": index % 7})
         assert len(_all_pets(server)) == 110

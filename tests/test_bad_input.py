@@ -208,6 +208,7 @@ def test_oversized_bodies_over_real_http_with_and_without_content_length() -> No
             yield chunk
         yield b'","categoryId":1}'
 
+    # A process of its own, so its peak memory is the server's alone.
     with live_server() as server, server.client(headers=KEY) as http:
         before = listing_over(http)
         peak_before = _peak_rss_kib(server.process.pid)

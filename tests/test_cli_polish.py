@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from mockstore.cli import main
 from mockstore.scenario import bundled_names
+from mockstore.scenario.source import ONE_LINE_YAML
 from tests.support import assert_conforms, live_server
 
 MOCKSTORE = Path(sys.executable).parent / "mockstore"  # the console script pip installed
@@ -105,16 +106,25 @@ def test_scenario_not_found_lists_the_bundled_ones(how: str) -> None:
         result = run("serve", env={"MOCKSTORE_SCENARIO": "flakey-create"})
     assert result.returncode == 1
     assert_no_traceback(result)
-    assert "no scenario file or bundled scenario named 'flakey-create'" in result.stderr
-    listed = result.stderr.rsplit("bundled: ", 1)[1].strip()
+    assert "scenario 'flakey-create' not found" in result.stderr
+    assert "(did you mean 'flaky-create'?)" in result.stderr
+    listed = result.stderr.rsplit("bundled: ", 1)[1].strip().removesuffix("; not starting")
     assert listed.split(", ") == bundled_names()
 
 
-# A name is looked up as a file, then as a bundled scenario: anything else is refused
-# with the whole list, never a traceback and never a half-started server.
+# A name is looked up as a file, then as a bundled scenario: anything else (that is
+# not one line of YAML) is refused as not found with the whole list, never a
+# traceback and never a half-started server.
 scenario_names = st.text(
     alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=30
-).filter(lambda n: n.strip() and n not in bundled_names() and not Path(n).exists())
+).filter(
+    lambda n: (
+        n.strip()
+        and n.strip().removesuffix(".yaml") not in bundled_names()
+        and not Path(n.strip()).exists()
+        and not ONE_LINE_YAML.match(n)
+    )
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -128,8 +138,12 @@ def test_any_unknown_scenario_name_is_refused_with_the_list(name: str) -> None:
         code = main(["serve", f"--scenario={name}", "--log-level", "warning"])
     assert code == 1
     text = err.getvalue()
-    assert "not starting" in text
-    assert text.rstrip().endswith("bundled: " + ", ".join(bundled_names()))
+    assert "not found" in text and "not starting" in text
+    assert (
+        text.rstrip()
+        .removesuffix("; not starting")
+        .endswith("bundled: " + ", ".join(bundled_names()))
+    )
 
 
 def test_invalid_scenario_file_exits_with_every_problem(tmp_path: Path) -> None:

@@ -87,7 +87,8 @@ def test_validate_a_missing_file_is_an_error(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.yaml")
     result = mockstore("validate", missing)
     assert result.returncode == 1
-    assert result.stderr.startswith(f"{missing}:1:1: $: cannot read")
+    assert result.stderr.startswith(f"{missing}: scenario file {missing!r} not found")
+    assert ":1:1" not in result.stderr
 
 
 def test_schema_prints_the_json_schema() -> None:
@@ -119,7 +120,8 @@ def test_serve_refuses_an_invalid_scenario_with_every_problem(files: dict[str, s
 def test_serve_names_the_bundled_scenarios_when_the_name_is_unknown() -> None:
     result = mockstore("serve", "--port", "0", "--scenario", "flaky-creat")
     assert result.returncode == 1
-    assert "no scenario file or bundled scenario named 'flaky-creat'" in result.stderr
+    assert "scenario 'flaky-creat' not found" in result.stderr
+    assert "(did you mean 'flaky-create'?)" in result.stderr
     for name in bundled_names():
         assert name in result.stderr
 

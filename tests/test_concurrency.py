@@ -15,7 +15,7 @@ import httpx
 
 from mockstore.ratelimit import BUILTIN_PLANS
 from mockstore.scenario.model import default_ban_policy
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 CREATES = 500
 BURST = 200
@@ -39,7 +39,7 @@ async def _gather(base_url: str, requests: list[dict[str, Any]]) -> list[httpx.R
 
 
 def test_concurrent_creates_get_distinct_ids_and_are_all_listed() -> None:
-    with live_server() as server:
+    with mock_server() as server:
         before = httpx.get(server.url + "/__mockstore/pets", timeout=10).json()
         requests = [
             {
@@ -73,7 +73,7 @@ def test_concurrent_creates_get_distinct_ids_and_are_all_listed() -> None:
 def test_a_burst_on_a_60_per_minute_key_gives_exactly_60_successes(tmp_path: Path) -> None:
     scenario = tmp_path / "burst.yaml"
     scenario.write_text(SCENARIO, encoding="utf-8")
-    with live_server("--scenario", str(scenario)) as server:
+    with mock_server(str(scenario)) as server:
         requests = [
             {"method": "GET", "url": "/v1/pets", "params": {"limit": 1}, "headers": auth("free")}
             for _ in range(BURST)

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from mockstore.app import create_app
 from mockstore.clock import parse_time
 from mockstore.scenario import ScenarioError, load_scenario
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, live_server, mock_server
 
 START = "2026-03-01T12:00:30Z"
 SCENARIO = f"""\
@@ -354,7 +354,7 @@ def test_unknown_control_paths_and_methods_answer_with_an_error_body(client: Tes
 
 
 def test_control_token_guards_everything_but_health() -> None:
-    with live_server("--control-token", "s3cret") as server, server.client() as http:
+    with mock_server(control_token="s3cret") as server, server.client() as http:
         assert http.get("/__mockstore/health").status_code == 200
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
             refused = http.get("/__mockstore/keys", headers=headers)
@@ -370,6 +370,7 @@ def test_control_token_guards_everything_but_health() -> None:
 
 
 def test_no_control_turns_the_control_api_off() -> None:
+    # The CLI, whose banner says the control API is off.
     with live_server("--no-control") as server, server.client() as http:
         for method, path in (("GET", "/health"), ("GET", "/keys"), ("POST", "/reset")):
             response = http.request(method, "/__mockstore" + path)

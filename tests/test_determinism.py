@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.scenario import load_scenario
-from tests.support import live_server
+from tests.support import mock_server
 
 SCENARIO = """\
 version: 1
@@ -103,7 +103,7 @@ def test_recorded_sequence_is_byte_identical_across_fresh_runs_and_resets() -> N
 def test_the_same_bytes_come_over_a_real_socket_run_after_run(tmp_path: Any) -> None:
     scenario = tmp_path / "determinism.yaml"
     scenario.write_text(SCENARIO)
-    with live_server("--scenario", str(scenario)) as server:
+    with mock_server(str(scenario)) as server:
         with server.client() as http:
             one = run(http.request, RECORDED)
         with server.client() as http:

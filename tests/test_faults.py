@@ -25,7 +25,7 @@ from mockstore.app import create_app
 from mockstore.faults import FaultEngine, RequestFacts, RouteTable
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import Delay
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 BASE = """\
 version: 1
@@ -563,7 +563,7 @@ faults:
 def test_connection_faults_break_the_connection_the_way_they_say(tmp_path: Any) -> None:
     path = tmp_path / "connection-faults.yaml"
     path.write_text(BASE + CONNECTION_FAULTS)
-    with live_server("--scenario", str(path)) as server:
+    with mock_server(str(path)) as server:
 
         def call(fault: str | None = None) -> httpx.Response:
             headers = {**auth("pro"), **({"X-Fault": fault} if fault else {})}
@@ -607,7 +607,7 @@ def test_delivery_faults_deliver_the_answer_the_operation_gave(tmp_path: Any) ->
     # which is stored, as a real server stores it before the write breaks.
     path = tmp_path / "delivery-faults.yaml"
     path.write_text(BASE + CONNECTION_FAULTS)
-    with live_server("--scenario", str(path)) as server:
+    with mock_server(str(path)) as server:
 
         def call(method: str, target: str, fault: str, **kwargs: Any) -> httpx.Response:
             headers = {**auth("pro"), "X-Fault": fault}
@@ -649,3 +649,24 @@ def test_delivery_faults_deliver_the_answer_the_operation_gave(tmp_path: Any) ->
             call("POST", "/v1/pets", "reset", json={"name": "Never", "categoryId": 5})
         with server.client() as http:
             assert len(http.get("/__mockstore/pets").json()) == 4  # a reset stores nothing
+
+
+SLOW_LIST = """\
+version: 1
+name: slow-list
+keys: [{key: pro-key, plan: {per_minute: 1000, per_day: 100000}}]
+faults:
+  - match: {operation: listPets}
+    delay: {fixed_ms: 20}
+"""
+
+
+def test_a_delay_is_never_shorter_than_the_scenario_says() -> None:
+    """On the real server (uvloop, whose timers may fire up to a millisecond early)."""
+    with mock_server(SLOW_LIST) as server, server.client(headers=auth("pro-key")) as http:
+        for _ in range(60):
+            assert http.get("/v1/pets").status_code == 200
+        entries = http.get("/__mockstore/requests").json()["entries"]
+    assert len(entries) == 60
+    short = [e["latency_ms"] for e in entries if e["latency_ms"] < 20]
+    assert not short, f"{len(short)} of 60 delays of 20 ms were shorter: {short[:5]}"

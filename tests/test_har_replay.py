@@ -9,6 +9,7 @@ creation, minute windows, a ban, a key issued through the control API.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -23,9 +24,10 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
+from mockstore.keys import key_alias
 from mockstore.replay import replay
 from mockstore.scenario import load_scenario
-from tests.support import LiveServer, assert_conforms, auth, live_server
+from tests.support import LiveServer, assert_conforms, auth, mock_server
 
 SCENARIO = """
 version: 1
@@ -58,20 +60,25 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("replay")
     scenario_file = tmp / "replayable.yaml"
     scenario_file.write_text(SCENARIO)
-    with live_server("--scenario", str(scenario_file)) as server:
+    with mock_server(str(scenario_file)) as server:
         _session(server)
         control = server.url + "/__mockstore"
-        har = httpx.get(control + "/requests.har").json()
+        har = httpx.get(control + "/requests.har").json()  # masked: the default
         masked = httpx.get(control + "/requests.har", params={"mask": "true"}).json()
+        unmasked = httpx.get(control + "/requests.har", params={"mask": "false"}).json()
         entries = httpx.get(control + "/requests").json()["entries"]
     har_file = tmp / "session.har"
     har_file.write_text(json.dumps(har))
+    unmasked_file = tmp / "unmasked.har"
+    unmasked_file.write_text(json.dumps(unmasked))
     return {
         "tmp": tmp,
         "scenario": scenario_file,
         "har": har,
         "har_file": har_file,
         "masked": masked,
+        "unmasked": unmasked,
+        "unmasked_file": unmasked_file,
         "entries": entries,
     }
 
@@ -103,8 +110,10 @@ def _session(server: LiveServer) -> None:
         assert_conforms(http.get("/v1/pets", headers=auth(new_key)))
 
 
-def _replay(har_file: Path, scenario: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "mockstore", "replay", str(har_file), "--scenario", scenario]
+def _replay(har_file: Path, scenario: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "mockstore", "replay", str(har_file)]
+    if scenario is not None:
+        command += ["--scenario", scenario]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
@@ -175,31 +184,70 @@ def test_a_connection_fault_is_recorded_as_no_response(recorded: dict[str, Any])
     assert broken["request"]["url"].endswith("/v1/pets/2")
 
 
-def test_tokens_are_kept_for_replay_unless_masked(recorded: dict[str, Any]) -> None:
-    def authorizations(har: dict[str, Any]) -> set[str]:
-        return {
-            h["value"]
-            for e in har["log"]["entries"]
-            for h in e["request"]["headers"]
-            if h["name"].lower() == "authorization"
-        }
+def _authorizations(har: dict[str, Any]) -> set[str]:
+    return {
+        h["value"]
+        for e in har["log"]["entries"]
+        for h in e["request"]["headers"]
+        if h["name"].lower() == "authorization"
+    }
 
-    assert "Bearer pro-key" in authorizations(recorded["har"])
-    masked = authorizations(recorded["masked"])
-    assert masked and not any("pro-key" in v or "tight-key" in v for v in masked)
-    assert recorded["masked"]["log"]["_mockstore"]["masked"] is True
-    assert recorded["masked"]["log"]["_mockstore"]["issued_keys"] == []
-    (issued,) = recorded["har"]["log"]["_mockstore"]["issued_keys"]
+
+def test_keys_are_masked_by_default_with_stable_aliases(recorded: dict[str, Any]) -> None:
+    har = recorded["har"]
+    text = json.dumps(har["log"]["entries"]) + json.dumps(har["log"]["_mockstore"]["issued_keys"])
+    for secret in ("pro-key", "tight-key"):
+        assert f"Bearer {secret}" not in text
+    shown = _authorizations(har)
+    assert f"Bearer {key_alias('pro-key')}" in shown
+    assert f"Bearer {key_alias('tight-key')}" in shown
+    assert key_alias("pro-key") == "key-" + hashlib.sha256(b"pro-key").hexdigest()[:8]
+    assert key_alias("pro-key") != key_alias("pro-kez"), "two keys never share an alias"
+    assert _authorizations(recorded["masked"]) == shown, "the same alias in every export"
+    meta = har["log"]["_mockstore"]
+    assert meta["masked"] is True
+    (issued,) = meta["issued_keys"]
+    (real,) = recorded["unmasked"]["log"]["_mockstore"]["issued_keys"]
+    assert issued["key"] == key_alias(real["key"]) and real["key"] not in text
     assert (issued["per_minute"], issued["per_day"]) == (1, 5)
+
+
+def test_mask_false_keeps_the_tokens_as_sent(recorded: dict[str, Any]) -> None:
+    unmasked = recorded["unmasked"]
+    assert "Bearer pro-key" in _authorizations(unmasked)
+    assert unmasked["log"]["_mockstore"]["masked"] is False
+    (issued,) = unmasked["log"]["_mockstore"]["issued_keys"]
+    assert issued["key"].startswith("ms_")
+
+
+def test_the_har_carries_the_scenario_source(recorded: dict[str, Any]) -> None:
+    meta = recorded["har"]["log"]["_mockstore"]
+    assert meta["scenario_source"] == SCENARIO
+    assert meta["scenario_file"] == str(recorded["scenario"])
+
+
+def test_a_bad_mask_value_is_refused(recorded: dict[str, Any]) -> None:
+    with mock_server() as server:
+        answer = httpx.get(server.control_url + "/requests.har", params={"mask": "perhaps"})
+    assert answer.status_code == 400
+    assert answer.json()["code"] == "invalid_request" and "'mask'" in answer.json()["message"]
 
 
 # -- replay ----------------------------------------------------------------------
 
 
-def test_the_recorded_session_replays_with_no_differences(recorded: dict[str, Any]) -> None:
-    result = _replay(recorded["har_file"], str(recorded["scenario"]))
+def test_a_masked_har_replays_from_the_file_alone(recorded: dict[str, Any]) -> None:
+    result = _replay(recorded["har_file"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "replayed 23 request(s)" in result.stdout
+    assert "against scenario 'replayable'" in result.stdout
+    assert "no differences: every response matches the recording" in result.stdout
+    assert "warning" not in result.stdout + result.stderr
+
+
+def test_an_unmasked_har_replays_against_a_named_scenario(recorded: dict[str, Any]) -> None:
+    result = _replay(recorded["unmasked_file"], str(recorded["scenario"]))
+    assert result.returncode == 0, result.stdout + result.stderr
     assert "no differences: every response matches the recording" in result.stdout
     assert "warning" not in result.stdout
 
@@ -252,7 +300,7 @@ def test_an_unreadable_har_is_exit_2(tmp_path: Path, content: str, words: str) -
 def test_an_unknown_scenario_is_exit_2(recorded: dict[str, Any]) -> None:
     result = _replay(recorded["har_file"], "no-such-scenario")
     assert result.returncode == 2
-    assert "no scenario file or bundled scenario named 'no-such-scenario'" in result.stderr
+    assert "scenario 'no-such-scenario' not found" in result.stderr
 
 
 # -- a HAR from elsewhere: times from startedDateTime only ------------------------
@@ -278,7 +326,8 @@ def test_a_foreign_har_replays_from_its_started_date_times(
     for seconds in (0, 1, 59, 1):
         client.post("/__mockstore/clock", json={"advance_seconds": seconds})
         assert_conforms(client.get("/v1/pets", headers=auth("tight-key")))
-    har = client.get("/__mockstore/requests.har").json()
+    # A HAR from another tool: the tokens as sent, and no _mockstore fields.
+    har = client.get("/__mockstore/requests.har", params={"mask": "false"}).json()
     for entry in har["log"]["entries"]:
         del entry["_mockstore"]
     del har["log"]["_mockstore"]

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.support import LiveServer, auth, live_server
+from tests.support import LiveServer, auth, mock_server
 
 # Headers that differ between any two answers, whatever the method.
 PER_ANSWER = {"x-request-id", "date", "x-ratelimit-remaining"}
@@ -21,7 +21,7 @@ PER_ANSWER = {"x-request-id", "date", "x-ratelimit-remaining"}
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[LiveServer]:
-    with live_server() as running:
+    with mock_server() as running:
         yield running
 
 

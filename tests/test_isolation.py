@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.scenario import load_scenario
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 ISOLATED = """\
 version: 1
@@ -119,7 +119,7 @@ def test_parallel_workers_share_one_live_server_without_stepping_on_each_other(
     """What pytest-xdist workers do: each issues its own key and works in its own tenant."""
     path = tmp_path / "isolated.yaml"
     path.write_text(ISOLATED)
-    with live_server("--scenario", str(path)) as server:
+    with mock_server(str(path)) as server:
 
         def worker(number: int) -> tuple[list[str], list[str]]:
             with server.client() as http:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -69,7 +70,8 @@ def _send_all(server: LiveServer) -> None:
 
 def _wait_for(server: LiveServer, predicate: Callable[[list[str]], bool]) -> list[str]:
     """The output once ``predicate`` holds; the server logs after it has answered."""
-    for _ in range(200):
+    deadline = time.monotonic() + 60  # generous: the machine may be loaded
+    while time.monotonic() < deadline:
         lines = list(server.output)
         if predicate(lines):
             return lines
@@ -188,3 +190,20 @@ def test_startup_block_never_prints_the_control_token(fmt: str) -> None:
         text = server.log()
     assert "on, token required" in text
     assert "s3cret-t0ken" not in text
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_no_access_line_is_lost_on_a_sigterm_right_after_the_answer(fmt: str) -> None:
+    """`docker stop` the moment the client has its answer: the line is still written."""
+    for _ in range(3):
+        with live_server("--log-level", "info", "--log-format", fmt) as server:
+            with server.client() as client:
+                for _ in range(5):
+                    answer = client.get("/v1/pets", headers={"Authorization": "Bearer pro-key"})
+                    assert answer.status_code == 200
+            assert server.process is not None
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(30) == 0
+            server.drained(30)
+        ids = [line for line in server.output if "req-00000" in line]
+        assert len(ids) == 5, server.log()

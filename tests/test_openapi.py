@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from mockstore import schemas
 from mockstore.control.documents import api_url, openapi_json
-from tests.support import live_server
+from tests.support import mock_server
 
 OPERATIONS = {
     "listPets": ("get", "/pets"),
@@ -64,7 +64,7 @@ def test_served_document_names_the_address_it_was_reached_on(served: dict[str, A
 
 
 def test_a_real_server_names_its_own_address_and_the_scenarios_base_path() -> None:
-    with live_server() as running:
+    with mock_server() as running:
         document = httpx.get(running.url + "/__mockstore/openapi.json", timeout=10).json()
         assert [s["url"] for s in document["servers"]] == [running.url + "/v1"]
         swapped = httpx.put(
@@ -88,7 +88,7 @@ def _ipv6_loopback() -> bool:
 
 @pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
 def test_a_server_on_ipv6_names_its_address_in_brackets() -> None:
-    with live_server("--host", "::1") as running:
+    with mock_server(host="::1") as running:
         assert running.url.startswith("http://[::1]:")
         document = httpx.get(running.url + "/__mockstore/openapi.json", timeout=10).json()
         assert [s["url"] for s in document["servers"]] == [running.url + "/v1"]

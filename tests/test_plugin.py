@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from mockstore import create_app
+from mockstore import Control, create_app
 from mockstore.scenario import bundled_names
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, mock_server
 
 pytest_plugins = ["pytester"]
 
@@ -55,7 +55,7 @@ SEEN = set()
 
 
 def test_url_points_at_the_api(mockstore, mockstore_server):
-    SEEN.add((mockstore_server.base_url, mockstore_server.process.pid))
+    SEEN.add((mockstore_server.base_url, id(mockstore_server.server)))
     assert mockstore.url == mockstore.base_url + "/v1"
     assert mockstore.base_url == mockstore_server.base_url
     response = httpx.get(mockstore.url + "/pets", headers=auth(mockstore.key("free")))
@@ -65,7 +65,7 @@ def test_url_points_at_the_api(mockstore, mockstore_server):
 
 
 def test_changes_made_in_one_test(mockstore, mockstore_server):
-    SEEN.add((mockstore_server.base_url, mockstore_server.process.pid))
+    SEEN.add((mockstore_server.base_url, id(mockstore_server.server)))
     created = httpx.post(
         mockstore.url + "/pets", json={"name": "Nova", "categoryId": 1}, headers=auth("pro-key")
     )
@@ -74,7 +74,7 @@ def test_changes_made_in_one_test(mockstore, mockstore_server):
 
 
 def test_are_gone_in_the_next(mockstore, mockstore_server):
-    SEEN.add((mockstore_server.base_url, mockstore_server.process.pid))
+    SEEN.add((mockstore_server.base_url, id(mockstore_server.server)))
     assert len(pets(mockstore)) == 20
 
 
@@ -99,13 +99,13 @@ def test_marker_loads_yaml_text_and_advance_moves_its_clock(mockstore):
     assert [p["name"] for p in pets(mockstore, "tight-key")] == ["Solo"]
     assert httpx.get(mockstore.url + "/pets", headers=auth("tight-key")).status_code == 200
     assert httpx.get(mockstore.url + "/pets", headers=auth("tight-key")).status_code == 429
-    assert mockstore.advance(60)["elapsed_seconds"] == 60
+    assert mockstore.advance(60).elapsed_seconds == 60
     assert httpx.get(mockstore.url + "/pets", headers=auth("tight-key")).status_code == 200
 
 
 @pytest.mark.mockstore_scenario(str(pathlib.Path(__file__).with_name("extra.yaml")))
 def test_marker_loads_a_file(mockstore):
-    assert mockstore.control.health()["scenario"] == "extra"
+    assert mockstore.control.health().scenario == "extra"
     assert mockstore.url.endswith("/api/v2")
     assert pets(mockstore, "extra-key") == []
 
@@ -113,35 +113,35 @@ def test_marker_loads_a_file(mockstore):
 @pytest.mark.mockstore_scenario(pathlib.Path(__file__).with_name("extra.yaml"))
 class TestMarkedClass:
     def test_the_class_marker_applies(self, mockstore):
-        assert mockstore.control.health()["scenario"] == "extra"
+        assert mockstore.control.health().scenario == "extra"
 
 
 @pytest.mark.mockstore_scenario("flaky-create")
 def test_marker_loads_a_bundled_scenario(mockstore):
     summary = mockstore.control.scenario()
-    assert summary["name"] == "flaky-create"
-    assert summary["file"] == "flaky-create.yaml (bundled)"
-    assert summary["faults"] >= 1
+    assert summary.name == "flaky-create"
+    assert summary.file == "flaky-create.yaml (bundled)"
+    assert summary.faults >= 1
 
 
 def test_the_session_scenario_is_back_after_a_marker(mockstore):
-    assert mockstore.control.health()["scenario"] == "default"
+    assert mockstore.control.health().scenario == "default"
     assert mockstore.url.endswith("/v1")
     assert len(pets(mockstore)) == 20
 
 
 def test_load_inside_a_test(mockstore):
     mockstore.load(MANUAL)
-    assert mockstore.control.health()["scenario"] == "manual"
+    assert mockstore.control.health().scenario == "manual"
     mockstore.set_time("2030-12-05T00:00:00Z")
-    assert mockstore.control.clock()["now"] == "2030-12-05T00:00:00Z"
+    assert mockstore.control.clock().now == "2030-12-05T00:00:00Z"
     mockstore.load("default")  # a bundled name
     assert len(pets(mockstore)) == 20
     mockstore.control.load_scenario(MANUAL)
 
 
 def test_and_back_again(mockstore):
-    assert mockstore.control.health()["scenario"] == "default"
+    assert mockstore.control.health().scenario == "default"
 
 
 def test_a_swap_behind_the_fixtures_back(mockstore):
@@ -151,7 +151,7 @@ def test_a_swap_behind_the_fixtures_back(mockstore):
 
 
 def test_is_undone_too(mockstore):
-    assert mockstore.control.health()["scenario"] == "default"
+    assert mockstore.control.health().scenario == "default"
 
 
 def test_in_process_app_with_asgi_transport():
@@ -199,7 +199,7 @@ def _lean_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.fixture(scope="module")
 def external() -> Iterator[LiveServer]:
     """A server started outside the user's pytest run, as a container would be."""
-    with live_server("--control-token", "tok") as server:
+    with mock_server(control_token="tok") as server:
         yield server
 
 
@@ -236,10 +236,10 @@ def test_requests_since_the_reset(mockstore):
     httpx.get(mockstore.url + "/pets/1", headers=auth(key))
     httpx.post(mockstore.url + "/pets", json={"name": "Rex", "categoryId": 1}, headers=auth(key))
     entries = mockstore.requests()
-    assert [e["operation"] for e in entries] == ["listPets", "getPet", "createPet"]
-    assert [e["operation"] for e in mockstore.requests(status=201)] == ["createPet"]
-    assert mockstore.verify("getPet", count=1) == 1
-    assert mockstore.verify("createPet", body_contains={"name": "Rex"}) == 1
+    assert [e.operation for e in entries] == ["listPets", "getPet", "createPet"]
+    assert [e.operation for e in mockstore.requests(status=201)] == ["createPet"]
+    assert mockstore.verify("getPet", count=1).count == 1
+    assert mockstore.verify("createPet", body_contains={"name": "Rex"}).count == 1
     with pytest.raises(AssertionError):
         mockstore.verify("createPet", count=2)
 """,
@@ -310,8 +310,7 @@ def test_{n}(mockstore, mockstore_server, worker_id):
     )
     assert created.status_code == 201
     assert len(pets(mockstore)) == 21, "another worker's pet would make this 22"
-    record = {{"worker": worker_id, "url": mockstore_server.base_url,
-              "pid": mockstore_server.process.pid}}
+    record = {{"worker": worker_id, "url": mockstore_server.base_url, "pid": os.getpid()}}
     path = os.path.join(os.environ["SEEN_DIR"], "{n}.json")
     with open(path, "w") as handle:
         json.dump(record, handle)
@@ -350,15 +349,15 @@ import os
 
 def test_uses_the_given_server(mockstore, mockstore_server):
     assert mockstore.base_url == os.environ["EXPECTED_URL"]
-    assert mockstore_server.process is None
-    assert mockstore.control.health()["scenario"] == "checkout"
+    assert mockstore_server.server is None and mockstore_server.tenant is None
+    assert mockstore.control.health().scenario == "checkout"
     assert len(pets(mockstore, "ci-pro-key")) == 2
     mockstore.load(MANUAL)
     assert len(pets(mockstore, "tight-key")) == 1
 
 
 def test_returns_to_the_session_scenario(mockstore):
-    assert mockstore.control.health()["scenario"] == "checkout"
+    assert mockstore.control.health().scenario == "checkout"
 """,
     )
     scenario = Path(__file__).parent.parent / "examples" / "scenarios" / "checkout.yaml"
@@ -420,12 +419,6 @@ def test_url_errors_are_explained(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*401 unauthorized*(pass --mockstore-token)*"])
 
-    # One server shared by several xdist workers would have each reset the others' state.
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
-    result = pytester.runpytest_subprocess("--mockstore-token", "tok")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*--mockstore-url with 2 xdist workers*"])
-
 
 def test_scenario_mistakes_are_explained(pytester: pytest.Pytester) -> None:
     _write_user_suite(
@@ -442,7 +435,7 @@ def test_misspelt(mockstore):
 
 
 def test_fine(mockstore):
-    assert mockstore.control.health()["scenario"] == "default"
+    assert mockstore.control.health().scenario == "default"
 """,
     )
     result = pytester.runpytest_subprocess()
@@ -456,8 +449,8 @@ def test_fine(mockstore):
     )
     result.stdout.fnmatch_lines(
         [
-            "*no scenario file or bundled scenario named 'flakey-create'; "
-            f"bundled: {', '.join(bundled_names())}*"
+            "*scenario 'flakey-create' not found: no bundled scenario and no file of that "
+            f"name (did you mean 'flaky-create'?); bundled: {', '.join(bundled_names())}*"
         ]
     )
 
@@ -467,3 +460,108 @@ def test_a_session_scenario_that_does_not_exist(pytester: pytest.Pytester) -> No
     result = pytester.runpytest_subprocess("--mockstore-scenario", "nope")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*mockstore did not start*", "*bundled: *default*"])
+
+
+SHARED = """\
+version: 1
+name: shared
+clock: {start: 2026-03-01T12:00:00Z, mode: manual}
+keys:
+  - {key: free-key, plan: free}
+  - {key: pro-key, plan: pro}
+pets:
+  - {id: 1, name: Rex, categoryId: 1, status: available}
+"""
+
+# Each test writes what only its worker can write (a pet named after it, its own clock,
+# its free-key's counters) and checks it sees nothing of the other workers' writes.
+WORKER_TESTS = """
+import json
+import os
+
+import httpx
+import pytest
+
+SEEN = os.environ["SEEN_DIR"]
+
+
+@pytest.mark.parametrize("n", range(24))
+def test_a_worker_sees_only_its_own(mockstore, mockstore_server, worker_id, n):
+    mine = f"{worker_id}-{n}"
+    for _ in range(3):
+        created = httpx.post(
+            mockstore.url + "/pets", json={"name": mine, "categoryId": 1}, headers=auth("pro-key")
+        )
+        assert created.status_code == 201
+    names = [p["name"] for p in pets(mockstore, "pro-key")]
+    assert names == ["Rex", mine, mine, mine], names
+    listed = httpx.get(mockstore.url + "/pets", headers=auth("free-key"))
+    assert listed.headers["x-ratelimit-remaining"] == "59", "free-key's counters are ours"
+    hour = {"gw0": 1, "gw1": 2, "gw2": 3, "gw3": 4}[worker_id]
+    mockstore.set_time(f"2027-01-01T0{hour}:00:00Z")
+    assert mockstore.control.clock().now == f"2027-01-01T0{hour}:00:00Z"
+    entries = mockstore.requests()
+    assert [e.operation for e in entries] == ["createPet"] * 3 + ["listPets"] * 2
+    assert all(json.loads(e.request.body)["name"] == mine for e in entries[:3])
+    key = mockstore.key("pro")
+    assert key not in {k.key for k in _other_keys()}, "keys issued here exist only here"
+    with open(os.path.join(SEEN, f"{mine}.json"), "w") as handle:
+        json.dump({"worker": worker_id, "tenant": mockstore_server.tenant,
+                   "base_url": mockstore.base_url, "key": key}, handle)
+
+
+def _other_keys():
+    from mockstore import Control
+
+    with Control(os.environ["ROOT_URL"]) as root:
+        return root.keys()
+"""
+
+
+def test_xdist_workers_share_one_server_through_tenants(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """N=4 workers, ONE server: each worker works in an isolated tenant of its own."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    with mock_server(SHARED) as shared:
+        monkeypatch.setenv("SEEN_DIR", str(seen))
+        monkeypatch.setenv("ROOT_URL", shared.url)
+        _write_user_suite(pytester, WORKER_TESTS)
+        # The API base (what the banner prints) is forgiven, as the server root is.
+        result = pytester.runpytest_subprocess(
+            "-p", "xdist", "-n", "4", "--mockstore-url", shared.api
+        )
+        result.assert_outcomes(passed=24)
+        with Control(shared.url) as root:
+            assert root.tenants() == [], "every worker deleted its tenant"
+            assert root.requests() == [], "no request reached the shared server's own state"
+            assert [p["name"] for p in root.pets()] == ["Rex"]
+    records = [json.loads(p.read_text()) for p in seen.iterdir()]
+    assert len(records) == 24
+    tenants = {r["worker"]: r["tenant"] for r in records}
+    assert set(tenants) == {"gw0", "gw1", "gw2", "gw3"}
+    assert len(set(tenants.values())) == 4
+    for record in records:
+        assert record["base_url"] == f"{shared.url}/__mockstore/tenants/{record['tenant']}"
+    header = result.stdout.str()
+    assert f"mockstore: {shared.api} is not a mockstore server root; using {shared.url}" in header
+
+
+def test_one_process_under_an_xdist_run_is_not_a_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pytest run started inside an xdist worker inherits its PYTEST_XDIST_* variables
+    without being a worker: the plugin reads xdist's own config, never the environment."""
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "8")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw3")
+    with mock_server() as server:
+        pytester.makepyfile(
+            test_user="""
+def test_on_the_server_itself(mockstore, mockstore_server):
+    assert mockstore_server.tenant is None
+    assert mockstore.control.health().scenario == "default"
+"""
+        )
+        result = pytester.runpytest_subprocess("--mockstore-url", server.url)
+    result.assert_outcomes(passed=1)

@@ -24,7 +24,7 @@ from mockstore.app import create_app
 from mockstore.ratelimit import BUILTIN_PLANS, DAY, MINUTE, Plan, RateLimiter
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import default_ban_policy
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 FREE = BUILTIN_PLANS["free"]
 START = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC).timestamp()  # the conftest manual clock
@@ -363,7 +363,7 @@ def test_a_key_that_keeps_sending_after_429_is_banned(limits: TestClient) -> Non
 def test_limits_end_to_end_with_a_manual_clock(tmp_path: Path) -> None:
     scenario = tmp_path / "limits.yaml"
     scenario.write_text(SCENARIO, encoding="utf-8")
-    with live_server("--scenario", str(scenario)) as server, server.client() as http:
+    with mock_server(str(scenario)) as server, server.client() as http:
         pro, tiny = auth("pro"), auth("tiny-key")
         responses = {
             200: http.get("/v1/pets", headers=pro),

@@ -13,11 +13,13 @@ import httpx
 import pytest
 
 from mockstore.journal import mask
-from tests.support import LiveServer, assert_conforms, auth, live_server
+from tests.support import LiveServer, assert_conforms, auth, mock_server
 
+# A manual clock: tight-key's 429s do not depend on when in the minute the test runs.
 SCENARIO = """
 version: 1
 name: report-cli
+clock: {start: "2026-03-01T12:00:30Z", mode: manual}
 keys:
   - {key: pro-key, plan: pro}
   - {key: tight-key, plan: {per_minute: 1, per_day: 100}}
@@ -36,13 +38,14 @@ def _report(
 
 @pytest.fixture(scope="module")
 def mock() -> Iterator[LiveServer]:
-    with live_server(env={"MOCKSTORE_SCENARIO_YAML": SCENARIO}) as running:
+    with mock_server(SCENARIO) as running:
         yield running
 
 
 @pytest.fixture
 def warned(mock: LiveServer) -> LiveServer:
     """A session whose worst finding is a warning (a deprecated call)."""
+    assert httpx.post(mock.url + "/__mockstore/reset").status_code == 200
     assert httpx.delete(mock.url + "/__mockstore/requests").status_code == 204
     with mock.client(headers=auth("pro")) as http:
         assert_conforms(http.get("/v1/pets", params={"limit": 2}))
@@ -132,14 +135,43 @@ def test_unreachable_server_is_exit_2(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "mockstore", "report", "--url", "http://127.0.0.1:9"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert "cannot reach http://127.0.0.1:9/__mockstore/report" in result.stderr
+    assert "unreachable: cannot reach mockstore at http://127.0.0.1:9" in result.stderr
 
 
 def test_the_control_token_is_sent() -> None:
-    with live_server("--control-token", TOKEN) as server:
+    with mock_server(control_token=TOKEN) as server:
         refused = _report(server)
         assert refused.returncode == 2
-        assert "answered 401 (pass --control-token)" in refused.stderr
+        assert "401 unauthorized: the control API needs its token (pass --control-token)" in (
+            refused.stderr
+        )
         accepted = _report(server, "--format", "json", token=TOKEN)
         assert accepted.returncode == 0, accepted.stderr
         assert json.loads(accepted.stdout)["findings"] == []
+
+
+def test_the_api_base_the_banner_prints_is_forgiven(warned: LiveServer) -> None:
+    """The banner prints ``…/v1``; a user pastes it: the report is fetched, and said so."""
+    result = _report_at(warned.api, "--format", "json", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["summary"]["requests"] == 2
+    assert (
+        f"{warned.api} is not a mockstore server root; using {warned.url} "
+        f"(its control API answers at {warned.url}/__mockstore)"
+    ) in result.stderr
+    # Finding the root asked nothing of the API: the journal holds the session alone.
+    assert json.loads(result.stdout)["summary"]["requests"] == 2
+
+
+def test_the_api_base_of_a_server_with_a_token(tmp_path: Path) -> None:
+    with mock_server(control_token=TOKEN) as server:
+        refused = _report_at(server.api)
+        assert refused.returncode == 2
+        assert "(pass --control-token)" in refused.stderr
+        accepted = _report_at(server.api, "--control-token", TOKEN)
+        assert accepted.returncode == 0, accepted.stderr
+
+
+def _report_at(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "mockstore", "report", "--url", url, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)

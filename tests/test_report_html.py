@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from mockstore.journal import mask
 from mockstore.reports.html import render_html
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and os.path.exists("/usr/bin/chromium"):
@@ -101,7 +101,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A session on a live server, its HTML report, and the journal behind it."""
     tmp = tmp_path_factory.mktemp("html")
     out = tmp / "report.html"
-    with live_server(env={"MOCKSTORE_SCENARIO_YAML": SCENARIO}) as server:
+    with mock_server(SCENARIO) as server:
         control = server.url + "/__mockstore"
         with server.client() as http:
             for step in range(12):

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from mockstore.app import create_app
 from mockstore.clock import parse_time
 from mockstore.scenario import bundled_names, load_scenario_file
-from tests.support import assert_conforms, auth, live_server
+from tests.support import assert_conforms, auth, mock_server
 
 BUNDLED = [
     "default",
@@ -246,8 +246,8 @@ def _timed(http: httpx.Client, method: str, path: str, **kwargs: object) -> tupl
 def test_slow_network_delays_each_operation_and_keeps_the_answers() -> None:
     """Lower bounds only: a delay can be proven by its minimum, never by a maximum."""
     assert "listPets +300 ms, createPet +200 ms, getPet +100-400 ms" in description("slow-network")
-    tolerance = 0.01  # the event loop may wake a hair early
-    with live_server("--scenario", "slow-network") as server, server.client() as http:
+    tolerance = 0.0  # a scenario's delay is a lower bound, never shortened (api.pause)
+    with mock_server("slow-network") as server, server.client() as http:
         elapsed, response = _timed(http, "GET", "/v1/pets", headers=auth("pro"))
         assert elapsed >= 0.3 - tolerance
         assert [p["id"] for p in assert_conforms(response)] == [1, 2, 3]
@@ -380,7 +380,7 @@ def _chaos_outcome(http: httpx.Client, index: int) -> str:
 
 def test_chaos_fires_each_fault_rarely_and_replays_identically_after_reset() -> None:
     assert description("chaos").startswith("Seeded faults at low odds")
-    with live_server("--scenario", "chaos") as server:
+    with mock_server("chaos") as server:
         with server.client() as http:
             first = [_chaos_outcome(http, i) for i in range(CHAOS_CALLS)]
         assert server.client().post("/__mockstore/reset").status_code == 200

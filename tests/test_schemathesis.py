@@ -13,13 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import live_server
+from tests.support import mock_server
 
 HERE = Path(__file__).resolve().parent / "schemathesis"
 
 
 def test_schemathesis_finds_nothing_with_every_check(tmp_path: Path) -> None:
-    with live_server("--scenario", str(HERE / "scenario.yaml")) as server:
+    with mock_server(str(HERE / "scenario.yaml")) as server:
         command = [
             *(sys.executable, "-m", "schemathesis.cli"),
             *("--config-file", str(HERE / "schemathesis.toml")),

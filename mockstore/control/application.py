@@ -18,6 +18,7 @@ from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
 from mockstore.routing import allow_header
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
@@ -55,13 +56,17 @@ class ControlAPI:
     """
 
     def __init__(
-        self, runtime: Runtime, token: str | None = None, routes: list[Route] | None = None
+        self,
+        runtime: Runtime,
+        token: str | None = None,
+        tenants: TenantRegistry | None = None,
+        routes: list[Route] | None = None,
     ) -> None:
         self.runtime = runtime
         self.token = token
         self.app = Starlette(
             # ``routes``: a narrower table, as ``mockstore record`` serves.
-            routes=control_routes(runtime) if routes is None else routes,
+            routes=control_routes(runtime, tenants) if routes is None else routes,
             exception_handlers={
                 ApiError: _refused,
                 HTTPException: _http_error,

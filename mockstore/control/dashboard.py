@@ -33,7 +33,7 @@ from mockstore.reports.html import render_html
 from mockstore.reports.report import build_report
 from mockstore.scenario import bundled_names
 from mockstore.scenario.loader import parse_yaml
-from mockstore.scenario.model import bundled_dir
+from mockstore.scenario.source import bundled_dir
 from mockstore.state import Runtime
 from mockstore.urls import CONTROL_PREFIX
 

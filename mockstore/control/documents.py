@@ -13,14 +13,17 @@ from mockstore import schemas
 from mockstore.control.http import JSON, json_response
 from mockstore.scenario import scenario_schema
 from mockstore.state import Runtime
+from mockstore.urls import CONTROL_PREFIX
 
 
 def api_url(scope: Scope, base_path: str) -> str:
     """This server's API as the request reached it, e.g. ``http://127.0.0.1:41234/v1``.
 
     The host and port are the socket's own (ASGI ``server``), not the ``Host``
-    header a client may set to anything.
+    header a client may set to anything. A tenant's document names the tenant's API.
     """
+    # The control API's root_path ends in /__mockstore; before it is a tenant's root.
+    base_path = scope.get("root_path", "").removesuffix(CONTROL_PREFIX) + base_path
     server = scope.get("server")
     if server is None or server[1] is None:
         # No address, or a Unix socket: a URL relative to the document's own

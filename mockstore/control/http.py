@@ -70,6 +70,16 @@ def int_param(request: Request, name: str) -> int | None:
         raise ApiError("invalid_request", message, status=400) from None
 
 
-def flag(request: Request, name: str) -> bool:
-    """A yes/no query parameter: ``1``, ``true``, ``yes`` or ``on`` (any case) is yes."""
-    return request.query_params.get(name, "").lower() in _TRUE
+_FALSE = {"0", "false", "no", "off"}
+
+
+def yes_no(request: Request, name: str, *, default: bool) -> bool:
+    """A yes/no query parameter with a default when absent; anything else is a 400."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    message = f"query parameter {name!r} must be true or false, got {raw!r}"
+    raise ApiError("invalid_request", message, status=400)

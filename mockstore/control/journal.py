@@ -18,10 +18,10 @@ from mockstore.control.http import (
     JSON,
     encode_json,
     error_response,
-    flag,
     int_param,
     json_object,
     json_response,
+    yes_no,
 )
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.reports.model import ReportContext
@@ -85,7 +85,9 @@ class JournalEndpoints:
             clock_mode=state.clock.mode,
             issued_keys=issued,
             dropped=self.runtime.journal.dropped,
-            mask=flag(request, "mask"),
+            mask=yes_no(request, "mask", default=True),
+            scenario_source=scenario.source,
+            scenario_file=scenario.file,
         )
         body = await run_in_threadpool(lambda: encode_json(to_har(entries, meta)))
         return Response(

@@ -18,7 +18,9 @@ from mockstore.control.journal import JournalEndpoints
 from mockstore.control.keys import KeyEndpoints
 from mockstore.control.scenario import ScenarioEndpoints
 from mockstore.control.state import StateEndpoints
+from mockstore.control.tenants import TenantEndpoints
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -42,7 +44,7 @@ def route(path: str, **endpoints: Endpoint) -> Route:
     return Route(path, by_method, methods=list(endpoints), name=path)
 
 
-def control_routes(runtime: Runtime) -> list[Route]:
+def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> list[Route]:
     """The whole control API, relative to ``/__mockstore``, bound to ``runtime``."""
     state = StateEndpoints(runtime)
     documents = DocumentEndpoints(runtime)
@@ -51,6 +53,7 @@ def control_routes(runtime: Runtime) -> list[Route]:
     keys = KeyEndpoints(runtime)
     journal = JournalEndpoints(runtime)
     dashboard = DashboardEndpoints(runtime)
+    tenant = TenantEndpoints(tenants)
     return [
         route("/health", GET=state.health),
         route("/openapi.json", GET=documents.openapi),
@@ -77,4 +80,6 @@ def control_routes(runtime: Runtime) -> list[Route]:
         route("/scenarios/{name}", GET=dashboard.scenario_source),
         route("/requests/{seq:int}", GET=dashboard.one_request),
         route("/report.html", GET=dashboard.html_report),
+        route("/tenants", GET=tenant.list_tenants, POST=tenant.create),
+        route("/tenants/{tenant}", DELETE=tenant.delete),
     ]

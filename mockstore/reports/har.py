@@ -9,11 +9,18 @@ sequence number, the exact scenario time and elapsed seconds, the client
 address, the scenario rule that fired and the outcome (a response, or a
 connection fault), which is what a replay needs to be exact.
 
-Bearer tokens: mockstore's keys are test keys, and a replay needs the real key
-to be counted in the same bucket, so by default the HAR keeps the
-``Authorization`` header as sent. ``mask=True`` masks tokens (as the journal
-endpoint does) for a HAR that leaves the test network; such a HAR can be read
-but not replayed faithfully.
+Bearer tokens are masked by default, because HARs end up in bug reports and CI
+artefacts (browsers' developer tools export sanitized HARs for the same reason),
+and a client pointed at the mock by mistake may have sent a real key. Each token
+becomes its stable alias (``keys.key_alias``: ``key-`` and eight hex digits of
+its SHA-256, e.g. ``key-3f2a1c9b``), the same alias ``mockstore record``
+journals: the same key gets the same alias in every export and every recording,
+and the key cannot be read back. ``mask=False`` keeps the tokens as sent.
+
+A HAR carries the scenario's source, so ``mockstore replay FILE.har`` needs
+nothing else: the scenario's own keys are matched to their aliases by computing
+them again, keys issued during the session are listed (by alias, with their
+plans) and issued afresh, and any other token stays unknown.
 """
 
 from __future__ import annotations
@@ -23,11 +30,13 @@ import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from mockstore.journal import Entry, decode_headers
+from mockstore.keys import key_alias
 
 
 class HarError(ValueError):
@@ -45,7 +54,45 @@ class HarMeta:
     clock_mode: str = "running"
     issued_keys: tuple[dict[str, Any], ...] = ()
     dropped: int = 0
-    mask: bool = False
+    mask: bool = True
+    scenario_source: str = ""
+    scenario_file: str = ""
+
+
+# A HAR of a full journal names the same few keys thousands of times.
+_alias = lru_cache(maxsize=4096)(key_alias)
+# How a masked HAR writes its tokens, so that a replay can match them again.
+ALIASES = "key_alias:sha256:8"
+
+
+def _masked_headers(headers: Any) -> list[list[str]]:
+    """Headers with each credential replaced by its alias (the scheme kept as sent)."""
+    out = decode_headers(headers)
+    for pair in out:
+        if pair[0].lower() == "authorization":
+            scheme, _, token = pair[1].partition(" ")
+            token = token.strip()
+            pair[1] = f"{scheme} {_alias(token)}" if token else _alias(scheme)
+    return out
+
+
+def _masked_plan(plan: str | None, key: str | None) -> str | None:
+    """A key's own inline plan is named after the key (``custom:<key>``): alias it too."""
+    if plan is not None and key is not None and plan == f"custom:{key}":
+        return f"custom:{_alias(key)}"
+    return plan
+
+
+def _masked_key(key: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(key)
+    secret = str(key.get("key"))
+    shown["key"] = _alias(secret)
+    shown["plan"] = _masked_plan(key.get("plan"), secret)
+    # An issued key's tenant defaults to the key itself: alias it the same way, so
+    # keys that shared a tenant still share one.
+    if key.get("tenant"):
+        shown["tenant"] = _alias(str(key["tenant"]))
+    return shown
 
 
 def iso_time(when: float) -> str:
@@ -79,8 +126,10 @@ def _first(headers: list[list[str]], name: str) -> str | None:
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
-def _har_entry(entry: Entry, mask: bool) -> dict[str, Any]:
-    request_headers = decode_headers(entry.request_headers, mask_auth=mask)
+def _har_entry(entry: Entry, masked: bool) -> dict[str, Any]:
+    request_headers = (
+        _masked_headers(entry.request_headers) if masked else decode_headers(entry.request_headers)
+    )
     response_headers = decode_headers(entry.response_headers)
     query = entry.query.decode("latin-1")
     host = _first(request_headers, "host") or "mockstore"
@@ -159,7 +208,7 @@ def _har_entry(entry: Entry, mask: bool) -> dict[str, Any]:
             "elapsed": entry.elapsed,
             "client": entry.client,
             "operation": entry.operation,
-            "plan": entry.plan,
+            "plan": _masked_plan(entry.plan, entry.key) if masked else entry.plan,
             "rule": entry.rule,
             "outcome": entry.outcome,
             "request_truncated": len(entry.request_body) < request_size,
@@ -171,7 +220,7 @@ def _har_entry(entry: Entry, mask: bool) -> dict[str, Any]:
 def to_har(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, Any]:
     """A HAR 1.2 document of ``entries`` (journal order)."""
     meta = meta or HarMeta()
-    keys = [] if meta.mask else [dict(k) for k in meta.issued_keys]
+    keys = [_masked_key(k) if meta.mask else dict(k) for k in meta.issued_keys]
     return {
         "log": {
             "version": "1.2",
@@ -187,6 +236,10 @@ def to_har(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, A
                 "issued_keys": keys,
                 "dropped": meta.dropped,
                 "masked": meta.mask,
+                # How masked tokens were written, so a replay can match them again.
+                "aliases": ALIASES if meta.mask else None,
+                "scenario_file": meta.scenario_file,
+                "scenario_source": meta.scenario_source,
                 "first_seq": entries[0].seq if entries else None,
                 "last_seq": entries[-1].seq if entries else None,
             },

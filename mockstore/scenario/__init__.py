@@ -1,4 +1,4 @@
-"""The scenario format: loading, validation and the frozen model."""
+"""The scenario format: loading, validation, the frozen model, and the one resolver."""
 
 from mockstore.scenario.loader import Problem, ScenarioError, scenario_schema
 from mockstore.scenario.model import (
@@ -9,10 +9,17 @@ from mockstore.scenario.model import (
     Reply,
     Route,
     Scenario,
-    bundled_names,
     load_scenario,
+)
+from mockstore.scenario.source import (
+    ScenarioNotFound,
+    ScenarioSource,
+    ScenarioSpec,
+    bundled_names,
     load_scenario_file,
+    load_scenario_source,
     read_scenario_source,
+    resolve_scenario,
 )
 
 __all__ = [
@@ -25,9 +32,14 @@ __all__ = [
     "Route",
     "Scenario",
     "ScenarioError",
+    "ScenarioNotFound",
+    "ScenarioSource",
+    "ScenarioSpec",
     "bundled_names",
     "load_scenario",
     "load_scenario_file",
+    "load_scenario_source",
     "read_scenario_source",
+    "resolve_scenario",
     "scenario_schema",
 ]

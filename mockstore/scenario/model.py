@@ -12,7 +12,6 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path as FilePath
 from typing import Any
 
@@ -233,39 +232,6 @@ def generate_pets(count: int, seed: int, existing: list[dict[str, Any]]) -> list
             }
         )
     return pets
-
-
-def bundled_dir() -> Any:
-    return resources.files("mockstore.bundled")
-
-
-def bundled_names() -> list[str]:
-    return sorted(
-        entry.name.removesuffix(".yaml")
-        for entry in bundled_dir().iterdir()
-        if entry.name.endswith(".yaml")
-    )
-
-
-def read_scenario_source(name_or_path: str) -> tuple[str, str]:
-    """The text and display name of a bundled scenario name or a file path.
-
-    Raises ``ScenarioError`` naming the bundled scenarios when neither exists.
-    """
-    candidate = FilePath(name_or_path)
-    if candidate.is_file():
-        return candidate.read_text(encoding="utf-8"), str(candidate)
-    bundled = bundled_dir().joinpath(f"{name_or_path}.yaml")
-    if "/" not in name_or_path and bundled.is_file():
-        return bundled.read_text(encoding="utf-8"), f"{name_or_path}.yaml (bundled)"
-    names = ", ".join(bundled_names())
-    message = f"no scenario file or bundled scenario named {name_or_path!r}; bundled: {names}"
-    raise ScenarioError([Problem(name_or_path, 1, 1, "$", message)])
-
-
-def load_scenario_file(name_or_path: str) -> Scenario:
-    text, file = read_scenario_source(name_or_path)
-    return load_scenario(text, file)
 
 
 def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
@@ -750,5 +716,4 @@ __all__ = [
     "ScenarioError",
     "json_path",
     "load_scenario",
-    "load_scenario_file",
 ]

@@ -1,0 +1,220 @@
+"""``mockstore.MockServer``: a real mockstore server in a background thread, for any Python code.
+
+The way in for unittest, scripts, notebooks and any test runner (as moto's
+``ThreadedMotoServer`` and WireMock's ``WireMockServer`` are for theirs)::
+
+    from mockstore import MockServer
+
+    with MockServer(scenario="flaky-create") as server:
+        requests.get(server.url + "/pets", headers={"Authorization": "Bearer pro-key"})
+        server.control.verify("listPets", count=1)
+
+It is the same server ``mockstore serve`` runs (uvicorn, httptools, the same app),
+on a socket it binds itself, so port 0 gives a free port without reading any
+output. ``start()`` returns once uvicorn accepts connections; ``stop()`` shuts it
+down gracefully (a request in flight finishes) and joins the thread.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+import time
+from typing import Any, Self
+
+from mockstore.scenario import Scenario, ScenarioSpec, resolve_scenario
+from mockstore.urls import CONTROL_PREFIX
+
+START_TIMEOUT = 30.0
+
+
+class ServerError(RuntimeError):
+    """The server could not start (the address is taken, or uvicorn failed)."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (0: a free port); ``ServerError`` says why not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServerError(
+                f"port {port} on {host} is already in use; "
+                f"stop what holds it or pick another with --port (0 picks a free one)"
+            ) from None
+        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def uvicorn_config(app: Any, *, log_level: str | None = None) -> Any:
+    """The uvicorn settings every mockstore server runs with (``serve`` and ``MockServer``).
+
+    The ASGI lifespan runs only when the app has background tasks (``--watch``).
+    """
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        loop="auto",
+        http="auto",
+        lifespan="on" if getattr(app, "needs_lifespan", False) else "off",
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        log_config=None,
+        log_level=log_level,
+        timeout_graceful_shutdown=1,
+    )
+
+
+class MockServer:
+    """A mockstore server on ``host:port`` in a background thread.
+
+    ``scenario`` is a bundled name, a path, YAML text, a mapping or a loaded
+    ``Scenario``; a bad one raises (``ScenarioNotFound``, ``ScenarioError``) here,
+    before anything starts. ``port=0`` picks a free port. ``watch=True`` reloads a
+    scenario *file* when it changes (as ``mockstore serve --watch``).
+
+    ``url`` is the API base (``http://127.0.0.1:41234/v1``), ``base_url`` the
+    server root, ``control_url`` the control API, ``control`` a ``Control`` on it.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | ScenarioSpec = "default",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        control: bool = True,
+        control_token: str | None = None,
+        watch: bool = False,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        from mockstore.app import MockstoreApp
+
+        source = None
+        if not isinstance(scenario, Scenario):
+            source = resolve_scenario(scenario)
+            scenario = source.load()
+        if watch and (source is None or source.path is None):
+            raise ValueError("watch=True needs a scenario file (a path), not a name or text")
+        self.app = MockstoreApp(scenario, control=control, control_token=control_token)
+        if watch:
+            from mockstore.watch import ScenarioWatcher
+
+            assert source is not None and source.path is not None
+            self.watcher: Any = ScenarioWatcher(self.app.runtime, source.path)
+            self.app.run_in_background(self.watcher.run)
+        else:
+            self.watcher = None
+        self.host = host
+        self._port = port
+        self._token = control_token
+        self._start_timeout = start_timeout
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        self._control: Any = None
+
+    # -- addresses ---------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one chosen, once started with port 0)."""
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """The server root, e.g. ``http://127.0.0.1:41234``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self._port}"
+
+    @property
+    def url(self) -> str:
+        """The API base: the root and the running scenario's base path (``…/v1``)."""
+        return self.base_url + self.app.runtime.scenario.base_path
+
+    @property
+    def control_url(self) -> str:
+        """The control API, ``<root>/__mockstore``."""
+        return self.base_url + CONTROL_PREFIX
+
+    @property
+    def runtime(self) -> Any:
+        """The running state (store, keys, clock) and journal, for in-process inspection."""
+        return self.app.runtime
+
+    @property
+    def control(self) -> Any:
+        """A ``mockstore.Control`` on this server (closed by ``stop()``)."""
+        if self._control is None:
+            from mockstore.control_client import Control
+
+            self._control = Control(self.base_url, self._token)
+        return self._control
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- lifetime ----------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Bind, start uvicorn in a thread, and return once it accepts connections."""
+        if self._thread is not None:
+            raise RuntimeError(f"{self!r} was already started")
+        import uvicorn
+
+        sock = listen(self.host, self._port)
+        self._port = sock.getsockname()[1]
+        self._server = uvicorn.Server(uvicorn_config(self.app))
+        self._thread = threading.Thread(
+            target=self._serve, args=(sock,), name=f"mockstore-{self._port}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + self._start_timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                reason = self._failure or "it did not accept connections in time"
+                raise ServerError(f"mockstore did not start on {self.base_url}: {reason!r}")
+            time.sleep(0.002)
+        return self
+
+    def _serve(self, sock: socket.socket) -> None:
+        try:
+            self._server.run(sockets=[sock])
+        except BaseException as exc:  # reported by start(); a thread has nowhere else to
+            self._failure = exc
+        finally:
+            sock.close()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop gracefully (requests in flight finish) and wait for the thread."""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive() and self._server is not None:
+                self._server.force_exit = True
+                self._thread.join(timeout)
+
+    def __enter__(self) -> Self:
+        return self.start() if self._thread is None else self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<MockServer {self.base_url} {self.app.runtime.scenario.name!r} {state}>"

@@ -1,0 +1,99 @@
+"""``mockstore serve --scenario FILE --watch``: edits take effect; a bad edit changes nothing.
+
+Through the CLI (the option is the CLI's), waiting for conditions with generous
+deadlines, never for a time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support import LiveServer, live_server, mock_server
+
+FIRST = """\
+version: 1
+name: first
+keys: [{key: watch-key, plan: pro}]
+pets:
+  - {id: 1, name: Rex, categoryId: 1, status: available}
+"""
+SECOND = FIRST.replace("name: first", "name: second").replace("Rex", "Bella")
+BROKEN = SECOND.replace("name: second", "name: broken").replace("plan: pro", "plan: platinum")
+
+
+def _until(condition: Callable[[], bool], what: str, server: LiveServer | None = None) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    log = server.log() if server is not None else ""
+    raise AssertionError(f"never happened: {what}\n{log}")
+
+
+def _scenario(server: LiveServer) -> str:
+    return httpx.get(server.control_url + "/health", timeout=10).json()["scenario"]
+
+
+def _names(server: LiveServer) -> list[str]:
+    answer = httpx.get(
+        server.api + "/pets", headers={"Authorization": "Bearer watch-key"}, timeout=10
+    )
+    return [p["name"] for p in answer.json()]
+
+
+def _replace(path: Path, text: str) -> None:
+    """Save as editors do: a new file renamed over the old one."""
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def test_an_edit_takes_effect_and_a_bad_one_is_reported_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    with live_server("--scenario", str(path), "--watch") as server:
+        assert _scenario(server) == "first" and _names(server) == ["Rex"]
+
+        path.write_text(SECOND)  # written in place
+        _until(lambda: _scenario(server) == "second", "the edit is served", server)
+        assert _names(server) == ["Bella"]
+
+        _replace(path, BROKEN)  # renamed over it, and invalid
+        column = BROKEN.splitlines()[2].index("platinum") + 1
+        problem = f"{path}:3:{column}: $.keys[0].plan: unknown plan 'platinum'"
+        _until(lambda: problem in server.log(), "the bad edit is reported", server)
+        assert "still serving scenario 'second'" in server.log()
+        assert _scenario(server) == "second" and _names(server) == ["Bella"]
+
+        _replace(path, FIRST)
+        _until(lambda: _scenario(server) == "first", "the fixed file is served", server)
+        assert _names(server) == ["Rex"]
+
+
+def test_a_reload_keeps_the_journal(tmp_path: Path) -> None:
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    with mock_server(path, watch=True) as server:
+        assert _names(server) == ["Rex"]
+        path.write_text(SECOND)
+        _until(lambda: _scenario(server) == "second", "the edit is served")
+        requests = httpx.get(server.control_url + "/requests", timeout=10).json()["entries"]
+        assert [e["operation"] for e in requests] == ["listPets"]
+
+
+@pytest.mark.parametrize("scenario", ["default", "version: 1\nname: inline\n"])
+def test_watch_needs_a_file(scenario: str) -> None:
+    from mockstore.cli import main
+
+    assert main(["serve", "--scenario", scenario, "--watch", "--port", "0"]) == 2
+    with pytest.raises(ValueError, match="needs a scenario file"):
+        mock_server(scenario, watch=True).__enter__()
