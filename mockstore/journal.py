@@ -7,6 +7,13 @@ bytes, strings, numbers and tuples of those (``Entry`` objects are made when it
 is read): the cyclic garbage collector stops tracking such tuples after their
 first collections, so 10,000 recorded exchanges add nothing to the collections
 that run while the server works.
+
+The journal is bounded in bytes as well as in entries: each entry's headers
+are cut to ``header_bytes`` (bodies to ``body_bytes``), and the oldest entries
+go once all of them together would pass ``max_bytes``. An entry's size is an
+estimate of the memory it holds (its bytes and strings, plus a fixed overhead
+per entry and per header measured on CPython 3.11), kept beside it, so
+counting costs a few additions per exchange.
 """
 
 from __future__ import annotations
@@ -14,10 +21,24 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
+from mockstore.scenario.loader import schema_default
+
 RawHeaders = Iterable[tuple[bytes, bytes]]
+
+# The memory an entry holds beyond the lengths of its bytes and strings: the
+# record tuple, its numbers and small strings, the object headers of its
+# bodies, path and query (CPython 3.11, 64-bit: sys.getsizeof of each part).
+ENTRY_OVERHEAD = 700
+# Each header: its (name, value) tuple and the two bytes objects' headers.
+HEADER_OVERHEAD = 140
+# The names and values of one header of a standard answer (mockstore's own:
+# content-type, date, x-ratelimit-*, ...), at most this long: estimated rather
+# than counted on the hot path. Scripted answers' headers are counted.
+STANDARD_HEADER_BYTES = 48
 
 
 class Entry(NamedTuple):
@@ -131,10 +152,21 @@ class Journal:
     the server keeps appending.
     """
 
-    def __init__(self, size: int, body_bytes: int) -> None:
+    def __init__(
+        self,
+        size: int,
+        body_bytes: int,
+        *,
+        max_bytes: int = schema_default("journal", "max_bytes"),
+        header_bytes: int = schema_default("journal", "header_bytes"),
+    ) -> None:
         self.size = size
         self.body_bytes = body_bytes
-        self._entries: deque[tuple[Any, ...]] = deque(maxlen=size or None)
+        self.max_bytes = max_bytes
+        self.header_bytes = header_bytes
+        self._entries: deque[tuple[Any, ...]] = deque()
+        self._costs: deque[int] = deque()  # each entry's estimated size, in the same order
+        self.bytes = 0
         self._seq = 0
         self.enabled = size > 0
         self.dropped = 0
@@ -147,9 +179,8 @@ class Journal:
         """Append an entry as it is (its ``seq`` already taken with ``next_seq``)."""
         if not self.enabled:
             return
-        if len(self._entries) == self.size:
-            self.dropped += 1
-        self._entries.append(tuple(entry))
+        record = tuple(entry)
+        self._add(record, _cost(record))
 
     def record(
         self,
@@ -173,16 +204,44 @@ class Journal:
         latency_ms: float,
         rule: str | None,
         outcome: str,
+        request_header_bytes: int = -1,
+        response_header_bytes: int = -1,
     ) -> None:
-        """Append one exchange, numbering it and cutting its bodies to ``body_bytes``."""
+        """Append one exchange, numbering it and cutting its headers and bodies to size.
+
+        ``request_header_bytes`` and ``response_header_bytes`` are the headers'
+        names and values in bytes, when the caller has counted them (or, for a
+        standard answer, estimated them: ``STANDARD_HEADER_BYTES`` each); -1
+        has them counted here.
+        """
         if not self.enabled:
             return
         self._seq += 1
-        if len(self._entries) == self.size:
-            self.dropped += 1
         cap = self.body_bytes
+        if len(request_body) > cap:
+            request_body = request_body[:cap]
+        if len(response_body) > cap:
+            response_body = response_body[:cap]
+        if request_header_bytes < 0:
+            request_header_bytes = sum(map(len, chain.from_iterable(request_headers)))
+        if request_header_bytes > self.header_bytes:
+            request_headers = cap_headers(request_headers, self.header_bytes)
+            request_header_bytes = sum(map(len, chain.from_iterable(request_headers)))
+        if response_header_bytes < 0:
+            response_header_bytes = sum(map(len, chain.from_iterable(response_headers)))
+        cost = (
+            ENTRY_OVERHEAD
+            + HEADER_OVERHEAD * (len(request_headers) + len(response_headers))
+            + request_header_bytes
+            + response_header_bytes
+            + len(path)
+            + len(query)
+            + len(request_body)
+            + len(response_body)
+        )
         # A plain tuple in Entry's field order, not an Entry: see the module docstring.
-        self._entries.append(
+        entries = self._entries
+        entries.append(
             (
                 self._seq,
                 request_id,
@@ -192,34 +251,67 @@ class Journal:
                 path,
                 query,
                 request_headers,
-                request_body[:cap],
+                request_body,
                 client,
                 operation,
                 key,
                 plan,
                 status,
                 response_headers,
-                response_body[:cap],
+                response_body,
                 latency_ms,
                 rule,
                 outcome,
                 wall,
             )
         )
+        self._costs.append(cost)
+        self.bytes += cost
+        if len(entries) > self.size or self.bytes > self.max_bytes:
+            self._evict()
+
+    def _add(self, record: tuple[Any, ...], cost: int) -> None:
+        self._entries.append(record)
+        self._costs.append(cost)
+        self.bytes += cost
+        self._evict()
+
+    def _evict(self) -> None:
+        """The oldest go first: past the entry count, or past the byte budget.
+
+        The newest entry always stays (it was cut to size).
+        """
+        entries, costs = self._entries, self._costs
+        while len(entries) > self.size or (self.bytes > self.max_bytes and len(entries) > 1):
+            entries.popleft()
+            self.bytes -= costs.popleft()
+            self.dropped += 1
 
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
         self._entries.clear()
+        self._costs.clear()
+        self.bytes = 0
         self.dropped = 0
 
-    def resize(self, size: int, body_bytes: int) -> None:
-        """Apply a new scenario's ``journal:`` settings, keeping the newest entries."""
+    def resize(
+        self,
+        size: int,
+        body_bytes: int,
+        *,
+        max_bytes: int | None = None,
+        header_bytes: int | None = None,
+    ) -> None:
+        """Apply a new scenario's ``journal:`` settings, keeping the newest entries that fit."""
         self.size = size
         self.body_bytes = body_bytes
+        if max_bytes is not None:
+            self.max_bytes = max_bytes
+        if header_bytes is not None:
+            self.header_bytes = header_bytes
         self.enabled = size > 0
-        if size and len(self._entries) > size:
-            self.dropped += len(self._entries) - size
-        self._entries = deque(self._entries, maxlen=size or None)
+        if size:
+            self._evict()
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.select())
@@ -258,3 +350,49 @@ class Journal:
 _SEQ, _OPERATION, _KEY, _STATUS = (
     Entry._fields.index(name) for name in ("seq", "operation", "key", "status")
 )
+
+
+def _cost(record: tuple[Any, ...]) -> int:
+    """The estimated size of a stored record (for entries appended whole)."""
+    entry = Entry._make(record)
+    headers = (*entry.request_headers, *entry.response_headers)
+    return (
+        ENTRY_OVERHEAD
+        + HEADER_OVERHEAD * len(headers)
+        + sum(map(len, chain.from_iterable(headers)))
+        + len(entry.path)
+        + len(entry.query)
+        + len(entry.request_body)
+        + len(entry.response_body)
+    )
+
+
+def cap_headers(
+    headers: tuple[tuple[bytes, bytes], ...], cap: int
+) -> tuple[tuple[bytes, bytes], ...]:
+    """Headers cut to ``cap`` bytes of names and values, cutting the longest values first.
+
+    Every header is kept (a replay needs ``Authorization``, ``Content-Type``, ...)
+    and short values stay whole: the values are cut to one common length, the
+    largest that fits. Only when the names alone pass ``cap`` (thousands of
+    headers) are the last headers dropped.
+    """
+    names = sum(len(name) for name, _ in headers)
+    if names >= cap:
+        kept, used = [], 0
+        for name, _ in headers:
+            used += len(name)
+            if used > cap:
+                break
+            kept.append((name, b""))
+        return tuple(kept)
+    budget = cap - names
+    lengths = sorted(len(value) for _, value in headers)
+    level = lengths[-1] if lengths else 0
+    for index, length in enumerate(lengths):
+        share = budget // (len(lengths) - index)
+        if length > share:
+            level = share
+            break
+        budget -= length
+    return tuple((name, value[:level]) for name, value in headers)

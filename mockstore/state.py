@@ -10,6 +10,7 @@ report at the end of a test run covers every test.
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 from mockstore.clock import Clock
 from mockstore.faults import FaultEngine, RouteTable
@@ -32,6 +33,9 @@ class Tenants:
         # With per_key isolation the shared store is never written: it is the
         # template each tenant's store is copied from.
         self._stores: dict[str, PetStore] = {}
+
+    def stores(self) -> list[PetStore]:
+        return [self.shared, *self._stores.values()]
 
     def store_for(self, tenant: str | None) -> PetStore:
         if not self.per_key or tenant is None:
@@ -78,7 +82,12 @@ class Runtime:
         # encoding 100,000 pets again would make every reset take most of a second).
         self._template = PetStore(scenario.initial_pets())
         self.state = MockState(scenario, clock, self._template)
-        self.journal = Journal(scenario.journal_size, scenario.journal_body_bytes)
+        self.journal = Journal(
+            scenario.journal_size,
+            scenario.journal_body_bytes,
+            max_bytes=scenario.journal_max_bytes,
+            header_bytes=scenario.journal_header_bytes,
+        )
 
     @property
     def scenario(self) -> Scenario:
@@ -94,10 +103,62 @@ class Runtime:
 
     def swap(self, scenario: Scenario) -> MockState:
         """Replace the scenario; the new state is built before it is swapped in."""
+        prepared = self.prepare(scenario)
+        self.install(prepared)
+        return prepared.state
+
+    @staticmethod
+    def prepare(scenario: Scenario) -> Prepared:
+        """Build the state of ``scenario`` without touching the running one.
+
+        Safe in a worker thread: it only makes new objects, so the slow part
+        of a swap (generating and encoding the pets) can run off the event loop.
+        """
         template = PetStore(scenario.initial_pets())
-        new_state = MockState(scenario, None, template)
+        return Prepared(scenario, template, MockState(scenario, None, template))
+
+    def install(self, prepared: Prepared) -> Prepared:
+        """Swap a prepared state in: on the event loop, one assignment, so atomic.
+
+        Returns the state it replaced, for ``release`` to free off the loop.
+        """
+        replaced = Prepared(self.state.scenario, self._template, self.state)
+        scenario = prepared.scenario
         self._clock_override = None
-        self._template = template
-        self.state = new_state
-        self.journal.resize(scenario.journal_size, scenario.journal_body_bytes)
-        return new_state
+        self._template = prepared.template
+        self.state = prepared.state
+        self.journal.resize(
+            scenario.journal_size,
+            scenario.journal_body_bytes,
+            max_bytes=scenario.journal_max_bytes,
+            header_bytes=scenario.journal_header_bytes,
+        )
+        return replaced
+
+
+class Prepared(NamedTuple):
+    """A scenario's state, built and ready to swap in (or just swapped out)."""
+
+    scenario: Scenario
+    template: PetStore
+    state: MockState
+
+
+def release(box: list[Prepared]) -> None:
+    """Free a replaced state (the one item of ``box``) a slice at a time; for a worker thread.
+
+    Freeing 200,000 pets is one long stretch of C code wherever the last
+    reference goes, during which no other thread runs, the event loop
+    included. So the pets are first gathered into a list, the state's
+    containers are dropped (which then only decrements counts), and the pets
+    themselves are freed a few thousand at a time: between slices the
+    interpreter lets the event loop run. ``box`` is emptied so that no caller
+    keeps the state alive.
+    """
+    replaced = box.pop()
+    held: list[object] = []
+    for store in (replaced.template, *replaced.state.tenants.stores()):
+        held.extend(store.held())
+    del replaced
+    while held:
+        del held[-4096:]

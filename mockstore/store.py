@@ -3,7 +3,11 @@
 Pets are kept in id order with one ordered id list per status, so a listing
 touches at most ``limit`` pets however large the store is. Each pet is encoded
 to JSON once, when stored, and list bodies are cached per (status, limit)
-until the next write.
+until the next write, within a byte budget.
+
+The pets a scenario lists or generates are bounded by the scenario schema;
+those created through the API are bounded in bytes: ``create`` refuses a pet
+that would take the store's created pets past the budget it is given.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mockstore.budget import ByteBudget
 from mockstore.schemas import object_fields
 
 Pet = dict[str, Any]
@@ -19,6 +24,12 @@ Pet = dict[str, Any]
 FIELD_ORDER = object_fields("Pet")
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+# The memory a stored pet holds beyond twice its JSON (it is kept as a dict and
+# as its encoding): the dict, its ints and strings' headers, index slots.
+PET_OVERHEAD = 500
+# 4 MiB of cached list bodies; a body over 256 KiB is rebuilt on each request.
+_LIST_CACHE_BYTES = 4 * 1024 * 1024
+_LIST_CACHE_ITEM = 256 * 1024
 
 
 def _ordered(pet: Pet) -> Pet:
@@ -26,7 +37,7 @@ def _ordered(pet: Pet) -> Pet:
 
 
 class StoreFull(Exception):
-    """No int64 id is left to assign."""
+    """No int64 id is left to assign, or the created pets' budget is spent."""
 
 
 class PetStore:
@@ -46,6 +57,8 @@ class PetStore:
         self._next_id = (max(self._pets) + 1) if self._pets else 1
         self._next_id = max(self._next_id, 1)
         self._list_cache: dict[tuple[str | None, int], bytes] = {}
+        self._list_budget = ByteBudget(_LIST_CACHE_BYTES, _LIST_CACHE_ITEM)
+        self.created_bytes = 0  # the estimated memory of the pets created through create()
 
     def copy(self) -> PetStore:
         """An independent store with the same pets, sharing their encoded JSON.
@@ -61,27 +74,37 @@ class PetStore:
         twin._by_status = {status: list(ids) for status, ids in self._by_status.items()}
         twin._next_id = self._next_id
         twin._list_cache = dict(self._list_cache)
+        twin._list_budget = self._list_budget.copy()
+        twin.created_bytes = self.created_bytes
         return twin
 
-    def _put(self, pet: Pet) -> None:
-        try:
-            encoded = _encode(pet).encode()
-        except UnicodeEncodeError:
-            # A JSON string may carry an escaped lone surrogate ("\\ud800") that
-            # UTF-8 cannot hold; keeping the escape returns the name unchanged.
-            encoded = _encode_ascii(pet).encode()
+    def _put(self, pet: Pet, encoded: bytes | None = None) -> None:
+        if encoded is None:
+            encoded = _encoded(pet)
         # Encode before storing: a failure must not leave a half-stored pet.
         self._pets[pet["id"]] = pet
         self._json[pet["id"]] = encoded
 
-    def create(self, new_pet: Pet) -> tuple[Pet, bytes]:
-        """Store a NewPet under the next id; returns the Pet and its JSON."""
+    def create(self, new_pet: Pet, max_bytes: int | None = None) -> tuple[Pet, bytes]:
+        """Store a NewPet under the next id; returns the Pet and its JSON.
+
+        Raises StoreFull when no id is left, or when the pets created so far and
+        this one would take more than ``max_bytes`` (estimated memory).
+        """
         if self._next_id > self.MAX_ID:
-            raise StoreFull
+            raise StoreFull("no int64 id is left to assign")
         pet_id = self._next_id
-        self._next_id += 1
         pet = _ordered({**new_pet, "id": pet_id})
-        self._put(pet)
+        encoded = _encoded(pet)
+        cost = PET_OVERHEAD + 2 * len(encoded)
+        if max_bytes is not None and self.created_bytes + cost > max_bytes:
+            raise StoreFull(
+                f"the pets created so far take {self.created_bytes} of the store's "
+                f"{max_bytes} bytes (behaviour.max_store_bytes); this one needs {cost} more"
+            )
+        self._next_id += 1
+        self.created_bytes += cost
+        self._put(pet, encoded)
         # Ids only grow, so appending keeps every list in id order.
         self._ids.append(pet_id)
         self._by_status.setdefault(pet.get("status"), []).append(pet_id)
@@ -102,9 +125,8 @@ class PetStore:
             ids = self._ids if status is None else self._by_status.get(status, [])
             encoded = self._json
             body = b"[" + b",".join([encoded[i] for i in ids[:limit]]) + b"]"
-            if len(self._list_cache) > 1024:
-                self._list_cache.clear()
-            self._list_cache[cache_key] = body
+            if self._list_budget.admit(self._list_cache, len(body)):
+                self._list_cache[cache_key] = body
         return body
 
     def list(self, limit: int, status: str | None = None) -> list[Pet]:
@@ -114,9 +136,22 @@ class PetStore:
     def __len__(self) -> int:
         return len(self._pets)
 
+    def held(self) -> list[object]:
+        """Every pet and encoding the store holds (to free them a slice at a time elsewhere)."""
+        return [*self._pets.values(), *self._json.values()]
+
     def __iter__(self) -> Iterator[Pet]:
         return (self._pets[i] for i in self._ids)
 
     @property
     def next_id(self) -> int:
         return self._next_id
+
+
+def _encoded(pet: Pet) -> bytes:
+    try:
+        return _encode(pet).encode()
+    except UnicodeEncodeError:
+        # A JSON string may carry an escaped lone surrogate ("\\ud800") that
+        # UTF-8 cannot hold; keeping the escape returns the name unchanged.
+        return _encode_ascii(pet).encode()
