@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mockstore.api import PetStoreAPI
 from mockstore.clock import Clock
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
+from mockstore.limits import Limits
 from mockstore.scenario import Scenario, load_scenario_file
 from mockstore.state import Runtime
 from mockstore.urls import CONTROL_PREFIX as PREFIX
-from mockstore.urls import is_control_path
+from mockstore.urls import is_control_path, is_disguised_control_path
 
 
 class MockstoreApp:
@@ -19,7 +21,10 @@ class MockstoreApp:
 
     Every path outside ``/__mockstore`` goes through the API's pipeline, so an
     unknown path without a key is a 401, not a 404: a caller without a valid
-    key learns nothing about what exists.
+    key learns nothing about what exists. The prefix is matched on the decoded,
+    normalised path, and served only when it is also spelled literally: a proxy
+    that guards ``/__mockstore`` by its raw path cannot be walked around with
+    ``/%5F_mockstore`` or ``/v1/../__mockstore``, which are refused (404).
     """
 
     def __init__(
@@ -29,20 +34,40 @@ class MockstoreApp:
         control: bool = True,
         control_token: str | None = None,
         clock: Clock | None = None,
+        limits: Limits | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         if isinstance(scenario, str):
             scenario = load_scenario_file(scenario)
+        limits = limits or Limits()
         self.runtime = Runtime(scenario, clock)
-        self.api = PetStoreAPI(self.runtime)
-        self.control = ControlAPI(self.runtime, control_token) if control else None
+        self.api = PetStoreAPI(self.runtime, body_timeout=limits.body_timeout)
+        self.control = (
+            ControlAPI(self.runtime, control_token, limits=limits, allowed_hosts=allowed_hosts)
+            if control
+            else None
+        )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "http":
             path: str = scope["path"]
-            if is_control_path(path):
+            # Only a path under the prefix, or one with dot or empty segments,
+            # can be a disguised spelling of it: an ordinary API path costs two
+            # substring searches.
+            control = is_control_path(path)
+            if (control or "//" in path or "/." in path) and is_disguised_control_path(
+                path, scope.get("raw_path")
+            ):
+                await _not_found(
+                    send,
+                    f"no such path: {path} (the control API answers only under {PREFIX}, "
+                    "spelled literally: no percent-encoding, dot segments or doubled slashes)",
+                )
+                return
+            if control:
                 if self.control is None:
-                    await _not_found(send, path)
+                    await _not_found(send, f"no such path: {path} (the control API is off)")
                     return
                 inner = dict(scope)
                 inner["path"] = path[len(PREFIX) :] or "/"
@@ -60,8 +85,8 @@ class MockstoreApp:
                     return
 
 
-async def _not_found(send: Any, path: str) -> None:
-    body = error_body("not_found", f"no such path: {path} (the control API is off)")
+async def _not_found(send: Any, message: str) -> None:
+    body = error_body("not_found", message)
     await send(
         {
             "type": "http.response.start",
@@ -81,9 +106,18 @@ def create_app(
     control: bool = True,
     control_token: str | None = None,
     clock: Clock | None = None,
+    limits: Limits | None = None,
+    allowed_hosts: Iterable[str] = (),
 ) -> MockstoreApp:
     """An ASGI app serving ``scenario`` (a bundled name, a path, or a loaded Scenario).
 
     Use it in-process with ``httpx.ASGITransport(app=create_app())``.
     """
-    return MockstoreApp(scenario, control=control, control_token=control_token, clock=clock)
+    return MockstoreApp(
+        scenario,
+        control=control,
+        control_token=control_token,
+        clock=clock,
+        limits=limits,
+        allowed_hosts=allowed_hosts,
+    )

@@ -1,0 +1,249 @@
+"""The HTTP/1.1 connection: uvicorn's httptools protocol with the limits a shared server needs.
+
+uvicorn (0.54, httptools) bounds neither the size of a request head nor the
+time a client may take to send it or its body: its keep-alive timer starts
+only after a first answer and any byte cancels it for good, so a silent
+connection, a slow-loris head or a promised body that never comes holds a
+connection (and its buffers) for ever. It answers a malformed request with a
+text/plain 400, and past ``limit_concurrency`` a text/plain 503 while the idle
+connections that filled it stay open. This subclass keeps one deadline per
+connection, for what the server is waiting on:
+
+* nothing under way (a new connection, or one whose answer went out): closed
+  after ``keep_alive_timeout`` (uvicorn's own timer, also armed on connect);
+* a request head: from its first byte, it must be complete within
+  ``header_timeout`` (else 408) and ``max_header_bytes`` (else 431, as soon as
+  the bytes received pass the limit: an 8 MB header is never buffered whole);
+* a request body: from the end of the head, within ``body_timeout``. When the
+  app is reading it, the app answers 408 itself (journaled, with the rate-limit
+  headers); a body nobody waits for any more is cut off by closing.
+
+Past ``max_connections`` the connection that has waited longest on its client
+(silent, or mid-head) is closed to make room, and only when none is waiting is
+the new one answered 503. Every answer written here is an Error body and
+closes the connection; none reaches the app, so none is journaled or counted
+against an allowance (no caller is known yet), as a front proxy's would not be.
+
+Why a protocol subclass and not an ASGI guard: a head that never ends never
+reaches the app, and the memory is spent before it would; only the protocol
+sees the bytes and the silence. Why not h11's ``h11_max_incomplete_event_size``:
+it answers 400 rather than 431, has no timeouts either, and costs throughput.
+The per-request cost here is a few attribute checks: timers are armed only for
+a request that does not arrive in one read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from mockstore.errors import error_body
+from mockstore.limits import Limits
+
+# What the connection is waiting on from its client.
+IDLE = 0  # no byte of a next request
+HEAD = 1  # a request line and headers
+BODY = 2  # a request body
+
+
+class _HeadTooLarge(Exception):
+    """Raised inside a parser callback to stop parsing a head that is over the limit."""
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """One connection under ``limits``; build a class per server with ``protocol_class``.
+
+    The parser callbacks overridden here run on every request, so they call
+    the base class directly (cheaper than ``super()``) and do a few attribute
+    stores; a timer is armed only for a request that does not arrive in one read.
+    """
+
+    limits: ClassVar[Limits] = Limits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._max_head = self.limits.max_header_bytes
+        self._phase = IDLE
+        self._timed = IDLE  # the phase the deadline below is for
+        self._deadline: asyncio.TimerHandle | None = None
+        self._head_bytes = 0  # bytes of the current head received in earlier reads
+        self._read = 0  # the size of the read being parsed
+        # When the connection last began waiting on its client, in answers served
+        # by the server (a clock that costs nothing to read): the lowest waited longest.
+        self._waiting_since = 0
+
+    # -- connection ------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections and not self._make_room():
+            self._refuse(503, "server_busy", "every connection is busy; retry shortly")
+            return
+        self._waiting_since = self.server_state.total_requests
+        # uvicorn arms this timer only after an answer: a client that connects
+        # and never sends would otherwise hold the connection for ever.
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.timeout_keep_alive, self.timeout_keep_alive_handler
+        )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        super().connection_lost(exc)
+
+    def _make_room(self) -> bool:
+        """Close the connection that has waited longest on its client; False if none waits.
+
+        Waiting means no request of its is being answered: silent, or mid-head.
+        Only past the limit, so the scan over every connection is rare.
+        """
+        victim = None
+        for other in self.connections:
+            if (
+                other is not self
+                and isinstance(other, GuardedHttpToolsProtocol)
+                and other._phase != BODY
+                and (other.cycle is None or other.cycle.response_complete)
+                and not other.transport.is_closing()
+                and (victim is None or other._waiting_since < victim._waiting_since)
+            ):
+                victim = other
+        if victim is None:
+            return False
+        victim.transport.close()
+        return True
+
+    # -- reading ---------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        phase = self._phase
+        if phase == IDLE:
+            # Any byte starts a head, even the blank lines a parser skips.
+            self._phase = HEAD
+            self._head_bytes = 0
+        self._unset_keepalive_if_required()
+        self._read = len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        except httptools.HttpParserError as exc:
+            if isinstance(exc.__context__, _HeadTooLarge):
+                self._refuse_head_too_large()
+            else:
+                self.send_400_response(str(exc) or "invalid request")
+            return
+        phase = self._phase
+        if phase == HEAD:
+            # Still in the head that was under way when the read began: the
+            # whole read was head. (A head that begins after another request
+            # within one read, from a pipelining client, leaves the phase IDLE:
+            # it is counted from its next read on, at most one read uncounted,
+            # and measured exactly once complete.)
+            self._head_bytes += len(data)
+            if self._head_bytes > self._max_head:
+                self._refuse_head_too_large()
+                return
+        if phase != self._timed:
+            self._retime(phase)
+
+    def on_headers_complete(self) -> None:
+        if self._head_bytes + self._read > self._max_head and self._head_size() > self._max_head:
+            raise _HeadTooLarge
+        self._phase = BODY
+        HttpToolsProtocol.on_headers_complete(self)
+
+    def on_message_complete(self) -> None:
+        self._phase = IDLE
+        HttpToolsProtocol.on_message_complete(self)
+
+    def on_response_complete(self) -> None:
+        HttpToolsProtocol.on_response_complete(self)
+        self._waiting_since = self.server_state.total_requests
+
+    def _head_size(self) -> int:
+        """The head as sent, give or take optional whitespace: request line and header lines."""
+        size = len(self.parser.get_method()) + len(self.url) + len(" HTTP/1.1\r\n\r\n") + 1
+        for name, value in self.headers:
+            size += len(name) + len(value) + 4
+        return size
+
+    # -- deadlines -------------------------------------------------------------
+
+    def _retime(self, phase: int) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._timed = phase
+        if phase == HEAD:
+            self._deadline = self.loop.call_later(self.limits.header_timeout, self._late)
+        elif phase == BODY:
+            self._deadline = self.loop.call_later(self.limits.body_timeout, self._late)
+
+    def _late(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        if self._timed == HEAD:
+            seconds = _seconds(self.limits.header_timeout)
+            self._refuse(
+                408,
+                "request_timeout",
+                f"the request line and headers did not arrive within {seconds} s",
+            )
+        elif self._timed == BODY:
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                # The app is at work on this request: it owns the body's deadline
+                # (and answers 408 if it is waiting for the body). Look again later.
+                self._retime(BODY)
+            else:
+                self.transport.close()
+
+    # -- answers written by the connection itself --------------------------------
+
+    def _refuse_head_too_large(self) -> None:
+        self._refuse(
+            431,
+            "headers_too_large",
+            f"the request line and headers are over {self._max_head} bytes",
+        )
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's is text/plain; every refusal of mockstore is an Error body.
+        self._refuse(400, "bad_request", f"the request is not valid HTTP/1.1: {msg}")
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        """Answer with an Error body and close; just close if an answer is under way."""
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            if cycle.response_started:
+                self.transport.close()  # an answer is half written: all we can do
+                return
+            # The app has not answered: it reads a disconnect, and writes nothing after this.
+            cycle.disconnected = True
+            cycle.message_event.set()
+        body = error_body(code, message, status)
+        head = STATUS_LINE[status] + (
+            b"content-type: application/json\r\ncontent-length: %d\r\n"
+            b"connection: close\r\n\r\n" % len(body)
+        )
+        self.transport.write(head + body)
+        self.transport.close()
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def protocol_class(limits: Limits) -> type[GuardedHttpToolsProtocol]:
+    """The protocol class for one server, with its limits."""
+    return type("MockstoreHttpProtocol", (GuardedHttpToolsProtocol,), {"limits": limits})
