@@ -94,7 +94,12 @@ class Control:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # The server refuses a POST that a web page could send cross-site (no
+        # JSON body, no custom header); naming the client lets body-less calls
+        # such as reset() through.
+        headers = {"X-Mockstore-Client": "mockstore.Control"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         self._http = httpx.Client(
             base_url=self.url + PREFIX,
             headers=headers,
