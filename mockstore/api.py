@@ -35,9 +35,8 @@ from mockstore.budget import ByteBudget
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, RequestFacts
 from mockstore.headers import Header, ResponseHeaders
-from mockstore.journal import STANDARD_HEADER_BYTES
 from mockstore.keys import parse_authorization
-from mockstore.limits import Limits
+from mockstore.limits import HEAD_BYTES, Limits
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
 from mockstore.service import ROUTER, Call, Caller, PetStoreService
@@ -103,10 +102,8 @@ class Exchange:
     """One request on its way through the pipeline, and what was decided for it."""
 
     __slots__ = (
-        "answered",
         "caller",
         "compiled",
-        "head",
         "now",
         "operation",
         "request_body",
@@ -128,8 +125,6 @@ class Exchange:
         self.caller: Caller
         self.request_body = b""
         self.rule: str | None = None
-        self.answered = False  # a response has started: it cannot be replaced
-        self.head = -1  # the request headers' bytes, once counted
 
 
 class PetStoreAPI:
@@ -158,16 +153,13 @@ class PetStoreAPI:
         try:
             service = ex.compiled.service
             authorization = content_type = content_length = None
-            head = 0  # the headers' bytes, for the journal's budget
             for name, value in scope["headers"]:
-                head += len(name) + len(value)
                 if name == b"authorization":
                     authorization = value
                 elif name == b"content-type":
                     content_type = value
                 elif name == b"content-length":
                     content_length = value
-            ex.head = head
 
             method: str = scope["method"]
             path: str = scope["path"]
@@ -268,12 +260,6 @@ class PetStoreAPI:
         """Log an unexpected exception with its traceback and answer 500, if still possible."""
         scope = ex.scope
         method, path = scope["method"], scope["path"]
-        if ex.answered:
-            log.error(
-                "unexpected error after answering %s %s", method, path, exc_info=exc,
-                extra={"method": method, "path": path},
-            )  # fmt: skip
-            return
         if not hasattr(ex, "caller"):
             # It broke before the caller was counted: the headers say where the
             # anonymous caller stands, without counting this request.
@@ -294,7 +280,12 @@ class PetStoreAPI:
             f"its log has the traceback (request {request_id})",
             headers=_CLOSE,
         )
-        await self._respond(send, ex, Answer.refusal(refusal), request_id)
+        try:
+            await self._respond(send, ex, Answer.refusal(refusal), request_id)
+        except Exception:
+            # The answer had already begun (the server refuses a second one):
+            # the connection is dropped, and the log has the first traceback.
+            return
 
     def _answer(self, ex: Exchange, route: Route | None, content_type: bytes | None) -> Answer:
         """What the operation (or the scenario's scripted route for it) answers."""
@@ -369,7 +360,6 @@ class PetStoreAPI:
             request_id = ex.state.next_request_id()
         body = answer.body
         headers = self._headers(ex, answer, request_id, len(body))
-        ex.answered = True
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if ex.scope["method"] == "HEAD" else body
@@ -388,7 +378,6 @@ class PetStoreAPI:
         """
         request_id = ex.state.next_request_id()
         status, body, headers = 0, b"", []
-        ex.answered = True
         try:
             if fault == "connection_reset":
                 transport.reset_connection(send)
@@ -452,9 +441,8 @@ class PetStoreAPI:
                 latency_ms=latency_ms,
                 rule=ex.rule,
                 outcome=outcome,
-                request_header_bytes=ex.head,
-                # mockstore's own headers are short; a scripted answer's are counted.
-                response_header_bytes=-1 if ex.rule else STANDARD_HEADER_BYTES * len(headers),
+                # The head's size as the server counted it (-1 in process: counted there).
+                head_bytes=scope.get(HEAD_BYTES, -1),
             )
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator
-from itertools import chain
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
@@ -30,15 +29,16 @@ from mockstore.scenario.loader import schema_default
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
 # The memory an entry holds beyond the lengths of its bytes and strings: the
-# record tuple, its numbers and small strings, the object headers of its
-# bodies, path and query (CPython 3.11, 64-bit: sys.getsizeof of each part).
-ENTRY_OVERHEAD = 700
-# Each header: its (name, value) tuple and the two bytes objects' headers.
-HEADER_OVERHEAD = 140
+# record tuple (216), its request id, numbers and size, the object headers of
+# its path and query (CPython 3.11, 64-bit, sys.getsizeof of each part).
+ENTRY_OVERHEAD = 500
+# Each header: its (name, value) tuple (56) and the two bytes objects' headers (66).
+HEADER_OVERHEAD = 120
 # The names and values of one header of a standard answer (mockstore's own:
 # content-type, date, x-ratelimit-*, ...), at most this long: estimated rather
 # than counted on the hot path. Scripted answers' headers are counted.
 STANDARD_HEADER_BYTES = 48
+STANDARD_HEADER_COST = HEADER_OVERHEAD + STANDARD_HEADER_BYTES
 
 
 class Entry(NamedTuple):
@@ -164,8 +164,10 @@ class Journal:
         self.body_bytes = body_bytes
         self.max_bytes = max_bytes
         self.header_bytes = header_bytes
-        self._entries: deque[tuple[Any, ...]] = deque()
-        self._costs: deque[int] = deque()  # each entry's estimated size, in the same order
+        # Bounded in entries by the deques themselves (the oldest fall out as
+        # the newest come in, in C); in bytes by _evict.
+        self._entries: deque[tuple[Any, ...]] = deque(maxlen=size or None)
+        self._costs: deque[int] = deque(maxlen=size or None)  # each entry's size, in order
         self.bytes = 0
         self._seq = 0
         self.enabled = size > 0
@@ -204,43 +206,48 @@ class Journal:
         latency_ms: float,
         rule: str | None,
         outcome: str,
-        request_header_bytes: int = -1,
-        response_header_bytes: int = -1,
+        head_bytes: int = -1,
     ) -> None:
         """Append one exchange, numbering it and cutting its headers and bodies to size.
 
-        ``request_header_bytes`` and ``response_header_bytes`` are the headers'
-        names and values in bytes, when the caller has counted them (or, for a
-        standard answer, estimated them: ``STANDARD_HEADER_BYTES`` each); -1
-        has them counted here.
+        ``head_bytes`` is the size of the request's head (request line and
+        headers) as the server counted it, or -1 to count it here. The response
+        headers of a standard answer (no ``rule`` fired) are mockstore's own and
+        short, so estimated (``STANDARD_HEADER_BYTES`` each); a scripted
+        answer's are counted.
         """
         if not self.enabled:
             return
         self._seq += 1
         cap = self.body_bytes
-        if len(request_body) > cap:
+        sent = len(request_body)
+        if sent > cap:
             request_body = request_body[:cap]
-        if len(response_body) > cap:
+            sent = cap
+        answered = len(response_body)
+        if answered > cap:
             response_body = response_body[:cap]
-        if request_header_bytes < 0:
-            request_header_bytes = sum(map(len, chain.from_iterable(request_headers)))
-        if request_header_bytes > self.header_bytes:
-            request_headers = cap_headers(request_headers, self.header_bytes)
-            request_header_bytes = sum(map(len, chain.from_iterable(request_headers)))
-        if response_header_bytes < 0:
-            response_header_bytes = sum(map(len, chain.from_iterable(response_headers)))
+            answered = cap
+        if head_bytes < 0 or head_bytes > self.header_bytes:
+            # Counted here (in process), or possibly over the cap: the exact figure.
+            if _header_bytes(request_headers) > self.header_bytes:
+                request_headers = cap_headers(request_headers, self.header_bytes)
+            head_bytes = _header_bytes(request_headers) + len(path) + len(query)
         cost = (
             ENTRY_OVERHEAD
-            + HEADER_OVERHEAD * (len(request_headers) + len(response_headers))
-            + request_header_bytes
-            + response_header_bytes
-            + len(path)
-            + len(query)
-            + len(request_body)
-            + len(response_body)
+            + head_bytes
+            + sent
+            + answered
+            + HEADER_OVERHEAD * len(request_headers)
+            + STANDARD_HEADER_COST * len(response_headers)
         )
-        # A plain tuple in Entry's field order, not an Entry: see the module docstring.
+        if rule is not None:  # a scripted answer: its headers are the scenario's, counted
+            cost += _header_bytes(response_headers) - STANDARD_HEADER_BYTES * len(response_headers)
         entries = self._entries
+        if len(entries) == self.size:  # the oldest falls out below
+            self.bytes -= self._costs[0]
+            self.dropped += 1
+        # A plain tuple in Entry's field order, not an Entry: see the module docstring.
         entries.append(
             (
                 self._seq,
@@ -267,22 +274,25 @@ class Journal:
         )
         self._costs.append(cost)
         self.bytes += cost
-        if len(entries) > self.size or self.bytes > self.max_bytes:
+        if self.bytes > self.max_bytes:
             self._evict()
 
     def _add(self, record: tuple[Any, ...], cost: int) -> None:
+        if len(self._entries) == self.size:
+            self.bytes -= self._costs[0]
+            self.dropped += 1
         self._entries.append(record)
         self._costs.append(cost)
         self.bytes += cost
         self._evict()
 
     def _evict(self) -> None:
-        """The oldest go first: past the entry count, or past the byte budget.
+        """The oldest go first until the entries fit the byte budget.
 
         The newest entry always stays (it was cut to size).
         """
         entries, costs = self._entries, self._costs
-        while len(entries) > self.size or (self.bytes > self.max_bytes and len(entries) > 1):
+        while self.bytes > self.max_bytes and len(entries) > 1:
             entries.popleft()
             self.bytes -= costs.popleft()
             self.dropped += 1
@@ -311,7 +321,13 @@ class Journal:
             self.header_bytes = header_bytes
         self.enabled = size > 0
         if size:
+            while len(self._entries) > size:
+                self._entries.popleft()
+                self.bytes -= self._costs.popleft()
+                self.dropped += 1
             self._evict()
+        self._entries = deque(self._entries, maxlen=size or None)
+        self._costs = deque(self._costs, maxlen=size or None)
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.select())
@@ -352,6 +368,14 @@ _SEQ, _OPERATION, _KEY, _STATUS = (
 )
 
 
+def _header_bytes(headers: RawHeaders) -> int:
+    """The names and values of ``headers``, in bytes."""
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value)
+    return size
+
+
 def _cost(record: tuple[Any, ...]) -> int:
     """The estimated size of a stored record (for entries appended whole)."""
     entry = Entry._make(record)
@@ -359,7 +383,7 @@ def _cost(record: tuple[Any, ...]) -> int:
     return (
         ENTRY_OVERHEAD
         + HEADER_OVERHEAD * len(headers)
-        + sum(map(len, chain.from_iterable(headers)))
+        + _header_bytes(headers)
         + len(entry.path)
         + len(entry.query)
         + len(entry.request_body)

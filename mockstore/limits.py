@@ -16,6 +16,11 @@ from dataclasses import dataclass, replace
 # megabyte a second, and 8 MiB already holds 10,000 listed pets many times over.
 MAX_SCENARIO_BYTES = 8 * 1024 * 1024
 
+# The scope key under which mockstore's protocol (protocol.py) gives the app
+# the size of each request's head, as it counted it anyway: the journal needs
+# it for its byte budget and need not count the headers again.
+HEAD_BYTES = "mockstore.head_bytes"
+
 # File descriptors kept free for what is not a client connection (the
 # listening socket, the event loop, log files, scenario files, worker threads).
 _RESERVED_FDS = 64

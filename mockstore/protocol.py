@@ -41,7 +41,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mockstore.errors import error_body
-from mockstore.limits import Limits
+from mockstore.limits import HEAD_BYTES, Limits
 
 # What the connection is waiting on from its client.
 IDLE = 0  # no byte of a next request
@@ -51,6 +51,29 @@ BODY = 2  # a request body
 
 class _HeadTooLarge(Exception):
     """Raised inside a parser callback to stop parsing a head that is over the limit."""
+
+
+class _Wait:
+    """What one connection is waiting on from its client, and until when.
+
+    Kept in one slotted object rather than as attributes of the protocol:
+    uvicorn's protocol already sets 28, and past 30 CPython stops sharing the
+    instance dict's keys, which makes every attribute access of every
+    request slower (measured: about 2% of a request's instructions).
+    """
+
+    __slots__ = ("deadline", "head_bytes", "max_head", "phase", "read", "since", "timed")
+
+    def __init__(self, max_head: int, since: int) -> None:
+        self.max_head = max_head
+        self.phase = IDLE
+        self.timed = IDLE  # the phase the deadline is for
+        self.deadline: asyncio.TimerHandle | None = None
+        self.head_bytes = 0  # bytes of the current head received in earlier reads
+        self.read = 0  # the size of the read being parsed
+        # When the connection's last request began, in answers the server has
+        # served (a clock that costs nothing to read): the lowest waited longest.
+        self.since = since
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -65,15 +88,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._max_head = self.limits.max_header_bytes
-        self._phase = IDLE
-        self._timed = IDLE  # the phase the deadline below is for
-        self._deadline: asyncio.TimerHandle | None = None
-        self._head_bytes = 0  # bytes of the current head received in earlier reads
-        self._read = 0  # the size of the read being parsed
-        # When the connection last began waiting on its client, in answers served
-        # by the server (a clock that costs nothing to read): the lowest waited longest.
-        self._waiting_since = 0
+        self._wait = _Wait(self.limits.max_header_bytes, self.server_state.total_requests)
 
     # -- connection ------------------------------------------------------------
 
@@ -82,7 +97,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if len(self.connections) > self.limits.max_connections and not self._make_room():
             self._refuse(503, "server_busy", "every connection is busy; retry shortly")
             return
-        self._waiting_since = self.server_state.total_requests
         # uvicorn arms this timer only after an answer: a client that connects
         # and never sends would otherwise hold the connection for ever.
         self.timeout_keep_alive_task = self.loop.call_later(
@@ -90,26 +104,28 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         )
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        wait = self._wait
+        if wait.deadline is not None:
+            wait.deadline.cancel()
+            wait.deadline = None
         super().connection_lost(exc)
 
     def _make_room(self) -> bool:
         """Close the connection that has waited longest on its client; False if none waits.
 
-        Waiting means no request of its is being answered: silent, or mid-head.
-        Only past the limit, so the scan over every connection is rare.
+        Waiting means no request of its is being answered: silent, or mid-head;
+        the longest is the one whose last request began first. Only past the
+        limit, so the scan over every connection is rare.
         """
         victim = None
         for other in self.connections:
             if (
                 other is not self
                 and isinstance(other, GuardedHttpToolsProtocol)
-                and other._phase != BODY
+                and other._wait.phase != BODY
                 and (other.cycle is None or other.cycle.response_complete)
                 and not other.transport.is_closing()
-                and (victim is None or other._waiting_since < victim._waiting_since)
+                and (victim is None or other._wait.since < victim._wait.since)
             ):
                 victim = other
         if victim is None:
@@ -120,13 +136,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # -- reading ---------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        phase = self._phase
-        if phase == IDLE:
+        wait = self._wait
+        if wait.phase == IDLE:
             # Any byte starts a head, even the blank lines a parser skips.
-            self._phase = HEAD
-            self._head_bytes = 0
+            wait.phase = HEAD
+            wait.head_bytes = 0
+            wait.since = self.server_state.total_requests
         self._unset_keepalive_if_required()
-        self._read = len(data)
+        wait.read = len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -141,33 +158,39 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             else:
                 self.send_400_response(str(exc) or "invalid request")
             return
-        phase = self._phase
-        if phase == HEAD:
+        phase = wait.phase
+        if phase == BODY:
+            if not self.cycle.more_body:
+                # The request is complete (uvicorn marks its cycle so). A body
+                # that ends after the app already answered leaves the mark unset:
+                # such a connection is closed once the body deadline passes.
+                phase = wait.phase = IDLE
+        elif phase == HEAD:
             # Still in the head that was under way when the read began: the
             # whole read was head. (A head that begins after another request
             # within one read, from a pipelining client, leaves the phase IDLE:
             # it is counted from its next read on, at most one read uncounted,
             # and measured exactly once complete.)
-            self._head_bytes += len(data)
-            if self._head_bytes > self._max_head:
+            wait.head_bytes += len(data)
+            if wait.head_bytes > wait.max_head:
                 self._refuse_head_too_large()
                 return
-        if phase != self._timed:
+        if phase != wait.timed:
             self._retime(phase)
 
     def on_headers_complete(self) -> None:
-        if self._head_bytes + self._read > self._max_head and self._head_size() > self._max_head:
-            raise _HeadTooLarge
-        self._phase = BODY
+        wait = self._wait
+        # The head so far: the earlier reads, and at most this whole read (it
+        # may hold a body, or the next request, too); measured exactly when
+        # that passes the limit.
+        head = wait.head_bytes + wait.read
+        if head > wait.max_head:
+            head = self._head_size()
+            if head > wait.max_head:
+                raise _HeadTooLarge
+        self.scope[HEAD_BYTES] = head  # for the journal's byte budget: counted once
+        wait.phase = BODY
         HttpToolsProtocol.on_headers_complete(self)
-
-    def on_message_complete(self) -> None:
-        self._phase = IDLE
-        HttpToolsProtocol.on_message_complete(self)
-
-    def on_response_complete(self) -> None:
-        HttpToolsProtocol.on_response_complete(self)
-        self._waiting_since = self.server_state.total_requests
 
     def _head_size(self) -> int:
         """The head as sent, give or take optional whitespace: request line and header lines."""
@@ -179,27 +202,29 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # -- deadlines -------------------------------------------------------------
 
     def _retime(self, phase: int) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-        self._timed = phase
+        wait = self._wait
+        if wait.deadline is not None:
+            wait.deadline.cancel()
+            wait.deadline = None
+        wait.timed = phase
         if phase == HEAD:
-            self._deadline = self.loop.call_later(self.limits.header_timeout, self._late)
+            wait.deadline = self.loop.call_later(self.limits.header_timeout, self._late)
         elif phase == BODY:
-            self._deadline = self.loop.call_later(self.limits.body_timeout, self._late)
+            wait.deadline = self.loop.call_later(self.limits.body_timeout, self._late)
 
     def _late(self) -> None:
-        self._deadline = None
+        wait = self._wait
+        wait.deadline = None
         if self.transport.is_closing():
             return
-        if self._timed == HEAD:
+        if wait.timed == HEAD:
             seconds = _seconds(self.limits.header_timeout)
             self._refuse(
                 408,
                 "request_timeout",
                 f"the request line and headers did not arrive within {seconds} s",
             )
-        elif self._timed == BODY:
+        elif wait.timed == BODY:
             cycle = self.cycle
             if cycle is not None and not cycle.response_complete:
                 # The app is at work on this request: it owns the body's deadline
@@ -214,7 +239,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._refuse(
             431,
             "headers_too_large",
-            f"the request line and headers are over {self._max_head} bytes",
+            f"the request line and headers are over {self._wait.max_head} bytes",
         )
 
     def send_400_response(self, msg: str) -> None:

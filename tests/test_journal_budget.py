@@ -63,7 +63,7 @@ def test_anonymous_floods_are_bounded_by_the_default_budget() -> None:
     with live_server() as server:
         _flood(server, 150, None)
         journal = httpx.get(server.url + "/__mockstore/requests", timeout=30).json()
-    assert journal["max_bytes"] == 32 * 1024 * 1024  # the documented default
+    assert journal["max_bytes"] == 48 * 1024 * 1024  # the documented default
     assert journal["bytes"] <= journal["max_bytes"]
     for entry in journal["entries"]:
         assert _entry_header_bytes(entry) <= 8192  # journal.header_bytes default
