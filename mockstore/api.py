@@ -269,23 +269,22 @@ class PetStoreAPI:
             )
         if not hasattr(ex, "resolved"):
             ex.resolved = Resolved(None, {}, "")
-        request_id = ex.state.next_request_id()
-        log.error(
-            "unexpected error answering %s %s (%s)", method, path, request_id, exc_info=exc,
-            extra={"method": method, "path": path, "request_id": request_id},
-        )  # fmt: skip
         refusal = ApiError(
             "internal_error",
             f"mockstore failed unexpectedly while answering {method} {path}; "
-            f"its log has the traceback (request {request_id})",
+            "its log has the traceback (under the X-Request-Id of this answer)",
             headers=_CLOSE,
         )
         try:
-            await self._respond(send, ex, Answer.refusal(refusal), request_id)
+            request_id = await self._respond(send, ex, Answer.refusal(refusal))
         except Exception:
             # The answer had already begun (the server refuses a second one):
-            # the connection is dropped, and the log has the first traceback.
-            return
+            # the connection is dropped.
+            request_id = None
+        log.error(
+            "unexpected error answering %s %s (%s)", method, path, request_id or "no answer",
+            exc_info=exc, extra={"method": method, "path": path, "request_id": request_id},
+        )  # fmt: skip
 
     def _answer(self, ex: Exchange, route: Route | None, content_type: bytes | None) -> Answer:
         """What the operation (or the scenario's scripted route for it) answers."""
@@ -353,11 +352,9 @@ class PetStoreAPI:
             request_id=request_id.encode(),
         )
 
-    async def _respond(
-        self, send: Send, ex: Exchange, answer: Answer, request_id: str | None = None
-    ) -> None:
-        if request_id is None:
-            request_id = ex.state.next_request_id()
+    async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> str:
+        """Send ``answer`` and journal the exchange; returns the request id it carried."""
+        request_id = ex.state.next_request_id()
         body = answer.body
         headers = self._headers(ex, answer, request_id, len(body))
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
@@ -365,6 +362,7 @@ class PetStoreAPI:
         sent = b"" if ex.scope["method"] == "HEAD" else body
         await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, headers, sent, "response")
+        return request_id
 
     async def _break(
         self, send: Send, ex: Exchange, fault: str, route: Route | None, content_type: bytes | None

@@ -62,18 +62,15 @@ class _Wait:
     request slower (measured: about 2% of a request's instructions).
     """
 
-    __slots__ = ("deadline", "head_bytes", "max_head", "phase", "read", "since", "timed")
+    __slots__ = ("deadline", "head_bytes", "max_head", "phase", "read", "timed")
 
-    def __init__(self, max_head: int, since: int) -> None:
+    def __init__(self, max_head: int) -> None:
         self.max_head = max_head
         self.phase = IDLE
         self.timed = IDLE  # the phase the deadline is for
         self.deadline: asyncio.TimerHandle | None = None
         self.head_bytes = 0  # bytes of the current head received in earlier reads
         self.read = 0  # the size of the read being parsed
-        # When the connection's last request began, in answers the server has
-        # served (a clock that costs nothing to read): the lowest waited longest.
-        self.since = since
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -88,7 +85,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._wait = _Wait(self.limits.max_header_bytes, self.server_state.total_requests)
+        self._wait = _Wait(self.limits.max_header_bytes)
 
     # -- connection ------------------------------------------------------------
 
@@ -113,25 +110,38 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _make_room(self) -> bool:
         """Close the connection that has waited longest on its client; False if none waits.
 
-        Waiting means no request of its is being answered: silent, or mid-head;
-        the longest is the one whose last request began first. Only past the
-        limit, so the scan over every connection is rare.
+        Waiting means no request of its is being answered: silent (its
+        keep-alive timer runs), mid-head or trickling a body nobody waits for
+        (its deadline runs); how long it has waited is read off that timer, so
+        nothing is stamped per request.
+        Only past the limit, so the scan over every connection is rare.
         """
-        victim = None
+        victim, earliest = None, float("inf")
         for other in self.connections:
-            if (
-                other is not self
-                and isinstance(other, GuardedHttpToolsProtocol)
-                and other._wait.phase != BODY
-                and (other.cycle is None or other.cycle.response_complete)
-                and not other.transport.is_closing()
-                and (victim is None or other._wait.since < victim._wait.since)
-            ):
-                victim = other
+            if other is self or not isinstance(other, GuardedHttpToolsProtocol):
+                continue
+            since = other._waiting_since()
+            if since is not None and since < earliest and not other.transport.is_closing():
+                victim, earliest = other, since
         if victim is None:
             return False
         victim.transport.close()
         return True
+
+    def _waiting_since(self) -> float | None:
+        """When this connection began waiting on its client, or None if it is not."""
+        if self.cycle is not None and not self.cycle.response_complete:
+            return None  # a request of its is being answered
+        idle = self.timeout_keep_alive_task
+        if idle is not None:
+            return idle.when() - self.timeout_keep_alive
+        wait = self._wait
+        if wait.deadline is None:
+            return None
+        # Mid-head, or sending a body its answer no longer needs.
+        limits = self.limits
+        duration = limits.header_timeout if wait.timed == HEAD else limits.body_timeout
+        return wait.deadline.when() - duration
 
     # -- reading ---------------------------------------------------------------
 
@@ -141,7 +151,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # Any byte starts a head, even the blank lines a parser skips.
             wait.phase = HEAD
             wait.head_bytes = 0
-            wait.since = self.server_state.total_requests
         self._unset_keepalive_if_required()
         wait.read = len(data)
         try:
