@@ -200,7 +200,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--host", default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"))
+    serve.add_argument(
+        "--host",
+        default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"),
+        help="address to listen on (env MOCKSTORE_HOST); beyond loopback without "
+        "--control-token, start-up warns that the control API is open",
+    )
     serve.add_argument(
         "--port",
         type=_port,
