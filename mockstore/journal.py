@@ -272,10 +272,15 @@ class Journal:
                 wall,
             )
         )
-        self._costs.append(cost)
+        costs = self._costs
+        costs.append(cost)
         self.bytes += cost
-        if self.bytes > self.max_bytes:
-            self._evict()
+        # Past the byte budget the oldest go too (inline: with large answers it
+        # runs on every request); the newest always stays, cut to size.
+        while self.bytes > self.max_bytes and len(entries) > 1:
+            entries.popleft()
+            self.bytes -= costs.popleft()
+            self.dropped += 1
 
     def _add(self, record: tuple[Any, ...], cost: int) -> None:
         if len(self._entries) == self.size:
