@@ -12,6 +12,13 @@ allocates little beyond its response.
 The order of the steps is part of the contract (see the README):
 clock -> route -> caller -> ban -> allowance -> auth -> operation -> rules ->
 validation -> store -> headers -> journal.
+
+A request that breaks halfway changes nothing: a body the client stops
+sending (it leaves, or its chunks break) is an aborted request, journaled as
+such with no answer, before any fault rule counts it or the store sees it;
+one that comes too slowly is answered 408. Anything unexpected is logged with
+its traceback and answered 500 with an Error body that still carries the
+rate-limit headers and an ``X-Request-Id``.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ from urllib.parse import parse_qsl
 from starlette.types import Receive, Scope, Send
 
 from mockstore import transport
+from mockstore.budget import ByteBudget
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, RequestFacts
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
+from mockstore.limits import HEAD_BYTES, Limits
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
 from mockstore.service import Caller, PetStoreService
@@ -35,8 +44,15 @@ from mockstore.state import MockState, Runtime
 from mockstore.validation import parse_json_body
 
 access_log = logging.getLogger("mockstore.access")
+log = logging.getLogger("mockstore.api")
 
 _NOWHERE = Resolved(None, {}, "")
+# An answer after which the rest of the request may still be on its way.
+_CLOSE: tuple[Header, ...] = ((b"connection", b"close"),)
+
+
+class RequestAborted(Exception):
+    """The client stopped sending the body (it left, or broke the framing)."""
 
 
 class Answer:
@@ -117,10 +133,15 @@ class Exchange:
 
 
 class PetStoreAPI:
-    """The ASGI app serving the Pet Store interface from a ``Runtime``."""
+    """The ASGI app serving the Pet Store interface from a ``Runtime``.
 
-    def __init__(self, runtime: Runtime) -> None:
+    ``body_timeout`` is how long a request body may take to arrive, from the
+    first read (the server's ``--timeout-body``).
+    """
+
+    def __init__(self, runtime: Runtime, body_timeout: float = Limits().body_timeout) -> None:
         self.runtime = runtime
+        self.body_timeout = body_timeout
         self._compiled: Compiled | None = None
 
     def _compiled_for(self, scenario: Scenario) -> Compiled:
@@ -132,73 +153,150 @@ class PetStoreAPI:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.runtime.state  # read once: a scenario swap cannot split a request
         ex = Exchange(scope, state, self._compiled_for(state.scenario))
-        service = ex.compiled.service
-        authorization = content_type = content_length = None
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                authorization = value
-            elif name == b"content-type":
-                content_type = value
-            elif name == b"content-length":
-                content_length = value
-        ex.content_type = content_type
+        # The whole pipeline in one try (free in Python 3.11 until something raises):
+        # anything unexpected is still answered, with the caller's headers.
+        try:
+            service = ex.compiled.service
+            authorization = content_type = content_length = None
+            for name, value in scope["headers"]:
+                if name == b"authorization":
+                    authorization = value
+                elif name == b"content-type":
+                    content_type = value
+                elif name == b"content-length":
+                    content_length = value
+            ex.content_type = content_type
 
-        method: str = scope["method"]
-        path: str = scope["path"]
-        base = ex.compiled.base
-        # Outside the base path no operation matches, but the caller is still
-        # checked first: a caller without a key learns nothing about paths
-        # (unless the scenario's provider checks paths first: path_check).
-        if path.startswith(base):
-            relative = path[len(base) :]
-            resolved = ex.resolved = service.router.resolve(method, relative)
-        else:
-            relative = path
-            resolved = ex.resolved = _NOWHERE
-        operation = resolved.operation
-        if operation is not None:
-            ex.operation = operation.operation_id
-            ex.params = resolved.params
-        client = scope.get("client")
-        caller = ex.caller = service.identify(
-            state, parse_authorization(authorization), client[0] if client else "unknown", ex.now
+            method: str = scope["method"]
+            path: str = scope["path"]
+            base = ex.compiled.base
+            # Outside the base path no operation matches, but the caller is still
+            # checked first: a caller without a key learns nothing about paths
+            # (unless the scenario's provider checks paths first: path_check).
+            if path.startswith(base):
+                relative = path[len(base) :]
+                resolved = ex.resolved = service.router.resolve(method, relative)
+            else:
+                relative = path
+                resolved = ex.resolved = _NOWHERE
+            operation = resolved.operation
+            if operation is not None:
+                ex.operation = operation.operation_id
+                ex.params = resolved.params
+            client = scope.get("client")
+            caller = ex.caller = service.identify(
+                state,
+                parse_authorization(authorization),
+                client[0] if client else "unknown",
+                ex.now,
+            )
+            try:
+                route, route_methods = state.routes.for_path(method, relative, service.serve_head)
+                unrouted = None
+                if operation is None and route is None:
+                    allow = state.routes.allow(route_methods, resolved.allow, service.serve_head)
+                    unrouted = service.no_operation(method, path, allow)
+                if not caller.admitted:
+                    raise service.refusal(caller, unrouted)
+                if route is not None and operation is None:
+                    ex.operation = f"{route.method} {route.path}"
+                if unrouted is not None:
+                    raise unrouted
+                if operation is not None and operation.body_schema is not None:
+                    await self._read_body(ex, receive, content_length)
+            except ApiError as refusal:
+                await self._respond(send, ex, Answer.refusal(service.worded(refusal)))
+                return
+
+            assert caller.key is not None
+            needs = state.faults.applies(ex.operation, caller.key.key)
+            if needs is not None:
+                outcome = state.faults.evaluate(self._facts(ex, needs, relative))
+                ex.rule = ",".join(outcome.fired) or None
+                if outcome.delay_ms:
+                    await pause(outcome.delay_ms / 1000)
+                rule = outcome.rule
+                if rule is not None and rule.fault is not None:
+                    await self._break(send, ex, rule.fault, route)
+                    return
+                if rule is not None and rule.reply is not None:
+                    await self._respond(send, ex, Answer.scripted(rule.reply))
+                    return
+            await self._respond(send, ex, self._answer(ex, route))
+        except RequestAborted:
+            self._record(ex, "", 0, [], b"", "aborted")
+        except transport.ConnectionBroken:
+            raise  # a scripted fault, in-process: the server drops the connection
+        except Exception as exc:
+            await self._fail(send, ex, exc)
+
+    async def _read_body(self, ex: Exchange, receive: Receive, declared: bytes | None) -> None:
+        """Read the request body into ``ex.request_body``, whole, or raise.
+
+        ApiError 413 once it passes the limit (the rest is never read), 408 when
+        it is not complete within ``body_timeout``, RequestAborted when the
+        client leaves first: a body cut short is never taken for a whole one.
+        """
+        service = ex.compiled.service
+        limit = service.max_body_bytes
+        if declared is not None and (
+            len(declared) > 19 or (declared.isdigit() and int(declared) > limit)
+        ):
+            raise service.body_too_large()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise RequestAborted
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise service.body_too_large()
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            raise ApiError(
+                "request_timeout",
+                f"the request body did not arrive within {self.body_timeout:g} s "
+                f"({size} bytes came)",
+                headers=_CLOSE,
+            ) from None
+        finally:
+            ex.request_body = b"".join(chunks)
+
+    async def _fail(self, send: Send, ex: Exchange, exc: Exception) -> None:
+        """Log an unexpected exception with its traceback and answer 500, if still possible."""
+        scope = ex.scope
+        method, path = scope["method"], scope["path"]
+        if not hasattr(ex, "caller"):
+            # It broke before the caller was counted: the headers say where the
+            # anonymous caller stands, without counting this request.
+            client = scope.get("client")
+            ex.caller = ex.compiled.service.bystander(
+                ex.state, client[0] if client else "unknown", ex.now
+            )
+        if not hasattr(ex, "resolved"):
+            ex.resolved = _NOWHERE
+        refusal = ApiError(
+            "internal_error",
+            f"mockstore failed unexpectedly while answering {method} {path}; "
+            "its log has the traceback (under the X-Request-Id of this answer)",
+            headers=_CLOSE,
         )
         try:
-            route, route_methods = state.routes.for_path(method, relative, service.serve_head)
-            unrouted = None
-            if operation is None and route is None:
-                allow = state.routes.allow(route_methods, resolved.allow, service.serve_head)
-                unrouted = service.no_operation(method, path, allow)
-            if not caller.admitted:
-                raise service.refusal(caller, unrouted)
-            if route is not None and operation is None:
-                ex.operation = f"{route.method} {route.path}"
-            if unrouted is not None:
-                raise unrouted
-            if operation is not None and operation.body_schema is not None:
-                body = await read_body(receive, service.max_body_bytes, content_length)
-                if body is None:
-                    raise service.body_too_large()
-                ex.request_body = body
-        except ApiError as refusal:
-            await self._respond(send, ex, Answer.refusal(service.worded(refusal)))
-            return
-
-        assert caller.key is not None
-        needs = state.faults.applies(ex.operation, caller.key.key)
-        if needs is not None:
-            outcome = state.faults.evaluate(self._facts(ex, needs, relative))
-            ex.rule = ",".join(outcome.fired) or None
-            if outcome.delay_ms:
-                await pause(outcome.delay_ms / 1000)
-            rule = outcome.rule
-            if rule is not None and rule.fault is not None:
-                await self._break(send, ex, rule.fault, route)
-                return
-            if rule is not None and rule.reply is not None:
-                await self._respond(send, ex, Answer.scripted(rule.reply))
-                return
-        await self._respond(send, ex, self._answer(ex, route))
+            request_id = await self._respond(send, ex, Answer.refusal(refusal))
+        except Exception:
+            # The answer had already begun (the server refuses a second one):
+            # the connection is dropped.
+            request_id = None
+        log.error(
+            "unexpected error answering %s %s (%s)", method, path, request_id or "no answer",
+            exc_info=exc, extra={"method": method, "path": path, "request_id": request_id},
+        )  # fmt: skip
 
     def _answer(self, ex: Exchange, route: Route | None) -> Answer:
         """What the operation (or the scenario's scripted route for it) answers."""
@@ -264,7 +362,8 @@ class PetStoreAPI:
             request_id.encode(),
         )
 
-    async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> None:
+    async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> str:
+        """Send ``answer`` and journal the exchange; returns the request id it carried."""
         request_id = ex.state.next_request_id()
         body = answer.body
         headers = self._headers(ex, answer, request_id, len(body))
@@ -273,6 +372,7 @@ class PetStoreAPI:
         sent = b"" if ex.scope["method"] == "HEAD" else body
         await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, headers, sent, "response")
+        return request_id
 
     async def _break(self, send: Send, ex: Exchange, fault: str, route: Route | None) -> None:
         """Answer with a connection-level fault instead of a well-formed response.
@@ -348,6 +448,8 @@ class PetStoreAPI:
                 ex.rule,
                 outcome,
                 ex.state.clock.wall(),
+                # The head's size as the server counted it (-1 in process: counted there).
+                scope.get(HEAD_BYTES, -1),
             )
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(
@@ -382,6 +484,8 @@ async def pause(seconds: float) -> None:
 
 
 _query_cache: dict[bytes, dict[str, list[str]]] = {}
+# 1 MiB of parsed queries, none from a query over 2 KiB (see budget.py).
+_query_budget = ByteBudget(1024 * 1024, 2048)
 
 
 def parse_query(query_string: bytes) -> dict[str, list[str]]:
@@ -391,27 +495,7 @@ def parse_query(query_string: bytes) -> dict[str, list[str]]:
         parsed = {}
         for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
             parsed.setdefault(name, []).append(value)
-        if len(_query_cache) >= 4096:
-            _query_cache.clear()
-        _query_cache[query_string] = parsed
+        # The parsed values hold about as many bytes again as the string.
+        if _query_budget.admit(_query_cache, 2 * len(query_string)):
+            _query_cache[query_string] = parsed
     return parsed
-
-
-async def read_body(receive: Receive, limit: int, declared: bytes | None) -> bytes | None:
-    """The request body, or None once it passes ``limit`` (the rest is never read)."""
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mockstore.api import PetStoreAPI
 from mockstore.clock import Clock
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
+from mockstore.limits import Limits
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
 from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX as PREFIX
-from mockstore.urls import TENANTS_PREFIX, is_control_path
+from mockstore.urls import TENANTS_PREFIX, is_control_path, is_disguised_control_path
 
 Background = Callable[[], Awaitable[None]]
 
@@ -27,6 +28,10 @@ class MockstoreApp:
     unknown path without a key is a 401, not a 404: a caller without a valid
     key learns nothing about what exists. Under ``/__mockstore/tenants/<id>/``
     is a tenant: an app like this one, of its own (see ``mockstore.tenants``).
+    The prefix is matched on the decoded, normalised path, and served only when
+    it is also spelled literally: a proxy that guards ``/__mockstore`` by its
+    raw path cannot be walked around with ``/%5F_mockstore`` or
+    ``/v1/../__mockstore``, which are refused (404).
     """
 
     def __init__(
@@ -38,16 +43,28 @@ class MockstoreApp:
         clock: Clock | None = None,
         tenants: bool = True,
         template: PetStore | None = None,
+        limits: Limits | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario_source(scenario)
+        self.limits = limits = limits or Limits()
+        self.allowed_hosts = tuple(allowed_hosts)
         self.runtime = Runtime(scenario, clock, template=template)
-        self.api = PetStoreAPI(self.runtime)
+        self.api = PetStoreAPI(self.runtime, body_timeout=limits.body_timeout)
         self.control_token = control_token
         # Tenants are made and reached through the control API: off with it.
         self.tenants = TenantRegistry(self._new_tenant) if control and tenants else None
         self.control = (
-            ControlAPI(self.runtime, control_token, tenants=self.tenants) if control else None
+            ControlAPI(
+                self.runtime,
+                control_token,
+                tenants=self.tenants,
+                limits=limits,
+                allowed_hosts=self.allowed_hosts,
+            )
+            if control
+            else None
         )
         # Tasks that run while the server serves (``serve --watch``), started and
         # stopped by the ASGI lifespan.
@@ -61,6 +78,8 @@ class MockstoreApp:
             control_token=self.control_token,
             tenants=False,
             template=self.runtime.template,
+            limits=self.limits,
+            allowed_hosts=self.allowed_hosts,
         )
 
     def run_in_background(self, task: Background) -> None:
@@ -76,8 +95,20 @@ class MockstoreApp:
         kind = scope["type"]
         if kind == "http":
             path: str = scope["path"]
-            # startswith first: most paths are the API's, and it is the cheaper test.
-            if path.startswith(PREFIX) and is_control_path(path):
+            # Only a path under the prefix, or one with dot or empty segments,
+            # can be a disguised spelling of it: an ordinary API path costs two
+            # substring searches.
+            control = path.startswith(PREFIX) and is_control_path(path)
+            if (control or "//" in path or "/." in path) and is_disguised_control_path(
+                path, scope.get("raw_path")
+            ):
+                await _not_found(
+                    send,
+                    f"no such path: {path} (the control API answers only under {PREFIX}, "
+                    "spelled literally: no percent-encoding, dot segments or doubled slashes)",
+                )
+                return
+            if control:
                 if (
                     self.tenants is not None
                     and path.startswith(TENANTS_PREFIX)
@@ -85,7 +116,7 @@ class MockstoreApp:
                 ):
                     return
                 if self.control is None:
-                    await _not_found(send, path)
+                    await _not_found(send, f"no such path: {path} (the control API is off)")
                     return
                 inner = dict(scope)
                 inner["path"] = path[len(PREFIX) :] or "/"
@@ -107,8 +138,8 @@ class MockstoreApp:
                     return
 
 
-async def _not_found(send: Any, path: str) -> None:
-    body = error_body("not_found", f"no such path: {path} (the control API is off)")
+async def _not_found(send: Any, message: str) -> None:
+    body = error_body("not_found", message)
     await send(
         {
             "type": "http.response.start",
@@ -128,9 +159,18 @@ def create_app(
     control: bool = True,
     control_token: str | None = None,
     clock: Clock | None = None,
+    limits: Limits | None = None,
+    allowed_hosts: Iterable[str] = (),
 ) -> MockstoreApp:
     """An ASGI app serving ``scenario``: a bundled name, a path, YAML text, or a loaded Scenario.
 
     Use it in-process with ``httpx.ASGITransport(app=create_app())``.
     """
-    return MockstoreApp(scenario, control=control, control_token=control_token, clock=clock)
+    return MockstoreApp(
+        scenario,
+        control=control,
+        control_token=control_token,
+        clock=clock,
+        limits=limits,
+        allowed_hosts=allowed_hosts,
+    )

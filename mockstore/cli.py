@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockstore import __version__
+from mockstore.limits import Limits
 
 EXAMPLES = """\
 examples:
@@ -36,7 +38,7 @@ log = logging.getLogger("mockstore")
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line, for CI log search."""
+    """One JSON object per line, for CI log search; a traceback goes in ``traceback``."""
 
     FIELDS = (
         "method",
@@ -61,22 +63,63 @@ class JsonFormatter(logging.Formatter):
                 data[name] = getattr(record, name, None)
         else:
             data["message"] = record.getMessage()
+            # A problem about one request names it, with the access line's fields.
+            data.update((n, getattr(record, n)) for n in self.FIELDS if hasattr(record, n))
+        if record.exc_info:
+            data["traceback"] = self.formatException(record.exc_info)
         return json.dumps(data)
 
 
+# Text logs are read line by line, so nothing a client sends may start a line
+# or pass for a field: control characters (C0, DEL, C1) and the Unicode line
+# separators are written as escapes. In the space-separated fields of an access
+# line, a space and a backslash are escaped too, so every field is one token
+# and the escaping can be read back.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROLS.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+_FIELD = {**_CONTROLS, ord(" "): "\\x20", ord("\\"): "\\\\"}
+
+
+def escape_text(text: str) -> str:
+    """Free text on one line: control characters as escapes."""
+    return text.translate(_CONTROLS)
+
+
+def escape_field(value: object) -> str:
+    """One field of an access line: a single token, control characters and spaces escaped."""
+    return str(value).translate(_FIELD)
+
+
 class TextFormatter(logging.Formatter):
+    """One line per record; a traceback follows on lines of its own, each indented.
+
+    The indentation is what makes a traceback unforgeable: an exception message
+    may hold a line break a client sent, but every line after a record's first
+    starts with spaces, and no record does.
+    """
+
     def format(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
         if record.name == "mockstore.access":
             r: Any = record
-            rule = r.rule or "-"
-            # A connection fault has no status worth the name: say which it was.
-            fault = "" if r.outcome == "response" else f" fault={r.outcome}"
-            return (
-                f"{stamp} {r.method} {r.path} {r.status} plan={r.plan} "
-                f"latency={r.latency_ms}ms rule={rule} id={r.request_id}{fault}"
+            rule = escape_field(r.rule) if r.rule else "-"
+            # A connection fault or an aborted request has no status worth the
+            # name: say which it was.
+            fault = ""
+            if r.outcome != "response":
+                label = "outcome" if r.outcome == "aborted" else "fault"
+                fault = f" {label}={escape_field(r.outcome)}"
+            line = (
+                f"{stamp} {escape_field(r.method)} {escape_field(r.path)} {r.status} "
+                f"plan={escape_field(r.plan)} latency={r.latency_ms}ms rule={rule} "
+                f"id={escape_field(r.request_id)}{fault}"
             )
-        return f"{stamp} {record.levelname.lower()} {record.getMessage()}"
+        else:
+            line = f"{stamp} {record.levelname.lower()} {escape_text(record.getMessage())}"
+        if record.exc_info:
+            trace = self.formatException(record.exc_info)
+            line += "".join(f"\n    {escape_text(part)}" for part in trace.splitlines())
+        return line
 
 
 class PipeAwareHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -130,6 +173,27 @@ def _port(text: str) -> int:
     return port
 
 
+def _positive(kind: type, env: str | None = None) -> Any:
+    """A number above zero, from a flag or from ``env`` (argparse also checks string defaults)."""
+    source = f" (from the flag or {env})" if env else ""
+
+    def check(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}{source}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}{source}")
+        return value
+
+    check.__name__ = env or kind.__name__
+    return check
+
+
+def _env_list(env: str) -> list[str]:
+    return [name.strip() for name in os.environ.get(env, "").split(",") if name.strip()]
+
+
 def _one_of(env: str, *allowed: str) -> Any:
     """Like ``choices=``, but also applied to the default taken from ``env``."""
 
@@ -142,22 +206,6 @@ def _one_of(env: str, *allowed: str) -> Any:
         return value
 
     check.__name__ = env
-    return check
-
-
-def _positive(kind: type) -> Any:
-    """An argparse type for a number above zero."""
-
-    def check(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
-        return value
-
-    check.__name__ = kind.__name__
     return check
 
 
@@ -246,7 +294,8 @@ def _parser() -> argparse.ArgumentParser:
         "--host",
         default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"),
         help="address to listen on (0.0.0.0 for every interface; env MOCKSTORE_HOST; "
-        "default 127.0.0.1)",
+        "default 127.0.0.1); beyond loopback without --control-token, start-up warns "
+        "that the control API is open",
     )
     serve.add_argument(
         "--port",
@@ -274,6 +323,55 @@ def _parser() -> argparse.ArgumentParser:
         help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
     )
     serve.add_argument("--no-control", action="store_true", help="turn the control API off (404)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=_env_list("MOCKSTORE_ALLOWED_HOSTS"),
+        metavar="NAME",
+        help="a host name the control API answers to, besides loopback names and IP "
+        "addresses (repeatable; '*' for any; env MOCKSTORE_ALLOWED_HOSTS, comma-separated)",
+    )
+    limits = Limits()
+    serve.add_argument(
+        "--max-header-bytes",
+        type=_positive(int, "MOCKSTORE_MAX_HEADER_BYTES"),
+        default=os.environ.get("MOCKSTORE_MAX_HEADER_BYTES", str(limits.max_header_bytes)),
+        metavar="BYTES",
+        help="request line and headers together; more is answered 431 "
+        f"(default {limits.max_header_bytes}; env MOCKSTORE_MAX_HEADER_BYTES)",
+    )
+    serve.add_argument(
+        "--timeout-keep-alive",
+        type=_positive(float, "MOCKSTORE_TIMEOUT_KEEP_ALIVE"),
+        default=os.environ.get("MOCKSTORE_TIMEOUT_KEEP_ALIVE", str(limits.keep_alive_timeout)),
+        metavar="SECONDS",
+        help="close a connection with no request under way after this long "
+        f"(default {limits.keep_alive_timeout:g}; env MOCKSTORE_TIMEOUT_KEEP_ALIVE)",
+    )
+    serve.add_argument(
+        "--timeout-headers",
+        type=_positive(float, "MOCKSTORE_TIMEOUT_HEADERS"),
+        default=os.environ.get("MOCKSTORE_TIMEOUT_HEADERS", str(limits.header_timeout)),
+        metavar="SECONDS",
+        help="a request's line and headers must arrive within this long of its first byte; "
+        f"else 408 (default {limits.header_timeout:g}; env MOCKSTORE_TIMEOUT_HEADERS)",
+    )
+    serve.add_argument(
+        "--timeout-body",
+        type=_positive(float, "MOCKSTORE_TIMEOUT_BODY"),
+        default=os.environ.get("MOCKSTORE_TIMEOUT_BODY", str(limits.body_timeout)),
+        metavar="SECONDS",
+        help="a request's body must arrive within this long of its headers; else 408 "
+        f"(default {limits.body_timeout:g}; env MOCKSTORE_TIMEOUT_BODY)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive(int, "MOCKSTORE_MAX_CONNECTIONS"),
+        default=os.environ.get("MOCKSTORE_MAX_CONNECTIONS", str(limits.max_connections)),
+        metavar="N",
+        help="open connections; past it the one idle longest is closed, or 503 "
+        f"(default {limits.max_connections}; env MOCKSTORE_MAX_CONNECTIONS)",
+    )
     serve.add_argument(
         "--log-level",
         type=_one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
@@ -522,7 +620,32 @@ def _dashboard_url(host: str, port: int) -> str:
     return f"http://{shown_host}:{port}/__mockstore/ui"
 
 
-def _banner(app: Any, host: str, port: int) -> str:
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _warnings(
+    args: argparse.Namespace, app: Any, port: int, limits_warning: str | None
+) -> list[str]:
+    """What the operator should know before trusting this server on a network."""
+    warnings = []
+    if app.control is not None and not app.control.token and not _is_loopback(args.host):
+        warnings.append(
+            f"the control API is open to anyone who can reach {args.host}:{port}: without "
+            "--control-token (MOCKSTORE_CONTROL_TOKEN) they can reset the mock, issue keys, "
+            "move its clock and read every recorded request; set a token, or --no-control"
+        )
+    if limits_warning:
+        warnings.append(limits_warning)
+    return warnings
+
+
+def _banner(app: Any, host: str, port: int, warnings: Sequence[str] = ()) -> str:
     scenario = app.runtime.scenario
     state = app.runtime.state
     shown_host = f"[{host}]" if ":" in host else host
@@ -539,6 +662,7 @@ def _banner(app: Any, host: str, port: int) -> str:
     lines.append(f"  control:  http://{shown_host}:{port}/__mockstore ({control})")
     if app.control is not None:
         lines.append(f"  dashboard: {_dashboard_url(host, port)}")
+    lines.extend(f"  warning:  {warning}" for warning in warnings)
     lines.append("  keys:")
     for key in state.keys:
         plan = state.plans[key.plan]
@@ -550,7 +674,7 @@ def _banner(app: Any, host: str, port: int) -> str:
     return "\n".join(lines)
 
 
-def _started_record(app: Any, host: str, port: int) -> dict[str, Any]:
+def _started_record(app: Any, host: str, port: int, warnings: Sequence[str] = ()) -> dict[str, Any]:
     """The start-up block as one JSON line, so a JSON-lines log parses from its first line."""
     scenario = app.runtime.scenario
     state = app.runtime.state
@@ -575,6 +699,7 @@ def _started_record(app: Any, host: str, port: int) -> dict[str, Any]:
             }
             for key in state.keys
         ],
+        "warnings": list(warnings),
     }
 
 
@@ -596,7 +721,20 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    app = MockstoreApp(scenario, control=not args.no_control, control_token=args.control_token)
+    limits, limits_warning = Limits(
+        max_header_bytes=args.max_header_bytes,
+        keep_alive_timeout=args.timeout_keep_alive,
+        header_timeout=args.timeout_headers,
+        body_timeout=args.timeout_body,
+        max_connections=args.max_connections,
+    ).within_descriptors()
+    app = MockstoreApp(
+        scenario,
+        control=not args.no_control,
+        control_token=args.control_token,
+        limits=limits,
+        allowed_hosts=args.allowed_host,
+    )
     if args.watch:
         from mockstore.watch import ScenarioWatcher
 
@@ -607,10 +745,14 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"mockstore: {exc}", file=sys.stderr)
         return 1
     port = sock.getsockname()[1]
+    warnings = _warnings(args, app, port, limits_warning)
     if args.log_format == "json":
-        print(json.dumps(_started_record(app, args.host, port)), file=sys.stderr, flush=True)
+        print(json.dumps(_started_record(app, args.host, port, warnings)), file=sys.stderr)
+        for warning in warnings:
+            log.warning(warning)
+        sys.stderr.flush()
     else:
-        print(_banner(app, args.host, port), file=sys.stderr, flush=True)
+        print(_banner(app, args.host, port, warnings), file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn_config(app, log_level=args.log_level))
     # Once nobody reads the log (`mockstore serve | head`), stop as every command does.
     _log_handler().on_pipe_closed = lambda: setattr(server, "should_exit", True)

@@ -25,22 +25,31 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("missing_body", 400, "createPet was sent without a body."),
         ErrorCode("validation_failed", 400, "createPet body is not a valid NewPet."),
         ErrorCode("invalid_parameter", 400, "A query or path parameter is invalid or repeated."),
+        ErrorCode("bad_request", 400, "The request is not valid HTTP/1.1 (a broken chunk, say)."),
         ErrorCode("unauthorized", 401, "Authorization header missing or not `Bearer <key>`."),
         ErrorCode("invalid_token", 401, "The bearer key is unknown or was revoked."),
         ErrorCode("not_found", 404, "No such pet (getPet), or no such path."),
         ErrorCode("method_not_allowed", 405, "Known path, wrong method (see `Allow`)."),
+        ErrorCode("request_timeout", 408, "The head or the body did not arrive in time."),
         ErrorCode("gone", 410, "getPet at or after its sunset (`behaviour.sunset`)."),
         ErrorCode("payload_too_large", 413, "Request body over `behaviour.max_body_bytes`."),
         ErrorCode("unsupported_media_type", 415, "createPet body not sent as application/json."),
         ErrorCode("rate_limited", 429, "Over the plan's per-minute or per-day allowance."),
         ErrorCode("key_banned", 429, "Key temporarily banned for sending on after 429s."),
+        ErrorCode(
+            "headers_too_large", 431, "The request line and headers are over `--max-header-bytes`."
+        ),
+        ErrorCode("internal_error", 500, "An unexpected error in mockstore itself (logged)."),
         ErrorCode("not_implemented", 501, "GET /store/orders, unless a scenario scripts it."),
-        ErrorCode("store_full", 507, "No int64 id is left to assign (createPet)."),
         ErrorCode(
             "upstream_unreachable", 502, "`mockstore record`: the upstream failed to answer."
         ),
+        ErrorCode("server_busy", 503, "Every connection is busy (`--max-connections`)."),
         ErrorCode(
             "upstream_timeout", 504, "`mockstore record`: the upstream did not answer in time."
+        ),
+        ErrorCode(
+            "store_full", 507, "No int64 id is left, or `behaviour.max_store_bytes` is used up."
         ),
     )
 }

@@ -7,6 +7,13 @@ bytes, strings, numbers and tuples of those (``Entry`` objects are made when it
 is read): the cyclic garbage collector stops tracking such tuples after their
 first collections, so 10,000 recorded exchanges add nothing to the collections
 that run while the server works.
+
+The journal is bounded in bytes as well as in entries: each entry's headers
+are cut to ``header_bytes`` (bodies to ``body_bytes``), and the oldest entries
+go once all of them together would pass ``max_bytes``. An entry's size is an
+estimate of the memory it holds (its bytes and strings, plus a fixed overhead
+per entry and per header measured on CPython 3.11), kept beside it, so
+counting costs a few additions per exchange.
 """
 
 from __future__ import annotations
@@ -18,8 +25,21 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from mockstore.keys import is_alias
+from mockstore.scenario.loader import schema_default
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
+
+# The memory an entry holds beyond the lengths of its bytes and strings: the
+# record tuple (216), its request id, numbers and size, the object headers of
+# its path and query (CPython 3.11, 64-bit, sys.getsizeof of each part).
+ENTRY_OVERHEAD = 500
+# Each header: its (name, value) tuple (56) and the two bytes objects' headers (66).
+HEADER_OVERHEAD = 120
+# The names and values of one header of a standard answer (mockstore's own:
+# content-type, date, x-ratelimit-*, ...), at most this long: estimated rather
+# than counted on the hot path. Scripted answers' headers are counted.
+STANDARD_HEADER_BYTES = 48
+STANDARD_HEADER_COST = HEADER_OVERHEAD + STANDARD_HEADER_BYTES
 
 
 class Entry(NamedTuple):
@@ -138,10 +158,23 @@ class Journal:
     the server keeps appending.
     """
 
-    def __init__(self, size: int, body_bytes: int) -> None:
+    def __init__(
+        self,
+        size: int,
+        body_bytes: int,
+        *,
+        max_bytes: int = schema_default("journal", "max_bytes"),
+        header_bytes: int = schema_default("journal", "header_bytes"),
+    ) -> None:
         self.size = size
         self.body_bytes = body_bytes
+        self.max_bytes = max_bytes
+        self.header_bytes = header_bytes
+        # Bounded in entries by the deques themselves (the oldest fall out as
+        # the newest come in, in C); in bytes by _evict.
         self._entries: deque[tuple[Any, ...]] = deque(maxlen=size or None)
+        self._costs: deque[int] = deque(maxlen=size or None)  # each entry's size, in order
+        self.bytes = 0
         self._seq = 0
         self.enabled = size > 0
         self.dropped = 0
@@ -154,9 +187,8 @@ class Journal:
         """Append an entry as it is (its ``seq`` already taken with ``next_seq``)."""
         if not self.enabled:
             return
-        if len(self._entries) == self.size:
-            self.dropped += 1
-        self._entries.append(tuple(entry))
+        record = tuple(entry)
+        self._add(record, _cost(record))
 
     def record(
         self,
@@ -179,23 +211,53 @@ class Journal:
         rule: str | None,
         outcome: str,
         wall: float,
+        head_bytes: int = -1,
         /,
     ) -> None:
-        """Append one exchange, numbering it and cutting its bodies to ``body_bytes``.
+        """Append one exchange, numbering it and cutting its headers and bodies to size.
 
         The parameters are ``Entry``'s fields after ``seq``, in its order, and
         positional: this runs once per request, and naming 19 arguments at the
         call costs more than the rest of it (``tests/test_journal.py`` checks
-        that every field lands where it belongs).
+        that every field lands where it belongs). ``head_bytes`` is the size of
+        the request's head (request line and headers) as the server counted
+        it, or -1 to count it here. The response headers of a standard answer
+        (no ``rule`` fired) are mockstore's own and short, so estimated
+        (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted.
         """
         if not self.enabled:
             return
         self._seq += 1
-        if len(self._entries) == self.size:
-            self.dropped += 1
         cap = self.body_bytes
+        sent = len(request_body)
+        if sent > cap:
+            request_body = request_body[:cap]
+            sent = cap
+        answered = len(response_body)
+        if answered > cap:
+            response_body = response_body[:cap]
+            answered = cap
+        if head_bytes < 0 or head_bytes > self.header_bytes:
+            # Counted here (in process), or possibly over the cap: the exact figure.
+            if _header_bytes(request_headers) > self.header_bytes:
+                request_headers = cap_headers(request_headers, self.header_bytes)
+            head_bytes = _header_bytes(request_headers) + len(path) + len(query)
+        cost = (
+            ENTRY_OVERHEAD
+            + head_bytes
+            + sent
+            + answered
+            + HEADER_OVERHEAD * len(request_headers)
+            + STANDARD_HEADER_COST * len(response_headers)
+        )
+        if rule is not None:  # a scripted answer: its headers are the scenario's, counted
+            cost += _header_bytes(response_headers) - STANDARD_HEADER_BYTES * len(response_headers)
+        entries = self._entries
+        if len(entries) == self.size:  # the oldest falls out below
+            self.bytes -= self._costs[0]
+            self.dropped += 1
         # A plain tuple in Entry's field order, not an Entry: see the module docstring.
-        self._entries.append(
+        entries.append(
             (
                 self._seq,
                 request_id,
@@ -205,34 +267,81 @@ class Journal:
                 path,
                 query,
                 request_headers,
-                request_body[:cap],
+                request_body,
                 client,
                 operation,
                 key,
                 plan,
                 status,
                 response_headers,
-                response_body[:cap],
+                response_body,
                 latency_ms,
                 rule,
                 outcome,
                 wall,
             )
         )
+        costs = self._costs
+        costs.append(cost)
+        self.bytes += cost
+        # Past the byte budget the oldest go too (inline: with large answers it
+        # runs on every request); the newest always stays, cut to size.
+        while self.bytes > self.max_bytes and len(entries) > 1:
+            entries.popleft()
+            self.bytes -= costs.popleft()
+            self.dropped += 1
+
+    def _add(self, record: tuple[Any, ...], cost: int) -> None:
+        if len(self._entries) == self.size:
+            self.bytes -= self._costs[0]
+            self.dropped += 1
+        self._entries.append(record)
+        self._costs.append(cost)
+        self.bytes += cost
+        self._evict()
+
+    def _evict(self) -> None:
+        """The oldest go first until the entries fit the byte budget.
+
+        The newest entry always stays (it was cut to size).
+        """
+        entries, costs = self._entries, self._costs
+        while self.bytes > self.max_bytes and len(entries) > 1:
+            entries.popleft()
+            self.bytes -= costs.popleft()
+            self.dropped += 1
 
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
         self._entries.clear()
+        self._costs.clear()
+        self.bytes = 0
         self.dropped = 0
 
-    def resize(self, size: int, body_bytes: int) -> None:
-        """Apply a new scenario's ``journal:`` settings, keeping the newest entries."""
+    def resize(
+        self,
+        size: int,
+        body_bytes: int,
+        *,
+        max_bytes: int | None = None,
+        header_bytes: int | None = None,
+    ) -> None:
+        """Apply a new scenario's ``journal:`` settings, keeping the newest entries that fit."""
         self.size = size
         self.body_bytes = body_bytes
+        if max_bytes is not None:
+            self.max_bytes = max_bytes
+        if header_bytes is not None:
+            self.header_bytes = header_bytes
         self.enabled = size > 0
-        if size and len(self._entries) > size:
-            self.dropped += len(self._entries) - size
+        if size:
+            while len(self._entries) > size:
+                self._entries.popleft()
+                self.bytes -= self._costs.popleft()
+                self.dropped += 1
+            self._evict()
         self._entries = deque(self._entries, maxlen=size or None)
+        self._costs = deque(self._costs, maxlen=size or None)
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.select())
@@ -271,3 +380,57 @@ class Journal:
 _SEQ, _OPERATION, _KEY, _STATUS = (
     Entry._fields.index(name) for name in ("seq", "operation", "key", "status")
 )
+
+
+def _header_bytes(headers: RawHeaders) -> int:
+    """The names and values of ``headers``, in bytes."""
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value)
+    return size
+
+
+def _cost(record: tuple[Any, ...]) -> int:
+    """The estimated size of a stored record (for entries appended whole)."""
+    entry = Entry._make(record)
+    headers = (*entry.request_headers, *entry.response_headers)
+    return (
+        ENTRY_OVERHEAD
+        + HEADER_OVERHEAD * len(headers)
+        + _header_bytes(headers)
+        + len(entry.path)
+        + len(entry.query)
+        + len(entry.request_body)
+        + len(entry.response_body)
+    )
+
+
+def cap_headers(
+    headers: tuple[tuple[bytes, bytes], ...], cap: int
+) -> tuple[tuple[bytes, bytes], ...]:
+    """Headers cut to ``cap`` bytes of names and values, cutting the longest values first.
+
+    Every header is kept (a replay needs ``Authorization``, ``Content-Type``, ...)
+    and short values stay whole: the values are cut to one common length, the
+    largest that fits. Only when the names alone pass ``cap`` (thousands of
+    headers) are the last headers dropped.
+    """
+    names = sum(len(name) for name, _ in headers)
+    if names >= cap:
+        kept, used = [], 0
+        for name, _ in headers:
+            used += len(name)
+            if used > cap:
+                break
+            kept.append((name, b""))
+        return tuple(kept)
+    budget = cap - names
+    lengths = sorted(len(value) for _, value in headers)
+    level = lengths[-1] if lengths else 0
+    for index, length in enumerate(lengths):
+        share = budget // (len(lengths) - index)
+        if length > share:
+            level = share
+            break
+        budget -= length
+    return tuple((name, value[:level]) for name, value in headers)

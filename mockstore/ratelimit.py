@@ -165,6 +165,13 @@ class RateLimiter:
         bucket.day_used += 1
         return self._decision("allowed", plan, bucket, now, 0.0)
 
+    def peek(self, bucket_id: str, plan: Plan, now: float) -> Decision:
+        """Where a bucket stands, as a Decision that counts nothing (for a 500's headers)."""
+        bucket = self._bucket(bucket_id, now)
+        if bucket.banned_until is not None and now < bucket.banned_until:
+            return self._decision("key_banned", plan, bucket, now, bucket.banned_until)
+        return self._decision("allowed", plan, bucket, now, 0.0)
+
     def _record_rejection(self, bucket: Bucket, now: float) -> None:
         rejections = bucket.rejections
         rejections.append(now)

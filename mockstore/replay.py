@@ -294,9 +294,18 @@ async def replay_async(
 def replay(document: dict[str, Any], scenario: Scenario) -> ReplayResult:
     """Replay a HAR document against ``scenario``; raises ``HarError`` for a bad document."""
     recorded = read_har(document)
+    # A request the client abandoned before its body was complete changed
+    # nothing and got no answer: there is nothing to re-send or compare.
+    aborted = [r for r in recorded if r.outcome == "aborted"]
+    recorded = [r for r in recorded if r.outcome != "aborted"]
     meta = har_meta(document)
     result = ReplayResult(scenario.name, len(recorded))
     unmasking = None
+    if aborted:
+        result.warnings.append(
+            f"{len(aborted)} aborted request(s) (the client left before the body was "
+            "complete) are not re-sent: they changed nothing"
+        )
     if meta.get("masked"):
         if meta.get("aliases") == ALIASES:
             unmasking = Unmasking(scenario)

@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any, Self
 
+from mockstore.limits import Limits
 from mockstore.scenario import Scenario, ScenarioSpec, resolve_scenario
 from mockstore.urls import CONTROL_PREFIX
 
@@ -56,14 +57,20 @@ def listen(host: str, port: int) -> socket.socket:
 def uvicorn_config(app: Any, *, log_level: str | None = None) -> Any:
     """The uvicorn settings every mockstore server runs with (``serve`` and ``MockServer``).
 
-    The ASGI lifespan runs only when the app has background tasks (``--watch``).
+    The HTTP protocol is httptools with the app's ``Limits`` (heads, bodies,
+    time and connections; see ``mockstore.protocol``). The ASGI lifespan runs
+    only when the app has background tasks (``--watch``).
     """
     import uvicorn
 
+    from mockstore.protocol import protocol_class
+
+    limits = getattr(app, "limits", None) or Limits()
     return uvicorn.Config(
         app,
         loop="auto",
-        http="auto",
+        http=protocol_class(limits),
+        timeout_keep_alive=limits.keep_alive_timeout,
         lifespan="on" if getattr(app, "needs_lifespan", False) else "off",
         access_log=False,
         server_header=False,

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
-from mockstore.keys import ApiKey, Credentials, client_bucket, key_bucket
+from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
@@ -114,6 +114,7 @@ class PetStoreService:
         behaviour = scenario.behaviour
         self.scenario = scenario
         self.max_body_bytes = behaviour.max_body_bytes
+        self._max_store_bytes = behaviour.max_store_bytes
         self._anonymous_plan = scenario.anonymous_plan
         self._ban_status = scenario.ban.status if scenario.ban else None
         self._default_status = behaviour.default_status
@@ -158,6 +159,15 @@ class PetStoreService:
             plan = state.plans[self._anonymous_plan]
             bucket = client_bucket(client)
         return Caller(credentials, key, plan, state.limiter.check(bucket, plan, now))
+
+    def bystander(self, state: MockState, client: str, now: float) -> Caller:
+        """The caller at ``client`` without a key, as the limiter stands: nothing is counted.
+
+        For an answer to a request that failed before its caller was known.
+        """
+        plan = state.plans[self._anonymous_plan]
+        decision = state.limiter.peek(client_bucket(client), plan, now)
+        return Caller(MISSING, None, plan, decision)
 
     def refusal(self, caller: Caller, unrouted: ApiError | None = None) -> ApiError:
         """Why a caller that is not ``admitted`` is refused: 429 first, then 401.
@@ -225,8 +235,11 @@ class PetStoreService:
         return ApiError("not_found", f"no such path: {path}", condition="unknown_path")
 
     def body_too_large(self) -> ApiError:
+        # The rest of the body is never read, so the connection cannot carry on.
         return ApiError(
-            "payload_too_large", f"the body is over the limit of {self.max_body_bytes} bytes"
+            "payload_too_large",
+            f"the body is over the limit of {self.max_body_bytes} bytes",
+            headers=((b"connection", b"close"),),
         )
 
     # -- the operations -------------------------------------------------------
@@ -259,9 +272,9 @@ class PetStoreService:
         value = parse_json_body(call.request_body)
         validate_body(OPERATIONS["createPet"], value)
         try:
-            _, encoded = store.create(self.new_pet(value))
-        except StoreFull:
-            raise ApiError("store_full", "no int64 id is left to assign") from None
+            _, encoded = store.create(self.new_pet(value), self._max_store_bytes)
+        except StoreFull as full:
+            raise ApiError("store_full", str(full)) from None
         return encoded
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Reset is "build the state again from the same scenario" and a scenario swap is
 ``Runtime.state`` once, so a swap is atomic from a request's point of view.
 The scenario's pets are built once per scenario (an ``Inventory``) and every
 state forks its store from them, so a reset costs the same whatever the
-number of pets. A swap can be built in a worker thread (``build``) and only
+number of pets. A swap can be built in a worker thread (``prepare``) and only
 assigned on the event loop (``install``).
 The journal is not part of the state: it outlives resets and swaps, so a
 report at the end of a test run covers every test.
@@ -14,6 +14,7 @@ report at the end of a test run covers every test.
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 from mockstore.clock import Clock
 from mockstore.faults import FaultEngine, RouteTable
@@ -36,6 +37,9 @@ class Tenants:
         # With per_key isolation the shared store is never written: it is the
         # template each tenant's store is copied from.
         self._stores: dict[str, PetStore] = {}
+
+    def stores(self) -> list[PetStore]:
+        return [self.shared, *self._stores.values()]
 
     def store_for(self, tenant: str | None) -> PetStore:
         if not self.per_key or tenant is None:
@@ -73,16 +77,6 @@ class MockState:
         return f"req-{self.requests_served:06d}"
 
 
-class Prepared:
-    """A scenario's state, built and not yet in service (see ``Runtime.build``)."""
-
-    __slots__ = ("state", "template")
-
-    def __init__(self, state: MockState, template: PetStore) -> None:
-        self.state = state
-        self.template = template
-
-
 class Runtime:
     """Holds the current state, the journal, and what the control API may change."""
 
@@ -94,7 +88,12 @@ class Runtime:
         # (generating and encoding 100,000 pets again would take most of a second).
         self._template = template or PetStore(scenario.initial_pets())
         self.state = MockState(scenario, clock, self._template)
-        self.journal = Journal(scenario.journal_size, scenario.journal_body_bytes)
+        self.journal = Journal(
+            scenario.journal_size,
+            scenario.journal_body_bytes,
+            max_bytes=scenario.journal_max_bytes,
+            header_bytes=scenario.journal_header_bytes,
+        )
 
     @property
     def template(self) -> PetStore:
@@ -113,21 +112,64 @@ class Runtime:
         self.state = MockState(self.state.scenario, clock, self._template)
         return self.state
 
-    @staticmethod
-    def build(scenario: Scenario) -> Prepared:
-        """The state a scenario starts in, touching nothing in service: safe in a worker thread."""
-        template = PetStore(scenario.initial_pets())
-        return Prepared(MockState(scenario, None, template), template)
+    def swap(self, scenario: Scenario) -> MockState:
+        """Replace the scenario; the new state is built before it is swapped in."""
+        prepared = self.prepare(scenario)
+        self.install(prepared)
+        return prepared.state
 
-    def install(self, prepared: Prepared) -> MockState:
-        """Put a built state in service (on the event loop): one assignment for requests."""
-        scenario = prepared.state.scenario
+    @staticmethod
+    def prepare(scenario: Scenario) -> Prepared:
+        """Build the state of ``scenario`` without touching the running one.
+
+        Safe in a worker thread: it only makes new objects, so the slow part
+        of a swap (generating and encoding the pets) can run off the event loop.
+        """
+        template = PetStore(scenario.initial_pets())
+        return Prepared(scenario, template, MockState(scenario, None, template))
+
+    def install(self, prepared: Prepared) -> Prepared:
+        """Swap a prepared state in: on the event loop, one assignment, so atomic.
+
+        Returns the state it replaced, for ``release`` to free off the loop.
+        """
+        replaced = Prepared(self.state.scenario, self._template, self.state)
+        scenario = prepared.scenario
         self._clock_override = None
         self._template = prepared.template
         self.state = prepared.state
-        self.journal.resize(scenario.journal_size, scenario.journal_body_bytes)
-        return prepared.state
+        self.journal.resize(
+            scenario.journal_size,
+            scenario.journal_body_bytes,
+            max_bytes=scenario.journal_max_bytes,
+            header_bytes=scenario.journal_header_bytes,
+        )
+        return replaced
 
-    def swap(self, scenario: Scenario) -> MockState:
-        """Replace the scenario; the new state is built before it is swapped in."""
-        return self.install(self.build(scenario))
+
+class Prepared(NamedTuple):
+    """A scenario's state, built and ready to swap in (or just swapped out)."""
+
+    scenario: Scenario
+    template: PetStore
+    state: MockState
+
+
+def release(box: list[Prepared]) -> None:
+    """Free a replaced state (the one item of ``box``) a slice at a time; for a worker thread.
+
+    Freeing 200,000 pets is one long stretch of C code wherever the last
+    reference goes, during which no other thread runs, the event loop
+    included. So the pets are first gathered into a list, the state's
+    containers are dropped (which then only decrements counts), and the pets
+    themselves are freed a few thousand at a time: between slices the
+    interpreter lets the event loop run. ``box`` is emptied so that no caller
+    keeps the state alive.
+    """
+    replaced = box.pop()
+    held: list[object] = replaced.template.inventory.held()
+    for store in (replaced.template, *replaced.state.tenants.stores()):
+        held.extend(store.held())
+    del replaced
+    while held:
+        del held[-4096:]

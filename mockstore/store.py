@@ -3,7 +3,7 @@
 Pets are kept in id order with one ordered id list per status, so a listing
 touches at most ``limit`` pets however large the store is. Each pet is encoded
 to JSON once, when stored, and list bodies are cached per (status, limit)
-until the next write.
+until the next write, within a byte budget.
 
 **Copy on write.** A store is a frozen ``Inventory`` (the scenario's pets,
 built and encoded once) under a small layer of the pets created since. Pets
@@ -12,6 +12,10 @@ after every scenario pet: a listing reads the inventory first, then the layer.
 ``fork()`` gives a store of its own over the same inventory with an empty
 layer, so a reset, a new tenant or a new test costs the same for 20 pets as
 for 100,000.
+
+The pets a scenario lists or generates are bounded by the scenario schema;
+those created through the API are bounded in bytes: ``create`` refuses a pet
+that would take the store's created pets past the budget it is given.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mockstore.budget import ByteBudget
 from mockstore.schemas import object_fields
 
 Pet = dict[str, Any]
@@ -27,6 +32,12 @@ Pet = dict[str, Any]
 FIELD_ORDER = object_fields("Pet")
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+# The memory a stored pet holds beyond twice its JSON (it is kept as a dict and
+# as its encoding): the dict, its ints and strings' headers, index slots.
+PET_OVERHEAD = 500
+# 4 MiB of cached list bodies; a body over 256 KiB is rebuilt on each request.
+_LIST_CACHE_BYTES = 4 * 1024 * 1024
+_LIST_CACHE_ITEM = 256 * 1024
 
 
 def _ordered(pet: Pet) -> Pet:
@@ -38,7 +49,7 @@ def _ordered(pet: Pet) -> Pet:
 
 
 class StoreFull(Exception):
-    """No int64 id is left to assign."""
+    """No int64 id is left to assign, or the created pets' budget is spent."""
 
 
 class Inventory:
@@ -49,7 +60,7 @@ class Inventory:
     except the bounded cache of listings, whose entries never go stale.
     """
 
-    __slots__ = ("by_status", "ids", "json", "list_cache", "next_id", "pets")
+    __slots__ = ("by_status", "ids", "json", "list_budget", "list_cache", "next_id", "pets")
 
     def __init__(self, pets: Iterable[Pet] = ()) -> None:
         self.pets: dict[int, Pet] = {}
@@ -63,8 +74,13 @@ class Inventory:
         for pet_id, pet in self.pets.items():
             self.by_status.setdefault(pet.get("status"), []).append(pet_id)
         self.next_id = max(max(self.pets) + 1 if self.pets else 1, 1)
-        # Listings of inventory pets only, shared by every fork (bounded).
+        # Listings of inventory pets only, shared by every fork (bounded in bytes).
         self.list_cache: dict[tuple[str | None, int], bytes] = {}
+        self.list_budget = ByteBudget(_LIST_CACHE_BYTES, _LIST_CACHE_ITEM)
+
+    def held(self) -> list[object]:
+        """Every pet and encoding the inventory holds (to free them a slice at a time)."""
+        return [*self.pets.values(), *self.json.values()]
 
 
 class PetStore:
@@ -80,6 +96,8 @@ class PetStore:
         self._by_status: dict[str | None, list[int]] = {}
         self._next_id = self.inventory.next_id
         self._list_cache: dict[tuple[str | None, int], bytes] = {}
+        self._list_budget = ByteBudget(_LIST_CACHE_BYTES, _LIST_CACHE_ITEM)
+        self.created_bytes = 0  # the estimated memory of the pets created through create()
 
     def fork(self) -> PetStore:
         """A store of its own over the same inventory, without the pets created since: O(1)."""
@@ -93,23 +111,36 @@ class PetStore:
         twin._ids = list(self._ids)
         twin._by_status = {status: list(ids) for status, ids in self._by_status.items()}
         twin._next_id = self._next_id
+        twin.created_bytes = self.created_bytes
         return twin
 
-    def create(self, new_pet: Pet) -> tuple[Pet, bytes]:
-        """Store a NewPet under the next id; returns the Pet and its JSON."""
+    def create(self, new_pet: Pet, max_bytes: int | None = None) -> tuple[Pet, bytes]:
+        """Store a NewPet under the next id; returns the Pet and its JSON.
+
+        Raises StoreFull when no id is left, or when the pets created so far and
+        this one would take more than ``max_bytes`` (estimated memory).
+        """
         if self._next_id > self.MAX_ID:
-            raise StoreFull
+            raise StoreFull("no int64 id is left to assign")
         pet_id = self._next_id
         pet = _ordered({**new_pet, "id": pet_id})
         # Encode before storing: a failure must not leave a half-stored pet.
         encoded = _encoded(pet)
+        cost = PET_OVERHEAD + 2 * len(encoded)
+        if max_bytes is not None and self.created_bytes + cost > max_bytes:
+            raise StoreFull(
+                f"the pets created so far take {self.created_bytes} of the store's "
+                f"{max_bytes} bytes (behaviour.max_store_bytes); this one needs {cost} more"
+            )
         self._next_id += 1
+        self.created_bytes += cost
         self._pets[pet_id] = pet
         self._json[pet_id] = encoded
         self._ids.append(pet_id)
         # Ids only grow, so appending keeps every list in id order.
         self._by_status.setdefault(pet.get("status"), []).append(pet_id)
         self._list_cache.clear()
+        self._list_budget.used = 0
         return pet, encoded
 
     def get(self, pet_id: int) -> Pet | None:
@@ -126,9 +157,8 @@ class PetStore:
         body = self._list_cache.get(cache_key)
         if body is None:
             body = self._list_body(cache_key)
-            if len(self._list_cache) > 1024:
-                self._list_cache.clear()
-            self._list_cache[cache_key] = body
+            if self._list_budget.admit(self._list_cache, len(body)):
+                self._list_cache[cache_key] = body
         return body
 
     def _list_body(self, cache_key: tuple[str | None, int]) -> bytes:
@@ -143,9 +173,8 @@ class PetStore:
             if body is None:
                 encoded = inventory.json
                 body = b"[" + b",".join([encoded[i] for i in ids[:limit]]) + b"]"
-                if len(shared) > 1024:
-                    shared.clear()
-                shared[cache_key] = body
+                if inventory.list_budget.admit(shared, len(body)):
+                    shared[cache_key] = body
             return body
         parts = [inventory.json[i] for i in ids]
         parts += [self._json[i] for i in created[: limit - len(ids)]]
@@ -164,6 +193,10 @@ class PetStore:
 
     def __len__(self) -> int:
         return len(self.inventory.pets) + len(self._pets)
+
+    def held(self) -> list[object]:
+        """The pets created in this store and their encodings (see ``Inventory.held``)."""
+        return [*self._pets.values(), *self._json.values()]
 
     def __iter__(self) -> Iterator[Pet]:
         yield from self.inventory.pets.values()

@@ -2,7 +2,13 @@
 
 Pure functions over bytes and strings that raise ``ApiError`` (400 or 415)
 naming what was wrong. Query strings repeat a lot (a test suite asks for
-``?limit=20`` thousands of times), so their outcome is cached.
+``?limit=20`` thousands of times), so their outcome is cached, within a byte
+budget (``budget.py``).
+
+An integer in a path or a query may have any number of digits: Python refuses
+to convert more than 4,300 (a guard against slow conversions), and no int64
+has more than 19 significant ones, so a longer number is refused for its
+length before any conversion, with the parameter's own bounds in the message.
 """
 
 from __future__ import annotations
@@ -13,10 +19,15 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from mockstore import schemas
+from mockstore.budget import ByteBudget
 from mockstore.errors import PARAMETER_CONDITIONS, ApiError
 
 _INTEGER = re.compile(r"-?[0-9]+")
-_QUERY_CACHE_SIZE = 4096
+# Beyond any int64: 19 digits hold 9,223,372,036,854,775,807.
+_MAX_DIGITS = 19
+# Per validator: 1 MiB of cached query outcomes, none from a query over 2 KiB.
+QUERY_CACHE_BYTES = 1024 * 1024
+QUERY_CACHE_ITEM = 2048
 
 
 def _invalid_parameter(name: str, message: str) -> ApiError:
@@ -30,13 +41,41 @@ def _convert(parameter: schemas.Parameter, raw: str) -> Any:
     where = f"{parameter.location} parameter '{parameter.name}'"
     if parameter.type == "integer":
         if not _INTEGER.fullmatch(raw):
-            raise _invalid_parameter(parameter.name, f"{where} must be an integer (got {raw!r})")
-        value: Any = int(raw)
+            raise _invalid_parameter(
+                parameter.name, f"{where} must be an integer (got {_shown(raw)})"
+            )
+        negative = raw.startswith("-")
+        significant = raw.lstrip("-").lstrip("0") or "0"  # limit=01 is 1
+        if len(significant) > _MAX_DIGITS:
+            raise _invalid_parameter(
+                parameter.name,
+                f"{where} is out of range: a {len(significant)}-digit integer{_bounds(parameter)}",
+            )
+        value: Any = -int(significant) if negative else int(significant)
     else:
         value = raw
     for error in schemas.errors_of(parameter.validator, value):
         raise _invalid_parameter(parameter.name, schemas.describe(error, where))
     return value
+
+
+def _shown(raw: str, keep: int = 40) -> str:
+    """A value as a message quotes it: cut short, so an answer never echoes kilobytes."""
+    if len(raw) <= keep:
+        return repr(raw)
+    return f"{raw[:keep]!r}... ({len(raw)} characters)"
+
+
+def _bounds(parameter: schemas.Parameter) -> str:
+    """``; must be from 1 to 100`` from the parameter's schema, or the int64 range."""
+    schema = parameter.schema
+    low = schema.get("minimum", -(2**63) if schema.get("format") == "int64" else None)
+    high = schema.get("maximum", 2**63 - 1 if schema.get("format") == "int64" else None)
+    if low is not None and high is not None:
+        return f"; must be from {low} to {high}"
+    if high is not None:
+        return f"; must be at most {high}"
+    return ""
 
 
 class QueryValidator:
@@ -46,6 +85,7 @@ class QueryValidator:
         self.parameters = [p for p in operation.parameters if p.location == "query"]
         # A string's parsed values, or the (parameter, message) of its refusal.
         self._cache: dict[bytes, dict[str, Any] | tuple[str, str]] = {}
+        self._budget = ByteBudget(QUERY_CACHE_BYTES, QUERY_CACHE_ITEM)
 
     def __call__(self, query_string: bytes) -> dict[str, Any]:
         """The query's values (defaults filled in); raises ApiError when one is invalid."""
@@ -55,9 +95,9 @@ class QueryValidator:
                 result = self._validate(query_string)
             except _Refused as refusal:
                 result = (refusal.parameter, refusal.message)
-            if len(self._cache) >= _QUERY_CACHE_SIZE:
-                self._cache.clear()
-            self._cache[query_string] = result
+            # The message of a refusal can quote the query: counted twice.
+            if self._budget.admit(self._cache, 2 * len(query_string)):
+                self._cache[query_string] = result
         if isinstance(result, tuple):
             # A new exception each time: a re-raised one would keep growing its traceback.
             raise _invalid_parameter(*result)

@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 
 from mockstore.scenario import ScenarioError, load_scenario
-from mockstore.state import Prepared, Runtime
+from mockstore.state import Prepared, Runtime, release
 
 log = logging.getLogger("mockstore.watch")
 
@@ -82,11 +82,12 @@ class ScenarioWatcher:
                 lines,
             )
             return False
-        self.runtime.install(prepared)
+        # The replaced state is freed in a worker too (see ``state.release``).
+        await asyncio.to_thread(release, [self.runtime.install(prepared)])
         self._text = text
         self.reloads += 1
-        log.info("%s changed: now serving scenario %r", self.display, prepared.state.scenario.name)
+        log.info("%s changed: now serving scenario %r", self.display, prepared.scenario.name)
         return True
 
     def _build(self, text: str) -> Prepared:
-        return Runtime.build(load_scenario(text, self.display))
+        return Runtime.prepare(load_scenario(text, self.display))

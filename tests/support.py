@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +30,11 @@ KEYS = {
     "business": "business-key",
     "enterprise": "enterprise-key",
 }
+
+
+# What a tool adds to a control API POST that has no JSON body (mockstore.Control
+# sends it too): the server refuses body-less POSTs a web page could send cross-site.
+TOOL = {"X-Mockstore-Client": "mockstore-tests"}
 
 
 def auth(plan_or_key: str = "pro") -> dict[str, str]:
@@ -79,10 +84,19 @@ def mock_server(scenario: Any = "default", **options: Any) -> Iterator[LiveServe
 
 @contextmanager
 def live_server(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 15.0
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 15.0,
+    launcher: list[str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Iterator[LiveServer]:
-    """Start ``python -m mockstore serve --port 0 ARGS`` and yield it once it listens."""
-    command = [sys.executable, "-m", "mockstore", "serve", "--port", "0", *args]
+    """Start ``python -m mockstore serve --port 0 ARGS`` and yield it once it listens.
+
+    ``launcher`` replaces ``python -m mockstore`` (a script that prepares the
+    process, then runs the CLI); ``preexec_fn`` runs in the child before it
+    starts (to lower its limits, say).
+    """
+    command = [*(launcher or [sys.executable, "-m", "mockstore"]), "serve", "--port", "0", *args]
     if "--log-level" not in args:
         command += ["--log-level", "warning"]
     process = subprocess.Popen(
@@ -91,6 +105,7 @@ def live_server(
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
+        preexec_fn=preexec_fn,
     )
     output: list[str] = []
     found = threading.Event()

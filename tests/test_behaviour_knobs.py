@@ -23,7 +23,7 @@ from mockstore.app import create_app
 from mockstore.clock import Clock
 from mockstore.errors import CONDITIONS
 from mockstore.scenario import load_scenario
-from tests.support import LiveServer, assert_conforms, live_server
+from tests.support import TOOL, LiveServer, assert_conforms, live_server
 
 KEY = {"Authorization": "Bearer knob-key"}
 # 2026-03-01T12:00:30Z: mid-minute, so the minute window resets 30 s from now.
@@ -102,7 +102,9 @@ def _requests() -> list[tuple[str, str, str, dict[str, str], bytes, int]]:
 def test_every_condition_answers_with_the_scenarios_code_and_status(provider: LiveServer) -> None:
     with provider.client() as http:
         for condition, method, path, headers, body, status in _requests():
-            http.post("/__mockstore/reset")  # a fresh allowance for each
+            assert (
+                http.post("/__mockstore/reset", headers=TOOL).status_code == 200
+            )  # a fresh allowance for each
             response = http.request(method, path, headers=headers, content=body)
             assert response.status_code == status, (condition, response.text)
             answer = assert_conforms(response)
@@ -112,7 +114,7 @@ def test_every_condition_answers_with_the_scenarios_code_and_status(provider: Li
 
 def test_a_rate_limited_request_carries_the_scenarios_code(provider: LiveServer) -> None:
     with provider.client(headers=KEY) as http:
-        http.post("/__mockstore/reset")
+        assert http.post("/__mockstore/reset", headers=TOOL).status_code == 200
         statuses = [http.get("/v1/pets").status_code for _ in range(4)]
         refused = http.get("/v1/pets")
     assert statuses == [200, 200, 200, 429]
@@ -124,7 +126,7 @@ def test_a_rate_limited_request_carries_the_scenarios_code(provider: LiveServer)
 
 def test_reset_is_seconds_from_now_on_every_answer(provider: LiveServer) -> None:
     with provider.client(headers=KEY) as http:
-        http.post("/__mockstore/reset")
+        assert http.post("/__mockstore/reset", headers=TOOL).status_code == 200
         assert http.get("/v1/pets").headers["x-ratelimit-reset"] == "30"
         http.post("/__mockstore/clock", json={"advance_seconds": 12.5})
         # 17.5 s left, rounded up: never a moment before the window really resets.
@@ -133,7 +135,7 @@ def test_reset_is_seconds_from_now_on_every_answer(provider: LiveServer) -> None
 
 def test_head_can_be_refused_as_405_without_head_in_allow(provider: LiveServer) -> None:
     with provider.client(headers=KEY) as http:
-        http.post("/__mockstore/reset")
+        assert http.post("/__mockstore/reset", headers=TOOL).status_code == 200
         head = http.head("/v1/pets")
         wrong = http.delete("/v1/pets/1")
     assert head.status_code == 405
@@ -144,7 +146,7 @@ def test_head_can_be_refused_as_405_without_head_in_allow(provider: LiveServer) 
 
 def test_paths_can_be_checked_before_the_key(provider: LiveServer) -> None:
     with provider.client() as http:
-        http.post("/__mockstore/reset")
+        assert http.post("/__mockstore/reset", headers=TOOL).status_code == 200
         unknown = http.get("/v1/nowhere")
         wrong_method = http.delete("/v1/pets")
         known = http.get("/v1/pets")
@@ -161,7 +163,7 @@ def test_paths_can_be_checked_before_the_key(provider: LiveServer) -> None:
 def test_unknown_fields_can_be_kept(provider: LiveServer) -> None:
     sent = {"name": "Nala", "categoryId": 7, "nickname": "N", "tags": ["a", {"b": 1}]}
     with provider.client(headers=KEY) as http:
-        http.post("/__mockstore/reset")
+        assert http.post("/__mockstore/reset", headers=TOOL).status_code == 200
         created = http.post("/v1/pets", json=sent)
         assert created.status_code == 201
         pet = assert_conforms(created)
@@ -188,7 +190,7 @@ def test_the_defaults_are_mockstores_own_choices(defaults: LiveServer) -> None:
         reset = int(http.get("/v1/pets").headers["x-ratelimit-reset"])
         assert reset == 1772366460  # 12:01:00Z, a Unix time
         assert http.head("/v1/pets").status_code == 429  # served (and counted) like GET
-        http.post("/__mockstore/reset")
+        assert http.post("/__mockstore/reset", headers=TOOL).status_code == 200
         assert http.head("/v1/pets").status_code == 200
         created = http.post("/v1/pets", json={"name": "N", "categoryId": 1, "x": 1}).json()
         assert "x" not in created

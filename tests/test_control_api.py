@@ -13,7 +13,9 @@ from starlette.testclient import TestClient
 from mockstore.app import create_app
 from mockstore.clock import parse_time
 from mockstore.scenario import ScenarioError, load_scenario
-from tests.support import assert_conforms, auth, live_server, mock_server
+from tests.support import TOOL, assert_conforms, auth, live_server, mock_server
+
+JSON_BODY = {"Content-Type": "application/json"}
 
 START = "2026-03-01T12:00:30Z"
 SCENARIO = f"""\
@@ -182,7 +184,7 @@ def test_reset_restores_pets_counters_bans_clock_keys_and_call_counts(
     assert keys_by_name(client)["tight-key"]["banned"] is True
     assert pet_names(client) == ["Rex", "Nova"]
 
-    response = client.post("/__mockstore/reset")
+    response = client.post("/__mockstore/reset", headers=TOOL)
     assert response.status_code == 200
     assert response.json()["status"] == "reset"
 
@@ -237,7 +239,7 @@ def test_clock_advance_and_set_move_the_scenario_time(client: TestClient) -> Non
     ],
 )
 def test_clock_refuses_a_bad_body_and_stays_put(client: TestClient, body: bytes) -> None:
-    response = client.post("/__mockstore/clock", content=body)
+    response = client.post("/__mockstore/clock", content=body, headers=JSON_BODY)
     assert response.status_code == 400
     assert response.json()["code"] in {"invalid_request", "malformed_json"}
     assert response.json()["status"] == 400

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.scenario import load_scenario
-from tests.support import mock_server
+from tests.support import TOOL, mock_server
 
 SCENARIO = """\
 version: 1
@@ -90,7 +90,7 @@ def test_recorded_sequence_is_byte_identical_across_fresh_runs_and_resets() -> N
     with fresh_client() as first, fresh_client() as second:
         one = run(first.request, RECORDED)
         two = run(second.request, RECORDED)
-        assert first.post("/__mockstore/reset").status_code == 200
+        assert first.post("/__mockstore/reset", headers=TOOL).status_code == 200
         three = run(first.request, RECORDED)
     assert one == two
     assert one == three
@@ -107,7 +107,7 @@ def test_the_same_bytes_come_over_a_real_socket_run_after_run(tmp_path: Any) -> 
         with server.client() as http:
             one = run(http.request, RECORDED)
         with server.client() as http:
-            assert http.post("/__mockstore/reset").status_code == 200
+            assert http.post("/__mockstore/reset", headers=TOOL).status_code == 200
             two = run(http.request, RECORDED)
     assert one == two
     # In-process and over the wire, the API answers the same bytes.

@@ -706,6 +706,12 @@ CLI_ENV = {
     "MOCKSTORE_CONTROL_TOKEN",
     "MOCKSTORE_LOG_FORMAT",
     "MOCKSTORE_LOG_LEVEL",
+    "MOCKSTORE_ALLOWED_HOSTS",
+    "MOCKSTORE_MAX_HEADER_BYTES",
+    "MOCKSTORE_TIMEOUT_KEEP_ALIVE",
+    "MOCKSTORE_TIMEOUT_HEADERS",
+    "MOCKSTORE_TIMEOUT_BODY",
+    "MOCKSTORE_MAX_CONNECTIONS",
 }
 
 
@@ -807,6 +813,11 @@ def test_gitlab_recipe(image: Image) -> None:
             assert control.health().scenario == load_scenario(inline).name == "ci"
             keys = control.keys()
             assert {k.key for k in keys} == {"ci-free-key", "ci-pro-key"}
+        # The job addresses the service by its alias, which the recipe allows.
+        by_alias = {"Host": f"{service['alias']}:8080"}
+        keys_url = f"http://127.0.0.1:{port}/__mockstore/keys"
+        assert httpx.get(keys_url, headers=by_alias, timeout=10).status_code == 200
+        assert httpx.get(keys_url, headers={"Host": "other:8080"}, timeout=10).status_code == 403
     finally:
         running.stop()
     assert "pytest" in job["script"][-1]

@@ -29,7 +29,7 @@ from mockstore.reports import etiquette
 from mockstore.reports.etiquette import BACKOFF_FLOOR, BACKOFF_GROWTH, RULES, grows, judge
 from mockstore.reports.model import Fact
 from mockstore.scenario import load_scenario
-from tests.support import assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, mock_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "examples" / "clients"
@@ -68,7 +68,7 @@ def shared() -> Iterator[TestClient]:
 @pytest.fixture
 def mock(shared: TestClient) -> TestClient:
     """The module's app, reset: fresh counters, clock at START, empty journal."""
-    assert shared.post("/__mockstore/reset").status_code == 200
+    assert shared.post("/__mockstore/reset", headers=TOOL).status_code == 200
     assert shared.delete("/__mockstore/requests").status_code == 204
     return shared
 
@@ -144,7 +144,7 @@ def test_waiting_exactly_retry_after_is_fine(mock: TestClient) -> None:
 def test_etq001_fires_exactly_when_a_wait_is_shorter_than_retry_after(
     shared: TestClient, waits: list[float]
 ) -> None:
-    shared.post("/__mockstore/reset")
+    shared.post("/__mockstore/reset", headers=TOOL)
     shared.delete("/__mockstore/requests")
     shared.get("/v1/pets", headers=auth("pro"))
     for wait in waits:

@@ -25,7 +25,7 @@ from mockstore.app import create_app
 from mockstore.faults import FaultEngine, RequestFacts, RouteTable
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import Delay
-from tests.support import assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, mock_server
 
 BASE = """\
 version: 1
@@ -399,7 +399,7 @@ def test_http_between_seconds_follows_the_scenario_clock() -> None:
             client.post("/__mockstore/clock", json={"advance_seconds": advance})
             seen.append(fired(client.get("/v1/pets/1", headers=auth("pro"))))
         assert seen == [False, False, True, True, False]
-        client.post("/__mockstore/reset")
+        client.post("/__mockstore/reset", headers=TOOL)
         assert not fired(client.get("/v1/pets/1", headers=auth("pro")))
 
 

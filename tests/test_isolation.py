@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.scenario import load_scenario
-from tests.support import assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, mock_server
 
 ISOLATED = """\
 version: 1
@@ -85,7 +85,7 @@ def test_control_pets_shows_one_tenant_and_reset_empties_them_all() -> None:
         create(client, "worker-a", "Alpha")
         by_tenant = client.get("/__mockstore/pets", params={"tenant": "worker-a"}).json()
         assert [p["name"] for p in by_tenant] == ["Rex", "Alpha"]
-        assert client.post("/__mockstore/reset").status_code == 200
+        assert client.post("/__mockstore/reset", headers=TOOL).status_code == 200
         assert names(client, "worker-a") == ["Rex"]
         assert create(client, "worker-a", "Again") == 2
 

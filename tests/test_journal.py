@@ -19,7 +19,7 @@ from mockstore.app import create_app
 from mockstore.clock import Clock
 from mockstore.journal import Entry, Journal, mask
 from mockstore.scenario import load_scenario
-from tests.support import assert_conforms, auth
+from tests.support import TOOL, assert_conforms, auth
 
 START = 1772366430.0  # 2026-03-01T12:00:30Z
 
@@ -142,7 +142,7 @@ def test_clear_forgets_entries_but_sequence_numbers_keep_growing(client: TestCli
 
 def test_the_journal_outlives_a_reset_and_since_selects_after_it(client: TestClient) -> None:
     client.get("/v1/pets", headers=auth("pro"))
-    reset = client.post("/__mockstore/reset").json()
+    reset = client.post("/__mockstore/reset", headers=TOOL).json()
     client.get("/v1/pets/2", headers=auth("pro"))
     assert len(_entries(client)["entries"]) == 2
     after = _entries(client, since=reset["journal_seq"])["entries"]

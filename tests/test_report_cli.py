@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from mockstore.journal import mask
-from tests.support import LiveServer, assert_conforms, auth, mock_server
+from tests.support import TOOL, LiveServer, assert_conforms, auth, mock_server
 
 # A manual clock: tight-key's 429s do not depend on when in the minute the test runs.
 SCENARIO = """
@@ -45,7 +45,7 @@ def mock() -> Iterator[LiveServer]:
 @pytest.fixture
 def warned(mock: LiveServer) -> LiveServer:
     """A session whose worst finding is a warning (a deprecated call)."""
-    assert httpx.post(mock.url + "/__mockstore/reset").status_code == 200
+    assert httpx.post(mock.url + "/__mockstore/reset", headers=TOOL).status_code == 200
     assert httpx.delete(mock.url + "/__mockstore/requests").status_code == 204
     with mock.client(headers=auth("pro")) as http:
         assert_conforms(http.get("/v1/pets", params={"limit": 2}))

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mockstore.scenario import load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
-from tests.support import auth, mock_server
+from tests.support import TOOL, auth, mock_server
 
 STATUSES = ["available", "pending", "sold", None]
 
@@ -48,7 +48,7 @@ def test_a_reset_restores_a_large_store_exactly() -> None:
         before = http.get("/v1/pets", params={"limit": 100, "status": "sold"}).json()
         created = http.post("/v1/pets", json={"name": "Nova", "categoryId": 1, "status": "sold"})
         assert created.json()["id"] == 100_001
-        httpx.post(server.control_url + "/reset", timeout=10).raise_for_status()
+        httpx.post(server.control_url + "/reset", headers=TOOL, timeout=10).raise_for_status()
         assert http.get("/v1/pets/100001").status_code == 404
         assert http.get("/v1/pets", params={"limit": 100, "status": "sold"}).json() == before
         again = http.post("/v1/pets", json={"name": "Nova", "categoryId": 1})

@@ -389,7 +389,13 @@ CASES = {
         "# yaml-language-server: $schema=https://mockstore.dev/schema/scenario-v1.json\n",
         ["bad.yaml:1:1: $: the file is empty: a scenario needs at least 'version: 1'"],
     ),
-    "not a mapping": ("- version: 1\n", ["bad.yaml:1:1: $: must be a mapping, got a list"]),
+    "not a mapping": (
+        "- version: 1\n",
+        [
+            "bad.yaml:1:1: $: not a scenario: the file holds a list of 1 item, "
+            "where a scenario is a mapping that starts with version: 1"
+        ],
+    ),
     "no version": (
         "name: x\n",
         ["bad.yaml:1:1: $: 'version' is required: start the file with version: 1"],

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from mockstore.app import create_app
 from mockstore.clock import parse_time
 from mockstore.scenario import bundled_names, load_scenario_file
-from tests.support import assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, mock_server
 
 BUNDLED = [
     "default",
@@ -285,7 +285,7 @@ def test_after_sunset_get_pet_is_gone_and_listing_still_works() -> None:
         client.post("/__mockstore/clock", json={"set": "2030-12-04T23:59:59Z"})
         before = client.get("/v1/pets/1", headers=auth("pro"))
         assert assert_conforms(before)["name"] == "Rex"
-        client.post("/__mockstore/reset")
+        client.post("/__mockstore/reset", headers=TOOL)
         assert client.get("/v1/pets/1", headers=auth("pro")).status_code == 410
 
 
@@ -383,7 +383,7 @@ def test_chaos_fires_each_fault_rarely_and_replays_identically_after_reset() -> 
     with mock_server("chaos") as server:
         with server.client() as http:
             first = [_chaos_outcome(http, i) for i in range(CHAOS_CALLS)]
-        assert server.client().post("/__mockstore/reset").status_code == 200
+        assert server.client().post("/__mockstore/reset", headers=TOOL).status_code == 200
         with server.client() as http:
             second = [_chaos_outcome(http, i) for i in range(CHAOS_CALLS)]
     counts = {outcome: first.count(outcome) for outcome in set(first)}

@@ -11,7 +11,9 @@ from starlette.testclient import TestClient
 
 from mockstore.control_client import Control, VerificationError
 from mockstore.reports.verify import Expectation, InvalidExpectation, contains
-from tests.support import assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, mock_server
+
+JSON_BODY = {"Content-Type": "application/json"}
 
 
 def _verify(client: TestClient, **fields: Any) -> dict[str, Any]:
@@ -106,7 +108,7 @@ def test_counts_and_conditions(
 
 
 def test_since_limits_the_window(session: TestClient) -> None:
-    reset = session.post("/__mockstore/reset").json()
+    reset = session.post("/__mockstore/reset", headers=TOOL).json()
     assert _verify(session, operation="createPet", count=0, since=reset["journal_seq"])["ok"]
     _create(session, {"name": "Rex", "categoryId": 9})
     result = _verify(session, operation="createPet", count=2, since=reset["journal_seq"])
@@ -140,7 +142,7 @@ def test_a_wrong_expectation_is_a_400(client: TestClient, body: dict[str, Any], 
 
 
 def test_a_body_that_is_not_json_is_a_400(client: TestClient) -> None:
-    response = client.post("/__mockstore/verify", content=b"{oops")
+    response = client.post("/__mockstore/verify", content=b"{oops", headers=JSON_BODY)
     assert response.status_code == 400 and response.json()["code"] == "malformed_json"
 
 

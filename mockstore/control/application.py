@@ -1,25 +1,39 @@
-"""``ControlAPI``: the ASGI app under ``/__mockstore``, its token check and its Error answers."""
+"""``ControlAPI``: the ASGI app under ``/__mockstore``, its checks and its Error answers.
+
+Before any endpoint runs: the token (``--control-token``), the guard against
+web pages (``guard.py``: the ``Host`` header, cross-site requests), and a bound
+on the request body, in bytes and in time, so that no upload can hold memory
+or a worker for ever.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import logging
+from collections.abc import Iterable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from mockstore.control.dashboard import is_public_path
+from mockstore.control.guard import ControlGuard
 from mockstore.control.http import error_response
 from mockstore.control.routes import control_routes
 from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
+from mockstore.limits import Limits
 from mockstore.routing import allow_header
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX
+
+log = logging.getLogger("mockstore.control")
+_CLOSE = ((b"connection", b"close"),)
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
@@ -43,16 +57,60 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
-    # A bug in the control API must still answer with an Error body, not a traceback.
-    return error_response("internal_error", f"{type(exc).__name__}: {exc}", 500)
+    # A bug in the control API must still answer with an Error body, not a
+    # traceback; the traceback goes to the log (Starlette re-raises the
+    # exception once this answer is sent, and the server logs it with its trace).
+    message = (
+        f"{request.method} {CONTROL_PREFIX}{request.url.path} failed unexpectedly "
+        f"({type(exc).__name__}); the server's log has the traceback"
+    )
+    return error_response("internal_error", message, 500)
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client left before its body arrived: nothing to answer, nothing changed.
+    return Response(status_code=400)
+
+
+def bounded_receive(receive: Receive, limit: int, seconds: float) -> Receive:
+    """``receive``, refusing a body over ``limit`` bytes (413) or late by ``seconds`` (408)."""
+    size = 0
+    deadline: float | None = None
+
+    async def bounded() -> Message:
+        nonlocal size, deadline
+        if deadline is None:
+            deadline = asyncio.get_running_loop().time() + seconds
+        try:
+            async with asyncio.timeout_at(deadline):
+                message = await receive()
+        except TimeoutError:
+            raise ApiError(
+                "request_timeout",
+                f"the request body did not arrive within {seconds:g} s",
+                headers=_CLOSE,
+            ) from None
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                raise _too_large(limit)
+        return message
+
+    return bounded
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(
+        "payload_too_large", f"the request body is over the limit of {limit} bytes", headers=_CLOSE
+    )
 
 
 class ControlAPI:
     """The control API for one ``Runtime``, mounted by ``MockstoreApp`` under ``/__mockstore``.
 
     It needs no API key; with a ``token`` (``--control-token``) every endpoint
-    but ``/health`` requires ``Authorization: Bearer <token>``. It is meant for
-    test networks only.
+    but ``/health`` requires ``Authorization: Bearer <token>``; without one,
+    ``ControlGuard`` keeps web pages out. It is meant for test networks only.
     """
 
     def __init__(
@@ -61,21 +119,42 @@ class ControlAPI:
         token: str | None = None,
         tenants: TenantRegistry | None = None,
         routes: list[Route] | None = None,
+        *,
+        limits: Limits | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.runtime = runtime
         self.token = token
+        self.limits = limits or Limits()
+        self.guard = ControlGuard(allowed_hosts)
         self.app = Starlette(
             # ``routes``: a narrower table, as ``mockstore record`` serves.
             routes=control_routes(runtime, tenants) if routes is None else routes,
             exception_handlers={
                 ApiError: _refused,
                 HTTPException: _http_error,
+                ClientDisconnect: _client_gone,
                 Exception: _server_error,
             },
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
+        limit = self.limits.max_control_body_bytes
+        try:
+            if self.token is None:
+                # With a token, the token is the guard: a page can neither know
+                # it nor send it cross-site without a preflight.
+                self.guard.check(scope, path)
+            for name, value in scope["headers"]:
+                if name == b"content-length" and (len(value) > 19 or int(value or 0) > limit):
+                    raise _too_large(limit)
+        except ApiError as refusal:
+            await _answer(refusal, scope, receive, send)
+            return
+        except ValueError:
+            pass  # a Content-Length that is not a number: the server refuses it first
+        receive = bounded_receive(receive, limit, self.limits.body_timeout)
         if self.token is not None and path != "/health" and not is_public_path(path):
             header = None
             for name, value in scope["headers"]:
@@ -93,3 +172,9 @@ class ControlAPI:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+async def _answer(refusal: ApiError, scope: Scope, receive: Receive, send: Send) -> None:
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in refusal.headers}
+    response = error_response(refusal.code, refusal.message, refusal.status, headers=headers)
+    await response(scope, receive, send)

@@ -53,6 +53,8 @@ class JournalEndpoints:
                 "last_seq": journal.last_seq,
                 "size": journal.size,
                 "enabled": journal.enabled,
+                "bytes": journal.bytes,
+                "max_bytes": journal.max_bytes,
             }
         )
 

@@ -63,6 +63,7 @@ APPLIES: dict[str, Callable[[schemas.Operation], bool]] = {
     "not_found": _has_path_parameters,
     "gone": _deprecated,
     "payload_too_large": _has_body,
+    "request_timeout": _has_body,
     "unsupported_media_type": _has_body,
     "rate_limited": _always,
     "key_banned": _always,
@@ -73,6 +74,10 @@ NOT_PER_OPERATION: dict[str, str] = {
     "method_not_allowed": "answers a known path with a wrong method: no operation is called",
     "upstream_unreachable": "the recorder's own answer when the upstream fails, not the API's",
     "upstream_timeout": "the recorder's own answer when the upstream is too slow, not the API's",
+    "bad_request": "the HTTP message itself is broken: answered by the server, never journaled",
+    "headers_too_large": "the head is over the limit: answered by the server, never journaled",
+    "server_busy": "no connection is free: answered by the server, never journaled",
+    "internal_error": "a bug in mockstore, on any operation: not a response to cover",
 }
 
 

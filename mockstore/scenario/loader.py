@@ -26,6 +26,17 @@ Path = tuple[str | int, ...]
 # A document whose aliases expand past this many values is refused rather than
 # built: a "billion laughs" file must not take the server (or the CI) down.
 MAX_VALUES = 5_000_000
+# Nothing in a scenario nests deeper than a dozen levels; a document nested
+# deeper is refused as soon as the parser gets there (YAML is composed by
+# recursion, and 5,000 levels of brackets cost seconds before failing).
+MAX_DEPTH = 64
+# Nor does a scenario within its bounds hold more than a few hundred thousand
+# values (10,000 listed pets are 90,000; 10,000 keys about as many); more is refused while
+# it is being read, instead of after seconds of building what would be refused.
+MAX_NODES = 300_000
+# A value quoted in a problem is cut to this many characters: a problem names
+# what is wrong, it does not copy the file into the log.
+QUOTE_LIMIT = 60
 
 _YAML = "tag:yaml.org,2002:"
 _MAP_TAG = _YAML + "map"
@@ -74,8 +85,29 @@ def json_path(path: Path) -> str:
     return text
 
 
+class _TooBig(yaml.MarkedYAMLError):
+    """A document nested deeper than MAX_DEPTH, or holding more than MAX_NODES values."""
+
+
 class _Loader(yaml.SafeLoader):
-    """Safe YAML in which times stay strings: the schema checks their format."""
+    """Safe YAML in which times stay strings (the schema checks their format), within bounds."""
+
+    _depth = 0
+    _nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        self._nodes += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                problem = f"nested more than {MAX_DEPTH} levels deep"
+            elif self._nodes > MAX_NODES:
+                problem = f"more than {MAX_NODES:,} values"
+            else:
+                return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            raise _TooBig(problem=problem, problem_mark=self.peek_event().start_mark)
+        finally:
+            self._depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -125,6 +157,10 @@ def parse_yaml(text: str, file: str) -> tuple[Any, Marks]:
         node = loader.get_single_node()
     except yaml.reader.ReaderError as exc:
         raise ScenarioError([_reader_problem(exc, text, file)]) from None
+    except _TooBig as exc:
+        line, column = _position(exc.problem_mark)
+        message = f"YAML: {exc.problem}; a scenario within its bounds needs far fewer"
+        raise ScenarioError([Problem(file, line, column, "$", message)]) from None
     except yaml.MarkedYAMLError as exc:
         raise ScenarioError([_syntax_problem(exc, file)]) from None
     except yaml.YAMLError as exc:
@@ -326,13 +362,13 @@ def _is_time(value: object) -> bool:
     if isinstance(value, str):
         if not re.match(r"^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d", value.strip()):
             raise ValueError(
-                f"not a date-time: {value!r}; write an RFC 3339 instant such as "
+                f"not a date-time: {quoted(value)}; write an RFC 3339 instant such as "
                 "2026-03-01T12:00:00Z"
             )
         try:
             parse_time(value)
         except ValueError as exc:
-            raise ValueError(f"not a valid date-time: {value!r} ({exc})") from None
+            raise ValueError(f"not a valid date-time: {quoted(value)} ({exc})") from None
     return True
 
 
@@ -412,7 +448,7 @@ def _explain(error: ValidationError, marks: Marks, file: str) -> list[tuple[Path
         for extra in sorted(k for k in error.instance if k not in known):
             if any(p.search(extra) for p in patterns):
                 continue
-            message = f"unknown key {extra!r}" + _did_you_mean(extra, known)
+            message = f"unknown key {quoted(extra)}" + _did_you_mean(extra, known)
             out.append(((*path, extra), _problem(file, marks, (*path, extra), message, key=True)))
         if out:
             return out
@@ -455,14 +491,14 @@ def _message(error: ValidationError) -> str:
         hint = ""
         if isinstance(instance, str):
             hint = _did_you_mean(instance, {v for v in value if isinstance(v, str)}, 0.75)
-        return f"must be one of {allowed}, got {json.dumps(instance)}{hint}"
+        return f"must be one of {allowed}, got {_json_quoted(instance)}{hint}"
     if error.validator == "const":
-        return f"must be {json.dumps(value)}, got {json.dumps(instance)}"
+        return f"must be {json.dumps(value)}, got {_json_quoted(instance)}"
     if error.validator == "required":
         return error.message.replace("is a required property", "is required")
     if error.validator == "format":
         cause = error.cause
-        return str(cause) if cause else f"not a valid {value}: {instance!r}"
+        return str(cause) if cause else f"not a valid {value}: {quoted(instance)}"
     if error.validator == "minimum":
         return f"must be at least {value}, got {instance}"
     if error.validator == "maximum":
@@ -478,7 +514,7 @@ def _message(error: ValidationError) -> str:
     if error.validator == "minLength":
         return "must not be empty" if value == 1 else f"must be at least {value} characters"
     if error.validator == "pattern":
-        return f"{json.dumps(instance)} does not match the pattern {value}"
+        return f"{_json_quoted(instance)} does not match the pattern {value}"
     if error.validator == "not":
         return "this combination is not allowed"
     return error.message
@@ -486,6 +522,8 @@ def _message(error: ValidationError) -> str:
 
 def _problem(file: str, marks: Marks, path: Path, message: str, key: bool = False) -> Problem:
     line, column = marks.at(path, key=key)
+    if len(message) > 8 * QUOTE_LIMIT:  # whatever quoted the file at length, cut it short
+        message = message[: 8 * QUOTE_LIMIT] + "... (cut)"
     return Problem(file, line, column, json_path(path), message)
 
 
@@ -502,10 +540,35 @@ def _kind(value: object) -> str:
     if isinstance(value, int | float):
         return f"{'integer' if isinstance(value, int) else 'number'} {value}"
     if isinstance(value, str):
-        return f"string {value!r}"
+        return f"string {quoted(value)}"
     if isinstance(value, list):
         return "a list"
     return "a mapping"
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)``, a string cut to ``limit`` characters: a problem quotes, never copies."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value):,} characters)"
+    return repr(value)
+
+
+def _json_quoted(value: object) -> str:
+    if isinstance(value, str) and len(value) > QUOTE_LIMIT:
+        return f"{json.dumps(value[:QUOTE_LIMIT])}... ({len(value):,} characters)"
+    text = json.dumps(value)
+    return text if len(text) <= 4 * QUOTE_LIMIT else text[: 4 * QUOTE_LIMIT] + "..."
+
+
+def describe_document(value: object) -> str:
+    """What a document holds, in words, never its content (for a file that is not a scenario)."""
+    if isinstance(value, str):
+        return f"a string of {len(value):,} character{'s' if len(value) != 1 else ''}"
+    if isinstance(value, list):
+        return f"a list of {len(value):,} item{'s' if len(value) != 1 else ''}"
+    if value is None:
+        return "nothing but null"
+    return f"a {type(value).__name__}"
 
 
 def did_you_mean(word: str, candidates: set[str] | list[str]) -> str:

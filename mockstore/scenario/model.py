@@ -17,12 +17,14 @@ from typing import Any
 
 from mockstore import schemas
 from mockstore.clock import parse_time
+from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
 from mockstore.scenario.loader import (
     Marks,
     Problem,
     ScenarioError,
     check_schema,
+    describe_document,
     did_you_mean,
     json_path,
     parse_yaml,
@@ -63,6 +65,7 @@ class Behaviour:
     after_sunset: str = schema_default("behaviour", "after_sunset")
     ratelimit_draft_headers: bool = schema_default("behaviour", "ratelimit_draft_headers")
     max_body_bytes: int = schema_default("behaviour", "max_body_bytes")
+    max_store_bytes: int = schema_default("behaviour", "max_store_bytes")
     deprecated_since: float = DEPRECATED_SINCE
     sunset: float = SUNSET
     validation_status: int = schema_default("behaviour", "validation_status")
@@ -178,6 +181,8 @@ class Scenario:
     journal_size: int = schema_default("journal", "size")
     journal_body_bytes: int = schema_default("journal", "body_bytes")
     drift_accept: tuple[DriftAccept, ...] = ()
+    journal_max_bytes: int = schema_default("journal", "max_bytes")
+    journal_header_bytes: int = schema_default("journal", "header_bytes")
     source: str = ""
     file: str = "<scenario>"
 
@@ -241,10 +246,21 @@ def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
     twice, invalid pets, ...) are reported together: the semantic checks skip
     only the parts the schema already refused, so one run shows every error.
     """
+    if len(text) > MAX_SCENARIO_BYTES:
+        message = (
+            f"the scenario is {len(text):,} characters long; the limit is "
+            f"{MAX_SCENARIO_BYTES:,} bytes (use generate: for large inventories)"
+        )
+        raise ScenarioError([Problem(file, 1, 1, "$", message)])
     data, marks = parse_yaml(text, file)
+    if not isinstance(data, dict):
+        # Never quote it: a file given by mistake (say /etc/passwd) stays out of the log.
+        message = (
+            f"not a scenario: the file holds {describe_document(data)}, where a scenario "
+            "is a mapping that starts with version: 1"
+        )
+        raise ScenarioError([Problem(file, 1, 1, "$", message)])
     checked = check_schema(data, marks, file)
-    if checked and not isinstance(data, dict):
-        raise ScenarioError([problem for _, problem in checked])
     builder = _Builder(data, marks, file, broken=[path for path, _ in checked])
     scenario = builder.build(text)
     problems = {str(p): p for p in [*(p for _, p in checked), *builder.problems]}
@@ -372,6 +388,8 @@ class _Builder:
             journal_size=self.get(("journal", "size")),
             journal_body_bytes=self.get(("journal", "body_bytes")),
             drift_accept=self._drift_accept(),
+            journal_max_bytes=self.get(("journal", "max_bytes")),
+            journal_header_bytes=self.get(("journal", "header_bytes")),
             source=source,
             file=self.file,
         )
@@ -530,6 +548,7 @@ class _Builder:
             after_sunset=setting("after_sunset"),
             ratelimit_draft_headers=setting("ratelimit_draft_headers"),
             max_body_bytes=setting("max_body_bytes"),
+            max_store_bytes=setting("max_store_bytes"),
             deprecated_since=parse_time(setting("deprecated_since")),
             sunset=parse_time(setting("sunset")),
             validation_status=setting("validation_status"),

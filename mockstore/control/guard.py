@@ -1,0 +1,154 @@
+"""What keeps web pages out of the control API: the ``Host`` check and the cross-site check.
+
+The control API has no key (a token is optional), so a page open in any browser
+on the same machine or network could otherwise drive it:
+
+* **Cross-site requests.** A page may send a POST without asking first (no
+  CORS preflight) only as a "simple" request: a form, ``text/plain``, or no
+  body, and no custom header. So a state-changing POST must carry a JSON or
+  YAML content type or the ``X-Mockstore-Client`` header, which a page can
+  only add after a preflight that mockstore never answers. PUT and DELETE are
+  never simple (a browser always preflights them), so they need neither, and
+  ``curl -X PUT --data-binary @scenario.yaml`` keeps working. Any
+  state-changing request that names an ``Origin`` must name this server's own.
+* **DNS rebinding.** A page can make its own host name resolve to this server
+  and then read it as same-origin; the request still says ``Host: its-name``.
+  So every control request (``/health`` aside) must name the server: a
+  loopback name (``localhost``, ``*.localhost``), an IP address (a rebinding
+  page can only ever use a name), the host an in-process client addressed, or
+  a name given with ``--allowed-host``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.types import Scope
+
+from mockstore.errors import ApiError
+
+CLIENT_HEADER = "X-Mockstore-Client"
+_CLIENT_HEADER = CLIENT_HEADER.lower().encode()
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Media types a page cannot send without a preflight, that the control API reads.
+_BODY_TYPES = frozenset(
+    {b"application/json", b"application/yaml", b"application/x-yaml", b"text/yaml", b"text/x-yaml"}
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _split_host(value: str) -> tuple[str, int | None]:
+    """``name:port`` (or ``[v6]:port``): the name, lower-case without a trailing dot, and port."""
+    value = value.strip()
+    port: int | None = None
+    if value.startswith("["):
+        name, _, rest = value[1:].partition("]")
+        if rest.startswith(":") and rest[1:].isdigit():
+            port = int(rest[1:])
+    else:
+        name, sep, tail = value.rpartition(":")
+        if not sep or not tail.isdigit() or ":" in name:
+            name = value  # no port (or a bare IPv6 address)
+        else:
+            port = int(tail)
+    return name.lower().rstrip("."), port
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _is_body_type(content_type: bytes | None) -> bool:
+    if content_type is None:
+        return False
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media in _BODY_TYPES or media.endswith((b"+json", b"+yaml"))
+
+
+class ControlGuard:
+    """Checks one control request; ``allowed_hosts`` are the names given with ``--allowed-host``."""
+
+    def __init__(self, allowed_hosts: Iterable[str] = ()) -> None:
+        names = {name.strip().lower().rstrip(".") for name in allowed_hosts if name.strip()}
+        self.any_host = "*" in names
+        self.allowed_hosts = frozenset(names - {"*"})
+
+    def host_allowed(self, name: str, scope: Scope) -> bool:
+        if self.any_host or name in self.allowed_hosts:
+            return True
+        if name == "localhost" or name.endswith(".localhost") or _is_ip(name):
+            return True
+        # In-process (TestClient, httpx's ASGITransport), the server is the
+        # host the client addressed: it names itself.
+        server = scope.get("server")
+        return bool(server) and str(server[0]).lower().rstrip(".") == name
+
+    def check(self, scope: Scope, path: str) -> None:
+        """Raise the ApiError (403) that refuses this request, if any."""
+        host = origin = content_type = None
+        named_client = False
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1")
+            elif name == b"origin":
+                origin = value.decode("latin-1")
+            elif name == b"content-type":
+                content_type = value
+            elif name == _CLIENT_HEADER and value.strip():
+                named_client = True
+        host_name, host_port = _split_host(host) if host is not None else ("", None)
+        if host is not None and path != "/health" and not self.host_allowed(host_name, scope):
+            raise ApiError(
+                "host_not_allowed",
+                f"Host {host!r} is not a name of this server, so the control API does not "
+                "answer it (a DNS-rebinding page would come with such a name): use a loopback "
+                f"name or an IP address, or start mockstore with --allowed-host {host_name} "
+                "(MOCKSTORE_ALLOWED_HOSTS)",
+                status=403,
+            )
+        method = scope["method"]
+        if method not in STATE_CHANGING:
+            return
+        if origin is not None and not self._same_origin(origin, host_name, host_port, scope):
+            raise ApiError(
+                "cross_site_request",
+                f"{method} from Origin {origin!r} refused: the control API takes "
+                f"state-changing calls only from its own origin ({CLIENT_HEADER} or not)",
+                status=403,
+            )
+        if method == "POST" and not named_client and not _is_body_type(content_type):
+            sent = content_type.decode("latin-1") if content_type else "none"
+            raise ApiError(
+                "cross_site_request",
+                f"POST without a JSON or YAML body type (Content-Type was {sent}) looks like "
+                "a cross-site form: send Content-Type: application/json (or a YAML type), or "
+                f"the header {CLIENT_HEADER}: <your tool>",
+                status=403,
+            )
+
+    @staticmethod
+    def _same_origin(origin: str, host: str, port: int | None, scope: Scope) -> bool:
+        """True when ``Origin`` names the host and port the request was sent to."""
+        try:
+            parts = urlsplit(origin)
+            origin_port = parts.port
+        except ValueError:
+            return False
+        if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+            return False  # "null" (a sandboxed page, a file), or no origin at all
+        scheme = scope.get("scheme", "http")
+        if not host:
+            server = scope.get("server")
+            if not server:
+                return False
+            host, port = str(server[0]).lower(), server[1]
+        same_port = (origin_port or _DEFAULT_PORTS[parts.scheme]) == (
+            port or _DEFAULT_PORTS.get(scheme, 80)
+        )
+        return parts.hostname.lower().rstrip(".") == host and same_port

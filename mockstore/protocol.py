@@ -1,0 +1,283 @@
+"""The HTTP/1.1 connection: uvicorn's httptools protocol with the limits a shared server needs.
+
+uvicorn (0.54, httptools) bounds neither the size of a request head nor the
+time a client may take to send it or its body: its keep-alive timer starts
+only after a first answer and any byte cancels it for good, so a silent
+connection, a slow-loris head or a promised body that never comes holds a
+connection (and its buffers) for ever. It answers a malformed request with a
+text/plain 400, and past ``limit_concurrency`` a text/plain 503 while the idle
+connections that filled it stay open. This subclass keeps one deadline per
+connection, for what the server is waiting on:
+
+* nothing under way (a new connection, or one whose answer went out): closed
+  after ``keep_alive_timeout`` (uvicorn's own timer, also armed on connect);
+* a request head: from its first byte, it must be complete within
+  ``header_timeout`` (else 408) and ``max_header_bytes`` (else 431, as soon as
+  the bytes received pass the limit: an 8 MB header is never buffered whole);
+* a request body: from the end of the head, within ``body_timeout``. When the
+  app is reading it, the app answers 408 itself (journaled, with the rate-limit
+  headers); a body nobody waits for any more is cut off by closing.
+
+Past ``max_connections`` the connection that has waited longest on its client
+(silent, or mid-head) is closed to make room, and only when none is waiting is
+the new one answered 503. Every answer written here is an Error body and
+closes the connection; none reaches the app, so none is journaled or counted
+against an allowance (no caller is known yet), as a front proxy's would not be.
+
+Why a protocol subclass and not an ASGI guard: a head that never ends never
+reaches the app, and the memory is spent before it would; only the protocol
+sees the bytes and the silence. Why not h11's ``h11_max_incomplete_event_size``:
+it answers 400 rather than 431, has no timeouts either, and costs throughput.
+The per-request cost here is a few attribute checks: timers are armed only for
+a request that does not arrive in one read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from mockstore.errors import error_body
+from mockstore.limits import HEAD_BYTES, Limits
+
+# What the connection is waiting on from its client.
+IDLE = 0  # no byte of a next request
+HEAD = 1  # a request line and headers
+BODY = 2  # a request body
+
+
+class _HeadTooLarge(Exception):
+    """Raised inside a parser callback to stop parsing a head that is over the limit."""
+
+
+class _Wait:
+    """What one connection is waiting on from its client, and until when.
+
+    Kept in one slotted object rather than as attributes of the protocol:
+    uvicorn's protocol already sets 28, and past 30 CPython stops sharing the
+    instance dict's keys, which makes every attribute access of every
+    request slower (measured: about 2% of a request's instructions).
+    """
+
+    __slots__ = ("deadline", "head_bytes", "max_head", "phase", "read", "timed")
+
+    def __init__(self, max_head: int) -> None:
+        self.max_head = max_head
+        self.phase = IDLE
+        self.timed = IDLE  # the phase the deadline is for
+        self.deadline: asyncio.TimerHandle | None = None
+        self.head_bytes = 0  # bytes of the current head received in earlier reads
+        self.read = 0  # the size of the read being parsed
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """One connection under ``limits``; build a class per server with ``protocol_class``.
+
+    The parser callbacks overridden here run on every request, so they call
+    the base class directly (cheaper than ``super()``) and do a few attribute
+    stores; a timer is armed only for a request that does not arrive in one read.
+    """
+
+    limits: ClassVar[Limits] = Limits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._wait = _Wait(self.limits.max_header_bytes)
+
+    # -- connection ------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections and not self._make_room():
+            self._refuse(503, "server_busy", "every connection is busy; retry shortly")
+            return
+        # uvicorn arms this timer only after an answer: a client that connects
+        # and never sends would otherwise hold the connection for ever.
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.timeout_keep_alive, self.timeout_keep_alive_handler
+        )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        wait = self._wait
+        if wait.deadline is not None:
+            wait.deadline.cancel()
+            wait.deadline = None
+        super().connection_lost(exc)
+
+    def _make_room(self) -> bool:
+        """Close the connection that has waited longest on its client; False if none waits.
+
+        Waiting means no request of its is being answered: silent (its
+        keep-alive timer runs), mid-head or trickling a body nobody waits for
+        (its deadline runs); how long it has waited is read off that timer, so
+        nothing is stamped per request.
+        Only past the limit, so the scan over every connection is rare.
+        """
+        victim, earliest = None, float("inf")
+        for other in self.connections:
+            if other is self or not isinstance(other, GuardedHttpToolsProtocol):
+                continue
+            since = other._waiting_since()
+            if since is not None and since < earliest and not other.transport.is_closing():
+                victim, earliest = other, since
+        if victim is None:
+            return False
+        victim.transport.close()
+        return True
+
+    def _waiting_since(self) -> float | None:
+        """When this connection began waiting on its client, or None if it is not."""
+        if self.cycle is not None and not self.cycle.response_complete:
+            return None  # a request of its is being answered
+        idle = self.timeout_keep_alive_task
+        if idle is not None:
+            return idle.when() - self.timeout_keep_alive
+        wait = self._wait
+        if wait.deadline is None:
+            return None
+        # Mid-head, or sending a body its answer no longer needs.
+        limits = self.limits
+        duration = limits.header_timeout if wait.timed == HEAD else limits.body_timeout
+        return wait.deadline.when() - duration
+
+    # -- reading ---------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        wait = self._wait
+        if wait.phase == IDLE:
+            # Any byte starts a head, even the blank lines a parser skips.
+            wait.phase = HEAD
+            wait.head_bytes = 0
+        self._unset_keepalive_if_required()
+        wait.read = len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        except httptools.HttpParserError as exc:
+            if isinstance(exc.__context__, _HeadTooLarge):
+                self._refuse_head_too_large()
+            else:
+                self.send_400_response(str(exc) or "invalid request")
+            return
+        phase = wait.phase
+        if phase == BODY:
+            if not self.cycle.more_body:
+                # The request is complete (uvicorn marks its cycle so). A body
+                # that ends after the app already answered leaves the mark unset:
+                # such a connection is closed once the body deadline passes.
+                phase = wait.phase = IDLE
+        elif phase == HEAD:
+            # Still in the head that was under way when the read began: the
+            # whole read was head. (A head that begins after another request
+            # within one read, from a pipelining client, leaves the phase IDLE:
+            # it is counted from its next read on, at most one read uncounted,
+            # and measured exactly once complete.)
+            wait.head_bytes += len(data)
+            if wait.head_bytes > wait.max_head:
+                self._refuse_head_too_large()
+                return
+        if phase != wait.timed:
+            self._retime(phase)
+
+    def on_headers_complete(self) -> None:
+        wait = self._wait
+        # The head so far: the earlier reads, and at most this whole read (it
+        # may hold a body, or the next request, too); measured exactly when
+        # that passes the limit.
+        head = wait.head_bytes + wait.read
+        if head > wait.max_head:
+            head = self._head_size()
+            if head > wait.max_head:
+                raise _HeadTooLarge
+        self.scope[HEAD_BYTES] = head  # for the journal's byte budget: counted once
+        wait.phase = BODY
+        HttpToolsProtocol.on_headers_complete(self)
+
+    def _head_size(self) -> int:
+        """The head as sent, give or take optional whitespace: request line and header lines."""
+        size = len(self.parser.get_method()) + len(self.url) + len(" HTTP/1.1\r\n\r\n") + 1
+        for name, value in self.headers:
+            size += len(name) + len(value) + 4
+        return size
+
+    # -- deadlines -------------------------------------------------------------
+
+    def _retime(self, phase: int) -> None:
+        wait = self._wait
+        if wait.deadline is not None:
+            wait.deadline.cancel()
+            wait.deadline = None
+        wait.timed = phase
+        if phase == HEAD:
+            wait.deadline = self.loop.call_later(self.limits.header_timeout, self._late)
+        elif phase == BODY:
+            wait.deadline = self.loop.call_later(self.limits.body_timeout, self._late)
+
+    def _late(self) -> None:
+        wait = self._wait
+        wait.deadline = None
+        if self.transport.is_closing():
+            return
+        if wait.timed == HEAD:
+            seconds = _seconds(self.limits.header_timeout)
+            self._refuse(
+                408,
+                "request_timeout",
+                f"the request line and headers did not arrive within {seconds} s",
+            )
+        elif wait.timed == BODY:
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                # The app is at work on this request: it owns the body's deadline
+                # (and answers 408 if it is waiting for the body). Look again later.
+                self._retime(BODY)
+            else:
+                self.transport.close()
+
+    # -- answers written by the connection itself --------------------------------
+
+    def _refuse_head_too_large(self) -> None:
+        self._refuse(
+            431,
+            "headers_too_large",
+            f"the request line and headers are over {self._wait.max_head} bytes",
+        )
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's is text/plain; every refusal of mockstore is an Error body.
+        self._refuse(400, "bad_request", f"the request is not valid HTTP/1.1: {msg}")
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        """Answer with an Error body and close; just close if an answer is under way."""
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            if cycle.response_started:
+                self.transport.close()  # an answer is half written: all we can do
+                return
+            # The app has not answered: it reads a disconnect, and writes nothing after this.
+            cycle.disconnected = True
+            cycle.message_event.set()
+        body = error_body(code, message, status)
+        head = STATUS_LINE[status] + (
+            b"content-type: application/json\r\ncontent-length: %d\r\n"
+            b"connection: close\r\n\r\n" % len(body)
+        )
+        self.transport.write(head + body)
+        self.transport.close()
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def protocol_class(limits: Limits) -> type[GuardedHttpToolsProtocol]:
+    """The protocol class for one server, with its limits."""
+    return type("MockstoreHttpProtocol", (GuardedHttpToolsProtocol,), {"limits": limits})

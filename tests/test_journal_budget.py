@@ -1,0 +1,128 @@
+"""The journal is bounded in bytes as well as entries, and each entry's headers are capped.
+
+The issue measured 80 anonymous requests with an 8 MB header taking the server
+from 41 to 697 MB, because each entry kept every header whole. Requests here
+stay under the 16 KiB head limit, so they are served and journaled.
+"""
+
+from __future__ import annotations
+
+import httpx
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mockstore.journal import Journal, cap_headers
+from tests.support import LiveServer, live_server
+
+PAD = 12 * 1024  # under the 16 KiB head limit: these requests are served and journaled
+
+
+def _flood(server: LiveServer, count: int, key: str | None) -> None:
+    headers = {"X-Pad": "p" * PAD}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    with server.client() as client:
+        for index in range(count):
+            response = client.get("/v1/pets", params={"n": index}, headers=headers)
+            assert response.status_code in (200, 401, 429), response.text
+
+
+def _entry_header_bytes(entry: dict) -> int:
+    return sum(len(name) + len(value) for name, value in entry["request"]["headers"])
+
+
+BUDGET = """\
+version: 1
+name: small-journal
+keys:
+  - {key: big-key, plan: {per_minute: 100000, per_day: 1000000}}
+journal: {size: 10000, max_bytes: 262144, header_bytes: 1024}
+"""
+
+
+def test_the_journal_keeps_to_its_byte_budget_and_caps_each_entry() -> None:
+    with live_server(env={"MOCKSTORE_SCENARIO_YAML": BUDGET}) as server:
+        _flood(server, 120, "big-key")
+        journal = httpx.get(server.url + "/__mockstore/requests", timeout=30).json()
+    assert journal["max_bytes"] == 262144
+    assert 0 < journal["bytes"] <= 262144
+    # 120 entries of 12 KiB headers cannot fit in 256 KiB whole, and did not.
+    assert journal["dropped"] > 0
+    assert len(journal["entries"]) < 120
+    assert journal["last_seq"] == 120
+    for entry in journal["entries"]:
+        assert _entry_header_bytes(entry) <= 1024
+        # Small headers are kept whole, the padding is what gets cut: the
+        # credentials a replay needs are still there.
+        names = [name.lower() for name, _ in entry["request"]["headers"]]
+        assert "authorization" in names and "x-pad" in names
+
+
+def test_anonymous_floods_are_bounded_by_the_default_budget() -> None:
+    # Callers without a key are journaled too (their 401s and 429s), capped alike.
+    with live_server() as server:
+        _flood(server, 150, None)
+        journal = httpx.get(server.url + "/__mockstore/requests", timeout=30).json()
+    assert journal["max_bytes"] == 48 * 1024 * 1024  # the documented default
+    assert journal["bytes"] <= journal["max_bytes"]
+    for entry in journal["entries"]:
+        assert _entry_header_bytes(entry) <= 8192  # journal.header_bytes default
+    assert len(journal["entries"]) == 150  # under budget, nothing is dropped
+
+
+HEADERS = st.lists(
+    st.tuples(st.binary(min_size=1, max_size=40), st.binary(max_size=3000)), max_size=30
+).map(tuple)
+
+
+@given(headers=HEADERS, cap=st.integers(min_value=256, max_value=65536))
+def test_cut_headers_fit_the_cap_and_keep_what_fits_whole(
+    headers: tuple[tuple[bytes, bytes], ...], cap: int
+) -> None:
+    cut = cap_headers(headers, cap)
+    assert sum(len(n) + len(v) for n, v in cut) <= max(cap, 0)
+    names = sum(len(n) for n, _ in headers)
+    if names < cap:
+        # Every header stays, in order, each value a prefix of the one sent...
+        assert [n for n, _ in cut] == [n for n, _ in headers]
+        assert all(
+            value.startswith(kept) for (_, kept), (_, value) in zip(cut, headers, strict=True)
+        )
+        # ...and only values longer than every kept one were cut.
+        level = max((len(v) for _, v in cut), default=0)
+        for (_, kept), (_, value) in zip(cut, headers, strict=True):
+            assert kept == value or len(kept) == level
+
+
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=5000), max_size=200),
+    budget=st.integers(min_value=4096, max_value=65536),
+)
+def test_the_journal_never_holds_more_than_its_budget(sizes: list[int], budget: int) -> None:
+    journal = Journal(size=1000, body_bytes=4096, max_bytes=budget, header_bytes=1024)
+    for size in sizes:
+        # Entry's fields after seq, in order (journal.record takes them by position).
+        journal.record(
+            "req-000001",  # request_id
+            0.0,  # time
+            0.0,  # elapsed
+            "GET",  # method
+            "/v1/pets",  # path
+            b"",  # query
+            ((b"x-pad", b"p" * size),),  # request_headers
+            b"b" * size,  # request_body
+            "127.0.0.1",  # client
+            "listPets",  # operation
+            None,  # key
+            "free",  # plan
+            200,  # status
+            ((b"content-type", b"application/json"),),  # response_headers
+            b"r" * size,  # response_body
+            0.1,  # latency_ms
+            None,  # rule
+            "response",  # outcome
+            0.0,  # wall
+        )
+        # Over budget only when the newest entry alone is (it is kept, cut to size).
+        assert journal.bytes <= budget or len(journal) == 1
+        assert journal.dropped + len(journal) == journal.last_seq
