@@ -331,47 +331,30 @@ def _parser() -> argparse.ArgumentParser:
         help="a host name the control API answers to, besides loopback names and IP "
         "addresses (repeatable; '*' for any; env MOCKSTORE_ALLOWED_HOSTS, comma-separated)",
     )
+    # The serving limits (README, Security): one option and one variable each.
     limits = Limits()
-    serve.add_argument(
-        "--max-header-bytes",
-        type=_positive(int, "MOCKSTORE_MAX_HEADER_BYTES"),
-        default=os.environ.get("MOCKSTORE_MAX_HEADER_BYTES", str(limits.max_header_bytes)),
-        metavar="BYTES",
-        help="request line and headers together; more is answered 431 "
-        f"(default {limits.max_header_bytes}; env MOCKSTORE_MAX_HEADER_BYTES)",
-    )
-    serve.add_argument(
-        "--timeout-keep-alive",
-        type=_positive(float, "MOCKSTORE_TIMEOUT_KEEP_ALIVE"),
-        default=os.environ.get("MOCKSTORE_TIMEOUT_KEEP_ALIVE", str(limits.keep_alive_timeout)),
-        metavar="SECONDS",
-        help="close a connection with no request under way after this long "
-        f"(default {limits.keep_alive_timeout:g}; env MOCKSTORE_TIMEOUT_KEEP_ALIVE)",
-    )
-    serve.add_argument(
-        "--timeout-headers",
-        type=_positive(float, "MOCKSTORE_TIMEOUT_HEADERS"),
-        default=os.environ.get("MOCKSTORE_TIMEOUT_HEADERS", str(limits.header_timeout)),
-        metavar="SECONDS",
-        help="a request's line and headers must arrive within this long of its first byte; "
-        f"else 408 (default {limits.header_timeout:g}; env MOCKSTORE_TIMEOUT_HEADERS)",
-    )
-    serve.add_argument(
-        "--timeout-body",
-        type=_positive(float, "MOCKSTORE_TIMEOUT_BODY"),
-        default=os.environ.get("MOCKSTORE_TIMEOUT_BODY", str(limits.body_timeout)),
-        metavar="SECONDS",
-        help="a request's body must arrive within this long of its headers; else 408 "
-        f"(default {limits.body_timeout:g}; env MOCKSTORE_TIMEOUT_BODY)",
-    )
-    serve.add_argument(
-        "--max-connections",
-        type=_positive(int, "MOCKSTORE_MAX_CONNECTIONS"),
-        default=os.environ.get("MOCKSTORE_MAX_CONNECTIONS", str(limits.max_connections)),
-        metavar="N",
-        help="open connections; past it the one idle longest is closed, or 503 "
-        f"(default {limits.max_connections}; env MOCKSTORE_MAX_CONNECTIONS)",
-    )
+    for flag, kind, field, metavar, text in (
+        ("--max-header-bytes", int, "max_header_bytes", "BYTES",
+         "request line and headers together; more is answered 431"),
+        ("--timeout-keep-alive", float, "keep_alive_timeout", "SECONDS",
+         "close a connection with no request under way after this long"),
+        ("--timeout-headers", float, "header_timeout", "SECONDS",
+         "a request's line and headers must arrive within this long of its first byte; "
+         "else 408"),
+        ("--timeout-body", float, "body_timeout", "SECONDS",
+         "a request's body must arrive within this long of its headers; else 408"),
+        ("--max-connections", int, "max_connections", "N",
+         "open connections; past it the one idle longest is closed, or 503"),
+    ):  # fmt: skip
+        env = "MOCKSTORE_" + flag[2:].upper().replace("-", "_")
+        default = getattr(limits, field)
+        serve.add_argument(
+            flag,
+            type=_positive(kind, env),
+            default=os.environ.get(env, str(default)),
+            metavar=metavar,
+            help=f"{text} (default {default:g}; env {env})",
+        )
     serve.add_argument(
         "--log-level",
         type=_one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
