@@ -5,7 +5,7 @@ every run, used or not): the public names below are loaded on first use.
 
 - ``mockstore.MockServer``: a real server in a background thread, for any Python code.
 - ``mockstore.Control`` / ``mockstore.AsyncControl``: the typed control API clients
-  (``ControlError``, ``VerificationError``; answers in ``mockstore.control_types``).
+  (``ControlError``, ``VerificationError``; answers in ``mockstore.clients.types``).
 - ``mockstore.create_app()``: the ASGI app, for in-process use with ``httpx.ASGITransport``.
 """
 
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     __version__: str
     from mockstore.app import create_app
-    from mockstore.async_control import AsyncControl
-    from mockstore.control_client import Control
-    from mockstore.control_types import ControlError, VerificationError
+    from mockstore.clients.async_control import AsyncControl
+    from mockstore.clients.control import Control
+    from mockstore.clients.types import ControlError, VerificationError
     from mockstore.server import MockServer
 
 __all__ = [
@@ -32,11 +32,11 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AsyncControl": "mockstore.async_control",
-    "Control": "mockstore.control_client",
-    "ControlError": "mockstore.control_types",
+    "AsyncControl": "mockstore.clients.async_control",
+    "Control": "mockstore.clients.control",
+    "ControlError": "mockstore.clients.types",
     "MockServer": "mockstore.server",
-    "VerificationError": "mockstore.control_types",
+    "VerificationError": "mockstore.clients.types",
     "create_app": "mockstore.app",
 }
 

@@ -31,7 +31,7 @@ def fetch_report(
 
     Raises ``ControlError`` (``mockstore.Control``'s one error type) with a reason.
     """
-    from mockstore.control_client import Control
+    from mockstore.clients.control import Control
 
     with Control(url, token, timeout=timeout) as control:
         report = control.report(since=since, timeline=timeline)
@@ -49,7 +49,7 @@ def render(report: dict[str, Any], fmt: str) -> str:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from mockstore.control_types import ControlError
+    from mockstore.clients.types import ControlError
 
     try:
         report, note = fetch_report(

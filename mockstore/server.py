@@ -162,7 +162,7 @@ class MockServer:
     def control(self) -> Any:
         """A ``mockstore.Control`` on this server (closed by ``stop()``)."""
         if self._control is None:
-            from mockstore.control_client import Control
+            from mockstore.clients.control import Control
 
             self._control = Control(self.base_url, self._token)
         return self._control
