@@ -27,6 +27,7 @@ from mockstore.reports.har import HarMeta, to_har
 from mockstore.reports.model import ReportContext
 from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
+from mockstore.scenario.model import default_ban_policy
 from mockstore.state import Runtime
 
 
@@ -155,7 +156,7 @@ def report_context(runtime: Runtime, since: int | None) -> ReportContext:
         scenario=scenario.name,
         base_path=scenario.base_path,
         ban_after_rejections=ban.after_rejections if ban else None,
-        ban_within_seconds=ban.within_seconds if ban else 60.0,
+        ban_within_seconds=(ban or default_ban_policy()).within_seconds,
         journal_size=journal.size,
         journal_enabled=journal.enabled,
         dropped=journal.dropped,
