@@ -39,5 +39,5 @@ class StateEndpoints:
     async def pets(self, request: Request) -> Response:
         """Every pet of a tenant (or the shared store), without touching any allowance."""
         tenant = request.query_params.get("tenant")
-        store = self.runtime.state.tenants.store_for(tenant)
+        store = self.runtime.state.stores.store_for(tenant)
         return json_response(list(store))
