@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -47,7 +45,6 @@ from mockstore.errors import CONDITIONS, ERROR_CODES
 from mockstore.keys import key_alias
 from mockstore.ratelimit import BUILTIN_PLANS
 from mockstore.record import UpstreamError, parse_upstream
-from mockstore.scenario import ScenarioError, load_scenario
 from mockstore.scenario.model import DEFAULT_ERROR_CODES
 
 UNKNOWN_PET = 2**63 - 1  # the largest int64: no store that counts up from 1 has it
@@ -880,43 +877,3 @@ def render_scenario(result: Calibration, budget: int, sent: int, args: argparse.
     lines.append("# Not settled (mockstore's default kept):")
     lines.extend(f"#   - {_one_line(text)}" for text in result.unsettled or ["(nothing)"])
     return "\n".join(lines) + "\n"
-
-
-def run_calibrate(args: argparse.Namespace, echo: Callable[[str], None] | None = None) -> int:
-    """``mockstore calibrate``: 0 written, 1 the target could not be probed, 2 bad arguments."""
-    say = echo or (lambda text: print(text, file=sys.stderr))
-    try:
-        calibrator = Calibrator(args)
-    except UpstreamError as exc:
-        say(f"mockstore calibrate: {str(exc).replace('--upstream', '--target')}")
-        return 2
-    result = calibrator.run()
-    probes = calibrator.prober.probes
-    if not probes or all(p.error is not None for p in probes):
-        reason = probes[0].error if probes else "no probe was sent"
-        say(f"mockstore calibrate: could not probe {result.target}: {reason}")
-        return 1
-    text = render_scenario(result, args.budget, len(probes), args)
-    try:
-        load_scenario(text, args.out or "<calibrated>")
-    except ScenarioError as exc:  # a bug here, not the target's: say so plainly
-        say("mockstore calibrate: the scenario written does not validate (a bug):")
-        for problem in exc.problems:
-            say(f"  {problem}")
-        return 1
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
-    settled = len(result.behaviour) + len(result.error_codes) + len(result.keys)
-    say(
-        f"mockstore calibrate: {len(probes)} request(s) of {args.budget}; {settled} setting(s) "
-        f"settled, {len(result.inexpressible)} not expressible, {len(result.unsettled)} "
-        f"open{'; wrote ' + args.out if args.out else ''}"
-    )
-    for text_line in result.inexpressible:
-        say(f"  not expressible: {text_line}")
-    for text_line in result.unsettled:
-        say(f"  not settled: {text_line}")
-    return 0

@@ -26,11 +26,9 @@ input.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json
-import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
@@ -43,9 +41,9 @@ from mockstore.clock import Clock
 from mockstore.drift_rules import RULES, Request, Side, compare, sf_list
 from mockstore.keys import is_alias, key_alias, key_bucket
 from mockstore.replay import call
-from mockstore.reports.har import HarError, Recorded, har_meta, read_har
+from mockstore.reports.har import Recorded, har_meta, read_har
 from mockstore.routing import Router
-from mockstore.scenario import Scenario, ScenarioError, load_scenario_file
+from mockstore.scenario import Scenario
 from mockstore.schemas import errors_of, operations, schema_validator
 
 ROUTER = Router(operations().values())
@@ -622,45 +620,3 @@ def render_junit(report: DriftReport, now: datetime | None = None) -> str:
     )
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def run_drift(args: argparse.Namespace) -> int:
-    """``mockstore drift FILE.har --scenario S``: 0 no drift, 1 drift, 2 unreadable input."""
-    try:
-        with open(args.har, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        print(f"mockstore drift: cannot read {args.har}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"mockstore drift: {args.har} is not JSON: {exc}", file=sys.stderr)
-        return 2
-    try:
-        scenario = load_scenario_file(args.scenario)
-    except ScenarioError as exc:
-        print(f"mockstore drift: the scenario {args.scenario!r} is not usable:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return 2
-    try:
-        report = drift(document, scenario, args.har)
-    except HarError as exc:
-        print(f"mockstore drift: {args.har}: {exc}", file=sys.stderr)
-        return 2
-    if args.format == "json":
-        text = json.dumps(report.to_json(), indent=2) + "\n"
-    elif args.format == "junit":
-        text = render_junit(report)
-    else:
-        text = render_text(report)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        print(
-            f"mockstore drift: {'drift' if report.drift else 'no drift'} "
-            f"({len(report.differences)} difference(s)); wrote {args.output}",
-            file=sys.stderr,
-        )
-    else:
-        sys.stdout.write(text)
-    return 1 if report.drift else 0

@@ -21,13 +21,10 @@ back-pressure); the journal keeps at most ``journal.body_bytes`` of each body.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-import signal
 import ssl
-import sys
 import time
 import zlib
 from dataclasses import dataclass
@@ -544,72 +541,4 @@ def write_har(app: RecordApp, path: str) -> int:
     return len(document["log"]["entries"])
 
 
-def run_record(args: argparse.Namespace) -> int:
-    """``mockstore record --upstream URL``: serve the proxy until stopped, then write ``--out``."""
-    import uvicorn
-
-    from mockstore.cli import _exit_cleanly, configure_logging
-    from mockstore.server import ServerError, listen
-
-    configure_logging(args.log_level, args.log_format)
-    try:
-        upstream = parse_upstream(args.upstream)
-    except UpstreamError as exc:
-        print(f"mockstore record: {exc}", file=sys.stderr)
-        return 2
-    if args.out:
-        # Refused now, not after an hour of recording (and nothing is created yet).
-        folder = os.path.dirname(os.path.abspath(args.out))
-        if os.path.isdir(args.out) or not os.access(folder, os.W_OK):
-            reason = "it is a folder" if os.path.isdir(args.out) else f"{folder} is not writable"
-            print(f"mockstore record: cannot write --out {args.out}: {reason}", file=sys.stderr)
-            return 2
-    app = RecordApp(
-        upstream,
-        timeout=args.timeout,
-        journal_size=args.journal_size,
-        body_bytes=args.body_bytes,
-        control_token=args.control_token,
-    )
-    try:
-        sock = listen(args.host, args.port)
-    except ServerError as exc:
-        print(f"mockstore record: {exc}", file=sys.stderr)
-        return 1
-    port = sock.getsockname()[1]
-    shown_host = f"[{args.host}]" if ":" in args.host else args.host
-    print(
-        f"mockstore {__version__} recording http://{shown_host}:{port}{upstream.base_path} "
-        f"-> {upstream.shown}\n"
-        f"  control:  http://{shown_host}:{port}{CONTROL_PREFIX} "
-        "(requests, requests.har, report; keys are journaled as aliases)\n"
-        f"  out:      {args.out or '(none: fetch /__mockstore/requests.har)'}",
-        file=sys.stderr,
-        flush=True,
-    )
-    config = uvicorn.Config(
-        app,
-        loop="auto",
-        http="auto",
-        lifespan="on",
-        access_log=False,
-        # The upstream's own Server and Date headers pass through unchanged.
-        server_header=False,
-        date_header=False,
-        log_config=None,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=max(1.0, args.timeout),
-    )
-    server = uvicorn.Server(config)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _exit_cleanly)
-    try:
-        server.run(sockets=[sock])
-    finally:
-        if args.out:
-            count = write_har(app, args.out)
-            print(f"mockstore record: wrote {count} exchange(s) to {args.out}", file=sys.stderr)
-    return 0
-
-
-__all__ = ["RecordApp", "RecordingProxy", "Upstream", "parse_upstream", "run_record"]
+__all__ = ["RecordApp", "RecordingProxy", "Upstream", "parse_upstream"]

@@ -28,10 +28,8 @@ Exit status: 0 identical, 1 different, 2 unreadable input.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,11 +37,9 @@ from typing import Any
 from mockstore.app import create_app
 from mockstore.clock import Clock
 from mockstore.keys import key_alias
-from mockstore.reports.har import ALIASES, HarError, Recorded, har_meta, read_har
+from mockstore.reports.har import ALIASES, Recorded, har_meta, read_har
 from mockstore.scenario import (
     Scenario,
-    ScenarioError,
-    ScenarioNotFound,
     load_scenario,
     load_scenario_source,
 )
@@ -369,36 +365,3 @@ def scenario_for(document: Any, spec: str | None) -> tuple[Scenario, str | None]
         return load_scenario(source, file), None
     note = "the HAR carries no scenario source; replaying against 'default' (use --scenario)"
     return load_scenario_source("default"), note
-
-
-def run_replay(args: argparse.Namespace) -> int:
-    """``mockstore replay FILE.har [--scenario NAME]``: 0 identical, 1 different, 2 bad input."""
-    try:
-        with open(args.har, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        print(f"mockstore replay: cannot read {args.har}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"mockstore replay: {args.har} is not JSON: {exc}", file=sys.stderr)
-        return 2
-    try:
-        scenario, note = scenario_for(document, args.scenario)
-    except ScenarioNotFound as exc:
-        print(f"mockstore replay: {exc}", file=sys.stderr)
-        return 2
-    except ScenarioError as exc:
-        which = repr(args.scenario) if args.scenario else "the HAR carries"
-        print(f"mockstore replay: the scenario {which} is not usable:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return 2
-    if note:
-        print(f"mockstore replay: {note}", file=sys.stderr)
-    try:
-        result = replay(document, scenario)
-    except HarError as exc:
-        print(f"mockstore replay: {args.har}: {exc}", file=sys.stderr)
-        return 2
-    print(render(result, args.har))
-    return 0 if result.identical else 1

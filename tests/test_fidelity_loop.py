@@ -23,7 +23,7 @@ import httpx
 import pytest
 import yaml
 
-from mockstore.cli import _parser
+from mockstore.cli.main import build_parser
 from mockstore.keys import key_alias
 from tests.upstream import new_key, recorder, standin
 
@@ -208,5 +208,5 @@ def test_the_readme_shows_the_nightly_recipe_and_its_commands_are_valid() -> Non
     for command in commands:
         # Shell variables stand for values: any word will do for the parser.
         words = shlex.split(re.sub(r"\$\{?\w+\}?", "VALUE", command))
-        args = _parser().parse_args(words[1:])
+        args = build_parser().parse_args(words[1:])
         assert args.command in kinds

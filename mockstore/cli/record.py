@@ -1,0 +1,146 @@
+"""``mockstore record``: proxy a real deployment and journal every exchange (keys as aliases)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from mockstore import __version__
+from mockstore.cli.args import PIPE, port, positive
+from mockstore.cli.logs import configure_logging
+from mockstore.cli.serving import add_logging, shown_host
+
+NAME = "record"
+SUMMARY = "proxy a real deployment and journal every exchange (keys as aliases)"
+EXAMPLES = """\
+examples:
+  mockstore record --upstream https://staging.example.com/v1 --port 8080 --out session.har
+  MOCKSTORE_UPSTREAM=https://staging.example.com/v1 mockstore record --control-token s3cret
+"""
+EXIT_CODES = (
+    "    0  stopped by SIGTERM or Ctrl-C (the HAR is written to --out first)",
+    "    1  the address cannot be had",
+    "    2  a bad --upstream or an unwritable --out, or usage error",
+    PIPE,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--upstream",
+        required=not os.environ.get("MOCKSTORE_UPSTREAM"),
+        default=os.environ.get("MOCKSTORE_UPSTREAM"),
+        help="the upstream's base address, ending in its version segment, "
+        "e.g. https://staging.example.com/v1 (env MOCKSTORE_UPSTREAM)",
+    )
+    parser.add_argument(
+        "--host",
+        default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"),
+        help="address to listen on; clients call http://HOST:PORT/v1 (env MOCKSTORE_HOST)",
+    )
+    parser.add_argument(
+        "--port",
+        type=port,
+        default=os.environ.get("MOCKSTORE_PORT", "8080"),
+        help="TCP port (0 picks a free one; env MOCKSTORE_PORT)",
+    )
+    parser.add_argument("--out", metavar="FILE.har", help="write the recording here on shutdown")
+    parser.add_argument(
+        "--timeout",
+        type=positive(float),
+        default=30.0,
+        help="seconds to wait for the upstream (connect, each read); then 504 (default 30)",
+    )
+    parser.add_argument(
+        "--journal-size",
+        type=positive(int),
+        default=10_000,
+        help="exchanges the recording keeps, the oldest dropped first (default 10000)",
+    )
+    parser.add_argument(
+        "--body-bytes",
+        type=positive(int),
+        default=32_768,
+        help="bytes of each body the recording keeps (default 32768)",
+    )
+    parser.add_argument(
+        "--control-token",
+        default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"),
+        help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
+    )
+    add_logging(parser, "info logs one line per exchange")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the proxy until stopped, then write ``--out``."""
+    import uvicorn
+
+    from mockstore.record import RecordApp, UpstreamError, parse_upstream, write_har
+    from mockstore.server import ServerError, listen
+    from mockstore.urls import CONTROL_PREFIX
+
+    configure_logging(args.log_level, args.log_format)
+    try:
+        upstream = parse_upstream(args.upstream)
+    except UpstreamError as exc:
+        print(f"mockstore record: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        # Refused now, not after an hour of recording (and nothing is created yet).
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if os.path.isdir(args.out) or not os.access(folder, os.W_OK):
+            reason = "it is a folder" if os.path.isdir(args.out) else f"{folder} is not writable"
+            print(f"mockstore record: cannot write --out {args.out}: {reason}", file=sys.stderr)
+            return 2
+    app = RecordApp(
+        upstream,
+        timeout=args.timeout,
+        journal_size=args.journal_size,
+        body_bytes=args.body_bytes,
+        control_token=args.control_token,
+    )
+    try:
+        sock = listen(args.host, args.port)
+    except ServerError as exc:
+        print(f"mockstore record: {exc}", file=sys.stderr)
+        return 1
+    bound = sock.getsockname()[1]
+    host = shown_host(args.host)
+    print(
+        f"mockstore {__version__} recording http://{host}:{bound}{upstream.base_path} "
+        f"-> {upstream.shown}\n"
+        f"  control:  http://{host}:{bound}{CONTROL_PREFIX} "
+        "(requests, requests.har, report; keys are journaled as aliases)\n"
+        f"  out:      {args.out or '(none: fetch /__mockstore/requests.har)'}",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        app,
+        loop="auto",
+        http="auto",
+        lifespan="on",
+        access_log=False,
+        # The upstream's own Server and Date headers pass through unchanged.
+        server_header=False,
+        date_header=False,
+        log_config=None,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=max(1.0, args.timeout),
+    )
+    server = uvicorn.Server(config)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_cleanly)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if args.out:
+            count = write_har(app, args.out)
+            print(f"mockstore record: wrote {count} exchange(s) to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
