@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from mockstore.cli.args import PIPE, positive
+from mockstore.fidelity.calibrate.options import BUDGET, TIMEOUT, Options
 
 NAME = "calibrate"
 SUMMARY = "probe a real deployment and write a scenario that reproduces it"
@@ -38,25 +39,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="spend one key's minute allowance to observe a 429",
     )
     parser.add_argument(
-        "--budget", type=positive(int), default=40, help="most requests to send (default 40)"
+        "--budget",
+        type=positive(int),
+        default=BUDGET,
+        help=f"most requests to send (default {BUDGET})",
     )
     parser.add_argument("--out", metavar="FILE.yaml", help="write the scenario here")
     parser.add_argument(
-        "--timeout", type=positive(float), default=10.0, help="seconds per probe (default 10)"
+        "--timeout",
+        type=positive(float),
+        default=TIMEOUT,
+        help=f"seconds per probe (default {TIMEOUT:g})",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """0 written, 1 the target could not be probed, 2 bad arguments."""
-    from mockstore.calibrate import Calibrator, render_scenario
-    from mockstore.record import UpstreamError
+    from mockstore.fidelity.calibrate.probes import Calibrator
+    from mockstore.fidelity.calibrate.writer import render_scenario
+    from mockstore.fidelity.upstream import UpstreamError
     from mockstore.scenario import ScenarioError, load_scenario
 
     def say(text: str) -> None:
         print(text, file=sys.stderr)
 
+    options = Options(
+        target=args.target,
+        keys=tuple(args.key),
+        budget=args.budget,
+        timeout=args.timeout,
+        allow_writes=args.allow_writes,
+        allow_rate_limit=args.allow_rate_limit,
+    )
     try:
-        calibrator = Calibrator(args)
+        calibrator = Calibrator(options)
     except UpstreamError as exc:
         say(f"mockstore calibrate: {str(exc).replace('--upstream', '--target')}")
         return 2
@@ -66,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         reason = probes[0].error if probes else "no probe was sent"
         say(f"mockstore calibrate: could not probe {result.target}: {reason}")
         return 1
-    text = render_scenario(result, args.budget, len(probes), args)
+    text = render_scenario(result, options, len(probes))
     try:
         load_scenario(text, args.out or "<calibrated>")
     except ScenarioError as exc:  # a bug here, not the target's: say so plainly

@@ -38,31 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mockstore.drift import drift, render_junit, render_text
-    from mockstore.reports.har import HarError
-    from mockstore.scenario import ScenarioError, load_scenario_file
+    from mockstore.fidelity.drift import drift, render_junit, render_text
+    from mockstore.fidelity.recording import InputError, load_scenario_for, read_recording
 
     try:
-        with open(args.har, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        print(f"mockstore drift: cannot read {args.har}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"mockstore drift: {args.har} is not JSON: {exc}", file=sys.stderr)
-        return 2
-    try:
-        scenario = load_scenario_file(args.scenario)
-    except ScenarioError as exc:
-        print(f"mockstore drift: the scenario {args.scenario!r} is not usable:", file=sys.stderr)
+        recording = read_recording(args.har)
+        scenario, _ = load_scenario_for(recording, args.scenario)
+    except InputError as exc:
+        print(f"mockstore drift: {exc.message}", file=sys.stderr)
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
         return 2
-    try:
-        report = drift(document, scenario, args.har)
-    except HarError as exc:
-        print(f"mockstore drift: {args.har}: {exc}", file=sys.stderr)
-        return 2
+    report = drift(recording, scenario)
     if args.format == "json":
         text = json.dumps(report.to_json(), indent=2) + "\n"
     elif args.format == "junit":

@@ -11,6 +11,7 @@ from mockstore import __version__
 from mockstore.cli.args import PIPE, port, positive
 from mockstore.cli.logs import configure_logging
 from mockstore.cli.serving import add_logging, shown_host
+from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT
 
 NAME = "record"
 SUMMARY = "proxy a real deployment and journal every exchange (keys as aliases)"
@@ -50,20 +51,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=positive(float),
-        default=30.0,
-        help="seconds to wait for the upstream (connect, each read); then 504 (default 30)",
+        default=TIMEOUT,
+        help="seconds to wait for the upstream (connect, each read); then 504 "
+        f"(default {TIMEOUT:g})",
     )
     parser.add_argument(
         "--journal-size",
         type=positive(int),
-        default=10_000,
-        help="exchanges the recording keeps, the oldest dropped first (default 10000)",
+        default=None,
+        help="exchanges the recording keeps, the oldest dropped first "
+        "(default: a scenario journal's size)",
     )
     parser.add_argument(
         "--body-bytes",
         type=positive(int),
-        default=32_768,
-        help="bytes of each body the recording keeps (default 32768)",
+        default=BODY_BYTES,
+        help=f"bytes of each body the recording keeps (default {BODY_BYTES})",
     )
     parser.add_argument(
         "--control-token",
@@ -77,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     """Serve the proxy until stopped, then write ``--out``."""
     import uvicorn
 
-    from mockstore.record import RecordApp, UpstreamError, parse_upstream, write_har
+    from mockstore.fidelity.recorder import RecordApp, write_har
+    from mockstore.fidelity.upstream import UpstreamError, parse_upstream
     from mockstore.server import ServerError, listen
     from mockstore.urls import CONTROL_PREFIX
 

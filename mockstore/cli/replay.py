@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from mockstore.cli.args import PIPE
@@ -37,36 +36,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mockstore.replay import render, replay, scenario_for
-    from mockstore.reports.har import HarError
-    from mockstore.scenario import ScenarioError, ScenarioNotFound
+    from mockstore.fidelity.recording import InputError, load_scenario_for, read_recording
+    from mockstore.fidelity.replay import render, replay
 
     try:
-        with open(args.har, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        print(f"mockstore replay: cannot read {args.har}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"mockstore replay: {args.har} is not JSON: {exc}", file=sys.stderr)
-        return 2
-    try:
-        scenario, note = scenario_for(document, args.scenario)
-    except ScenarioNotFound as exc:
-        print(f"mockstore replay: {exc}", file=sys.stderr)
-        return 2
-    except ScenarioError as exc:
-        which = repr(args.scenario) if args.scenario else "the HAR carries"
-        print(f"mockstore replay: the scenario {which} is not usable:", file=sys.stderr)
+        recording = read_recording(args.har)
+        scenario, note = load_scenario_for(recording, args.scenario)
+    except InputError as exc:
+        print(f"mockstore replay: {exc.message}", file=sys.stderr)
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
         return 2
     if note:
         print(f"mockstore replay: {note}", file=sys.stderr)
-    try:
-        result = replay(document, scenario)
-    except HarError as exc:
-        print(f"mockstore replay: {args.har}: {exc}", file=sys.stderr)
-        return 2
+    result = replay(recording, scenario)
     print(render(result, args.har))
     return 0 if result.identical else 1

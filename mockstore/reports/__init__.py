@@ -3,5 +3,5 @@
 Pure functions of journal entries: no HTTP, no app. The control API serves
 them (``mockstore.control.journal``), ``mockstore report`` renders them
 (``mockstore.cli.report``), ``mockstore replay`` reads HAR back
-(``mockstore.replay``).
+(``mockstore.fidelity.replay``).
 """

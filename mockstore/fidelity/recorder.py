@@ -27,9 +27,8 @@ import os
 import ssl
 import time
 import zlib
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 from starlette.types import Message, Receive, Scope, Send
@@ -41,6 +40,7 @@ from mockstore.control.journal import JournalEndpoints
 from mockstore.control.routes import route
 from mockstore.control.state import StateEndpoints
 from mockstore.errors import error_body
+from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.routing import Router
@@ -74,51 +74,6 @@ SECRET_RESPONSE_HEADERS = frozenset({b"set-cookie"})
 # Shorter strings are not scrubbed from bodies: too likely to occur by chance.
 _MIN_SCRUBBED = 8
 ROUTER = Router(operations().values())
-
-
-class UpstreamError(ValueError):
-    """The ``--upstream`` URL cannot be proxied; the message says why."""
-
-
-@dataclass(frozen=True)
-class Upstream:
-    """Where requests go: ``https://staging.example.com/petstore/v1``.
-
-    ``base_path`` is the version segment the proxy serves (``/v1``); a
-    request for ``/v1/pets`` goes to ``origin + prefix + /v1/pets``.
-    """
-
-    url: str
-    origin: str  # scheme://host[:port]
-    prefix: str  # the path before the version segment ("" or "/petstore")
-    base_path: str  # "/v1"
-
-    @property
-    def shown(self) -> str:
-        """The URL without any user:password part, for banners and HARs."""
-        return self.origin + self.prefix + self.base_path
-
-
-def parse_upstream(text: str) -> Upstream:
-    """Check an ``--upstream`` URL; raises ``UpstreamError`` naming what is wrong."""
-    parts = urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UpstreamError(
-            f"--upstream must be an http:// or https:// URL, got {text!r} "
-            "(e.g. https://staging.example.com/v1)"
-        )
-    if parts.query or parts.fragment:
-        raise UpstreamError(f"--upstream must not have a query or fragment: {text!r}")
-    path = parts.path.rstrip("/")
-    if not path:
-        raise UpstreamError(
-            f"--upstream must end in its version segment, e.g. {parts.scheme}://"
-            f"{parts.hostname}/v1 (got {text!r})"
-        )
-    prefix, _, segment = path.rpartition("/")
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    origin = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
-    return Upstream(text.strip(), origin, prefix, "/" + segment)
 
 
 def _connection_tokens(headers: Any) -> frozenset[bytes]:
@@ -461,17 +416,22 @@ class RecordApp:
         self,
         upstream: Upstream,
         *,
-        timeout: float = 30.0,
-        journal_size: int = 10_000,
-        body_bytes: int = 32_768,
+        timeout: float = TIMEOUT,
+        journal_size: int | None = None,
+        body_bytes: int = BODY_BYTES,
         control_token: str | None = None,
     ) -> None:
         self.upstream = upstream
+        # The recording's journal: a scenario's (its size unless told), keeping more of
+        # each body.
+        journal = {"body_bytes": body_bytes}
+        if journal_size is not None:
+            journal["size"] = journal_size
         scenario = load_scenario(
             "version: 1\nname: record\n"
             f"description: {json.dumps('recording ' + upstream.shown)}\n"
             f"base_path: {upstream.base_path}\n"
-            f"journal: {{size: {journal_size}, body_bytes: {body_bytes}}}\n",
+            f"journal: {json.dumps(journal)}\n",
             "<record>",
         )
         self.runtime = Runtime(scenario)
@@ -541,4 +501,4 @@ def write_har(app: RecordApp, path: str) -> int:
     return len(document["log"]["entries"])
 
 
-__all__ = ["RecordApp", "RecordingProxy", "Upstream", "parse_upstream"]
+__all__ = ["RecordApp", "RecordingProxy", "control_routes", "write_har"]
