@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 
 from mockstore import __version__
-from mockstore.cli.args import PIPE, port, positive
+from mockstore.cli.args import PIPE, positive
 from mockstore.cli.logs import configure_logging
-from mockstore.cli.serving import add_logging, shown_host
+from mockstore.cli.serving import (
+    add_address,
+    add_control,
+    add_limits,
+    add_logging,
+    limits_from,
+    open_control_warning,
+    run_until_stopped,
+    shown_host,
+)
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT
 
 NAME = "record"
@@ -36,16 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the upstream's base address, ending in its version segment, "
         "e.g. https://staging.example.com/v1 (env MOCKSTORE_UPSTREAM)",
     )
-    parser.add_argument(
-        "--host",
-        default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"),
-        help="address to listen on; clients call http://HOST:PORT/v1 (env MOCKSTORE_HOST)",
-    )
-    parser.add_argument(
-        "--port",
-        type=port,
-        default=os.environ.get("MOCKSTORE_PORT", "8080"),
-        help="TCP port (0 picks a free one; env MOCKSTORE_PORT)",
+    add_address(
+        parser,
+        host_help="address to listen on; clients call http://HOST:PORT/v1 (env MOCKSTORE_HOST)",
+        port_help="TCP port (0 picks a free one; env MOCKSTORE_PORT)",
     )
     parser.add_argument("--out", metavar="FILE.har", help="write the recording here on shutdown")
     parser.add_argument(
@@ -68,18 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=BODY_BYTES,
         help=f"bytes of each body the recording keeps (default {BODY_BYTES})",
     )
-    parser.add_argument(
-        "--control-token",
-        default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"),
-        help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
-    )
+    add_control(parser)
+    add_limits(parser)
     add_logging(parser, "info logs one line per exchange")
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve the proxy until stopped, then write ``--out``."""
-    import uvicorn
-
     from mockstore.fidelity.recorder import RecordApp, write_har
     from mockstore.fidelity.upstream import UpstreamError, parse_upstream
     from mockstore.server import ServerError, listen
@@ -98,12 +95,15 @@ def run(args: argparse.Namespace) -> int:
             reason = "it is a folder" if os.path.isdir(args.out) else f"{folder} is not writable"
             print(f"mockstore record: cannot write --out {args.out}: {reason}", file=sys.stderr)
             return 2
+    limits, limits_warning = limits_from(args)
     app = RecordApp(
         upstream,
         timeout=args.timeout,
         journal_size=args.journal_size,
         body_bytes=args.body_bytes,
         control_token=args.control_token,
+        limits=limits,
+        allowed_hosts=args.allowed_host,
     )
     try:
         sock = listen(args.host, args.port)
@@ -112,39 +112,28 @@ def run(args: argparse.Namespace) -> int:
         return 1
     bound = sock.getsockname()[1]
     host = shown_host(args.host)
+    warnings = [
+        warning
+        for warning in (
+            open_control_warning(args.host, bound, args.control_token, remedy="set a token"),
+            limits_warning,
+        )
+        if warning
+    ]
     print(
         f"mockstore {__version__} recording http://{host}:{bound}{upstream.base_path} "
         f"-> {upstream.shown}\n"
         f"  control:  http://{host}:{bound}{CONTROL_PREFIX} "
         "(requests, requests.har, report; keys are journaled as aliases)\n"
-        f"  out:      {args.out or '(none: fetch /__mockstore/requests.har)'}",
+        f"  out:      {args.out or '(none: fetch /__mockstore/requests.har)'}"
+        + "".join(f"\n  warning:  {warning}" for warning in warnings),
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(
-        app,
-        loop="auto",
-        http="auto",
-        lifespan="on",
-        access_log=False,
-        # The upstream's own Server and Date headers pass through unchanged.
-        server_header=False,
-        date_header=False,
-        log_config=None,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=max(1.0, args.timeout),
-    )
-    server = uvicorn.Server(config)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _exit_cleanly)
     try:
-        server.run(sockets=[sock])
+        code = run_until_stopped(app, sock, args.log_level)
     finally:
         if args.out:
             count = write_har(app, args.out)
             print(f"mockstore record: wrote {count} exchange(s) to {args.out}", file=sys.stderr)
-    return 0
-
-
-def _exit_cleanly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+    return code

@@ -112,14 +112,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def open_control_warning(host: str, port: int, token: str | None) -> str | None:
+def open_control_warning(
+    host: str, port: int, token: str | None, remedy: str = "set a token, or --no-control"
+) -> str | None:
     """A warning when the control API listens beyond loopback without a token."""
     if token or is_loopback(host):
         return None
     return (
         f"the control API is open to anyone who can reach {host}:{port}: without "
         "--control-token (MOCKSTORE_CONTROL_TOKEN) they can reset the mock, issue keys, "
-        "move its clock and read every recorded request; set a token, or --no-control"
+        f"move its clock and read every recorded request; {remedy}"
     )
 
 

@@ -57,6 +57,7 @@ NOT_ANSWERED = frozenset(
         "upstream_tls_error",
         "upstream_error",
         "client_disconnected",
+        "request_timeout",
     }
 )
 

@@ -6,7 +6,13 @@ query, headers (less the hop-by-hop ones of RFC 9110 section 7.6.1 and those
 ``Connection`` names; ``Host`` becomes the upstream's) and body, streamed. The
 upstream's answer goes back unchanged, streamed too: status, headers (less the
 hop-by-hop ones), body bytes. A failure to reach the upstream is answered by
-the proxy itself: 502 (refused, reset, TLS) or 504 (timeout), with an Error body.
+the proxy itself: 502 (refused, reset, TLS) or 504 (timeout), with an Error body;
+so is a request body that does not arrive within the body timeout (408).
+
+The proxy runs on the app shell ``mockstore serve`` runs (``RecordApp``), with
+the same uvicorn settings and serving limits (``mockstore.server``): heads over
+the limit get 431, slow heads 408, and past the connection cap the connection
+idle longest is closed, before the proxy sees anything.
 
 Every exchange is journaled with ``Journal.record``, so the control API's
 ``/requests``, ``/requests.har`` and ``/report`` work during a recording, and
@@ -21,12 +27,14 @@ back-pressure); the journal keeps at most ``journal.body_bytes`` of each body.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import ssl
 import time
 import zlib
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -34,6 +42,7 @@ import httpx
 from starlette.types import Message, Receive, Scope, Send
 
 from mockstore import __version__
+from mockstore.app import AppShell
 from mockstore.control import ControlAPI
 from mockstore.control.documents import DocumentEndpoints
 from mockstore.control.journal import JournalEndpoints
@@ -42,13 +51,13 @@ from mockstore.control.state import StateEndpoints
 from mockstore.errors import error_body
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
+from mockstore.limits import Limits
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.routing import Router
 from mockstore.scenario import load_scenario
 from mockstore.schemas import operations
 from mockstore.state import Runtime
 from mockstore.transport import close_connection
-from mockstore.urls import CONTROL_PREFIX, is_control_path
 
 access_log = logging.getLogger("mockstore.access")
 
@@ -168,13 +177,22 @@ class _ClientGone(Exception):
     """The client went away while its body was being forwarded."""
 
 
+class _BodyLate(Exception):
+    """The client's body did not arrive within the server's body timeout."""
+
+
 class RecordingProxy:
     """The ASGI app forwarding every API request to the upstream and journaling it."""
 
-    def __init__(self, upstream: Upstream, runtime: Runtime, timeout: float) -> None:
+    def __init__(
+        self, upstream: Upstream, runtime: Runtime, timeout: float, body_timeout: float
+    ) -> None:
         self.upstream = upstream
         self.runtime = runtime
         self.timeout = timeout
+        # As long as ``serve`` gives a body (``Limits.body_timeout``): the connection
+        # leaves a body's deadline to the app while the app is at work on it.
+        self.body_timeout = body_timeout
         self._client: httpx.AsyncClient | None = None
         self._served = 0
 
@@ -242,7 +260,7 @@ class RecordingProxy:
         try:
             try:
                 response = await self.client.send(request, stream=True)
-            except (httpx.TransportError, _ClientGone) as exc:
+            except (httpx.TransportError, _ClientGone, _BodyLate) as exc:
                 if isinstance(exc, _ClientGone):
                     outcome = "client_disconnected"  # nothing to answer, and no one to tell
                     return
@@ -253,6 +271,8 @@ class RecordingProxy:
                     (b"content-length", b"%d" % len(answer)),
                     (b"x-request-id", request_id.encode()),
                 ]
+                if isinstance(exc, _BodyLate):
+                    headers_out.append((b"connection", b"close"))
                 await send(
                     {"type": "http.response.start", "status": status, "headers": headers_out}
                 )
@@ -308,9 +328,14 @@ class RecordingProxy:
             )
 
     async def _request_body(self, receive: Receive, copy: _Capped) -> Any:
-        """The client's body, one chunk at a time, as httpx uploads it."""
+        """The client's body, one chunk at a time, as httpx uploads it, within the deadline."""
+        deadline = asyncio.get_running_loop().time() + self.body_timeout
         while True:
-            message: Message = await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message: Message = await receive()
+            except TimeoutError:
+                raise _BodyLate from None
             if message["type"] == "http.disconnect":
                 raise _ClientGone
             chunk = message.get("body", b"")
@@ -325,7 +350,10 @@ class RecordingProxy:
         return f"rec-{self._served:06d}"
 
     def _failure(self, exc: Exception) -> tuple[int, str, bytes]:
-        """The proxy's own answer when the upstream could not be reached."""
+        """The proxy's own answer when the upstream could not be reached (or the body was late)."""
+        if isinstance(exc, _BodyLate):
+            message = f"the request body did not arrive within {self.body_timeout:g} s"
+            return 408, "request_timeout", error_body("request_timeout", message)
         where = self.upstream.shown
         if isinstance(exc, httpx.TimeoutException):
             message = f"the upstream {where} did not answer within {self.timeout:g} s"
@@ -409,8 +437,13 @@ class RecordingProxy:
             )
 
 
-class RecordApp:
-    """The control API (journal, HAR, report) under ``/__mockstore``; the proxy elsewhere."""
+class RecordApp(AppShell):
+    """The recording proxy on the app shell ``serve`` runs, with its own control routes.
+
+    The same path checks, control API guard and token, serving limits and
+    uvicorn settings as ``mockstore serve`` (``mockstore.server``); under
+    ``/__mockstore`` only the journal's endpoints (``control_routes``).
+    """
 
     def __init__(
         self,
@@ -420,11 +453,14 @@ class RecordApp:
         journal_size: int | None = None,
         body_bytes: int = BODY_BYTES,
         control_token: str | None = None,
+        limits: Limits | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.upstream = upstream
+        limits = limits or Limits()
         # The recording's journal: a scenario's (its size unless told), keeping more of
         # each body.
-        journal = {"body_bytes": body_bytes}
+        journal: dict[str, int] = {"body_bytes": body_bytes}
         if journal_size is not None:
             journal["size"] = journal_size
         scenario = load_scenario(
@@ -435,28 +471,18 @@ class RecordApp:
             "<record>",
         )
         self.runtime = Runtime(scenario)
-        self.proxy = RecordingProxy(upstream, self.runtime, timeout)
-        self.control = ControlAPI(self.runtime, control_token, routes=control_routes(self.runtime))
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path: str = scope["path"]
-            if is_control_path(path):
-                inner = dict(scope)
-                inner["path"] = path[len(CONTROL_PREFIX) :] or "/"
-                inner["root_path"] = scope.get("root_path", "") + CONTROL_PREFIX
-                await self.control(inner, receive, send)
-                return
-            await self.proxy(scope, receive, send)
-        elif scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await self.proxy.aclose()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+        self.proxy = RecordingProxy(upstream, self.runtime, timeout, limits.body_timeout)
+        control = ControlAPI(
+            self.runtime,
+            control_token,
+            routes=control_routes(self.runtime),
+            limits=limits,
+            allowed_hosts=allowed_hosts,
+        )
+        super().__init__(self.proxy, control, limits=limits)
+        self.on_shutdown(self.proxy.aclose)
+        # An exchange in flight waits for the upstream up to ``timeout``: let it finish.
+        self.graceful_shutdown = max(AppShell.graceful_shutdown, timeout)
 
     def har(self) -> dict[str, Any]:
         """The recording so far as HAR 1.2, with what drift needs to know about it."""
