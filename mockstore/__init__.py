@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "__version__": "mockstore.version",
     "AsyncControl": "mockstore.clients.async_control",
     "Control": "mockstore.clients.control",
     "ControlError": "mockstore.clients.types",
@@ -41,20 +42,7 @@ _LAZY = {
 }
 
 
-def _version() -> str:
-    # importlib.metadata costs more than the rest of `import mockstore` together.
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mockstore")
-    except PackageNotFoundError:  # running from a source tree without an install
-        return "0.0.0"
-
-
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        globals()[name] = value = _version()
-        return value
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'mockstore' has no attribute {name!r}")

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from mockstore import __version__
 from mockstore.cli import (
     calibrate,
     drift,
@@ -27,6 +26,7 @@ from mockstore.cli import (
     validate,
 )
 from mockstore.cli.args import USAGE, epilog, pipe_closed
+from mockstore.version import __version__
 
 COMMANDS: tuple[ModuleType, ...] = (
     serve,

@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 
-from mockstore import __version__
 from mockstore.cli.args import PIPE, positive
 from mockstore.cli.logs import configure_logging
 from mockstore.cli.serving import (
@@ -20,6 +19,7 @@ from mockstore.cli.serving import (
     shown_host,
 )
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT
+from mockstore.version import __version__
 
 NAME = "record"
 SUMMARY = "proxy a real deployment and journal every exchange (keys as aliases)"

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mockstore import __version__
 from mockstore.cli.args import PIPE, USAGE
 from mockstore.cli.logs import configure_logging
 from mockstore.cli.serving import (
@@ -24,6 +23,7 @@ from mockstore.cli.serving import (
     run_until_stopped,
     shown_host,
 )
+from mockstore.version import __version__
 
 NAME = "serve"
 SUMMARY = "run the mock server"

@@ -13,7 +13,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mockstore import __version__
 from mockstore.control.http import (
     JSON,
     encode_json,
@@ -29,6 +28,7 @@ from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
 from mockstore.scenario.model import default_ban_policy
 from mockstore.state import Runtime
+from mockstore.version import __version__
 
 
 class JournalEndpoints:

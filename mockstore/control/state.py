@@ -5,10 +5,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mockstore import __version__
 from mockstore.clock import format_time
 from mockstore.control.http import json_response
 from mockstore.state import Runtime
+from mockstore.version import __version__
 
 
 class StateEndpoints:

@@ -41,7 +41,6 @@ from urllib.parse import quote
 import httpx
 from starlette.types import Message, Receive, Scope, Send
 
-from mockstore import __version__
 from mockstore.app import AppShell
 from mockstore.control import ControlAPI
 from mockstore.control.documents import DocumentEndpoints
@@ -58,6 +57,7 @@ from mockstore.scenario import load_scenario
 from mockstore.schemas import operations
 from mockstore.state import Runtime
 from mockstore.transport import close_connection
+from mockstore.version import __version__
 
 access_log = logging.getLogger("mockstore.access")
 

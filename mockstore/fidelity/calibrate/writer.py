@@ -13,12 +13,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from mockstore import __version__
 from mockstore.fidelity.calibrate.options import Options
 from mockstore.fidelity.calibrate.prober import one_line
 from mockstore.fidelity.calibrate.probes import Calibration
 from mockstore.scenario.build import BEHAVIOUR_SETTINGS
 from mockstore.scenario.model import DEFAULT_ERROR_CODES
+from mockstore.version import __version__
 
 
 def _scalar(value: Any) -> str:
