@@ -37,14 +37,13 @@ class Recording:
     """A HAR's exchanges in file order, what it says about itself, and where it came from."""
 
     source: str
-    document: dict[str, Any]
     exchanges: list[Recorded]
     meta: dict[str, Any] = field(default_factory=dict)
 
 
 def recording_of(document: Any, source: str = "<har>") -> Recording:
     """The recording a HAR document holds; raises ``HarError`` for one that is not a HAR."""
-    return Recording(source, document, read_har(document), har_meta(document))
+    return Recording(source, read_har(document), har_meta(document))
 
 
 def read_recording(path: str) -> Recording:
