@@ -112,14 +112,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     bound = sock.getsockname()[1]
     host = shown_host(args.host)
-    warnings = [
-        warning
-        for warning in (
-            open_control_warning(args.host, bound, args.control_token, remedy="set a token"),
-            limits_warning,
-        )
-        if warning
-    ]
+    open_control = open_control_warning(args.host, bound, args.control_token, "set a token")
+    warnings = [w for w in (open_control, limits_warning) if w]
     print(
         f"mockstore {__version__} recording http://{host}:{bound}{upstream.base_path} "
         f"-> {upstream.shown}\n"

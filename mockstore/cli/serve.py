@@ -106,16 +106,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"mockstore: {exc}", file=sys.stderr)
         return 1
     port = sock.getsockname()[1]
-    warnings = [
-        warning
-        for warning in (
-            open_control_warning(args.host, port, args.control_token)
-            if app.control is not None
-            else None,
-            limits_warning,
-        )
-        if warning
-    ]
+    # What the operator should know before trusting this server on a network.
+    open_control = open_control_warning(args.host, port, args.control_token)
+    warnings = [w for w in (open_control if app.control else None, limits_warning) if w]
     if args.log_format == "json":
         print(json.dumps(started_record(app, args.host, port, warnings)), file=sys.stderr)
         for warning in warnings:
