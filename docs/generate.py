@@ -49,9 +49,16 @@ COLUMNS = "88"  # the width argparse wraps usage lines at, whatever the terminal
 def cell(text: object) -> str:
     """``text`` fit for one table cell: HTML-escaped outside code spans, no pipes or breaks."""
     parts = str(text).replace("\n", " ").split("`")
-    for i in range(0, len(parts), 2):  # outside code spans
-        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "`".join(parts).replace("|", "\\|")
+    out = []
+    for i, part in enumerate(parts):
+        escaped = part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        if i % 2 == 0:  # outside code spans
+            out.append(escaped.replace("|", "\\|"))
+        elif "|" in part:  # no Markdown unescapes a pipe inside a code span alike
+            out.append("<code>" + escaped.replace("|", "&#124;") + "</code>")
+        else:
+            out.append(f"`{part}`")
+    return "".join(out)
 
 
 def code(text: object) -> str:

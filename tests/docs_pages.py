@@ -15,9 +15,11 @@ DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
 README = ROOT / "README.md"
 
-# A fenced block holding nothing but one snippet line (indented inside an admonition).
+# A fenced block holding nothing but one snippet line (indented inside an admonition),
+# titled with the file it shows.
 _INCLUDE = re.compile(
-    r'^(?P<indent>[ \t]*)```[\w+-]*\n(?P=indent)--8<-- "(?P<path>[^"]+)"\n(?P=indent)```$',
+    r'^(?P<indent>[ \t]*)```[\w+-]+ title="(?P<title>[^"]+)"\n'
+    r'(?P=indent)--8<-- "(?P<path>[^"]+)"\n(?P=indent)```$',
     re.MULTILINE,
 )
 
@@ -39,6 +41,7 @@ def included() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for name, text in pages().items():
         for match in _INCLUDE.finditer(text):
+            assert match["title"] == match["path"], f"{name}: titled {match['title']}"
             found.setdefault(match["path"], []).append(name)
     return found
 
