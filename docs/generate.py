@@ -145,26 +145,42 @@ def _kind(node: dict[str, Any]) -> str:
     return {"integer": "integer", "number": "number", "string": "string"}.get(kind, kind)
 
 
+def _count(value: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{value:,} {noun if value == 1 else plural}"
+
+
 def _rules(node: dict[str, Any]) -> str:
     rules = []
+    # A keyword whose failure has its own message (x-error) is said by that message.
+    worded = set(node.get("x-error", {}))
     if node.get("minimum") == -(2**63) and node.get("maximum") == 2**63 - 1:
-        node = {k: v for k, v in node.items() if k not in ("minimum", "maximum")}
+        worded |= {"minimum", "maximum"}
         rules.append("a signed 64-bit integer")
     for keyword, words in (
-        ("minimum", "≥ {}"),
-        ("exclusiveMinimum", "> {}"),
-        ("maximum", "≤ {}"),
-        ("minLength", "at least {} characters"),
-        ("maxLength", "at most {} characters"),
-        ("minItems", "at least {} items"),
-        ("maxItems", "at most {} items"),
-        ("maxProperties", "at most {} entries"),
+        ("minimum", "≥ {:,}"),
+        ("exclusiveMinimum", "> {:,}"),
+        ("maximum", "≤ {:,}"),
     ):
-        if keyword == "minLength" and node.get(keyword) == 1:
+        if keyword in node and keyword not in worded:
+            rules.append(words.format(node[keyword]))
+    for low, high, noun in (
+        ("minLength", "maxLength", "character"),
+        ("minItems", "maxItems", "item"),
+        ("minProperties", "maxProperties", "entry"),
+    ):
+        least, most = node.get(low), node.get(high)
+        if low in worded or high in worded:
+            continue
+        if least is not None and least == most:
+            rules.append("exactly " + _count(least, noun))
+            continue
+        if least == 1 and noun == "character":
             rules.append("not empty")
-        elif keyword in node:
-            value = node[keyword]
-            rules.append(words.format(f"{value:,}" if isinstance(value, int) else value))
+        elif least is not None and least > 0:
+            rules.append("at least " + _count(least, noun))
+        if most is not None:
+            rules.append("at most " + _count(most, noun))
     items = node.get("items")
     if isinstance(items, dict) and "properties" not in items:
         item_rules = _rules(items)
@@ -225,11 +241,7 @@ def scenario_settings() -> str:
         if len(rows) == 1 and _resolve(node, schema).get("type") not in ("object", "array"):
             scalars.extend(rows)
             continue
-        about = _resolve(node, schema).get("description", "")
-        sections += ["", f"## `{name}`", ""]
-        if about:
-            sections += [cell(about), ""]
-        sections.append(table(header, rows))
+        sections += ["", f"## `{name}`", "", table(header, rows)]
     for pattern, node in schema.get("patternProperties", {}).items():
         name = pattern.removeprefix("^") + "*"
         scalars.append([code(name), "any", "", "", cell(node.get("description", ""))])
@@ -301,15 +313,18 @@ def _examples(parser: argparse.ArgumentParser) -> str:
 
 
 def _usage(parser: argparse.ArgumentParser) -> str:
-    previous = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = COLUMNS
+    # A fixed width, and no colour (argparse colours help on a terminal from Python 3.14).
+    fixed = {"COLUMNS": COLUMNS, "NO_COLOR": "1"}
+    previous = {name: os.environ.get(name) for name in fixed}
+    os.environ.update(fixed)
     try:
         return parser.format_usage().strip()
     finally:
-        if previous is None:
-            del os.environ["COLUMNS"]
-        else:
-            os.environ["COLUMNS"] = previous
+        for name, value in previous.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def _argument(action: argparse.Action) -> str:
