@@ -1,9 +1,10 @@
-"""Upstreams for the fidelity tests: the Pet Store stand-in, and processes on loopback.
+"""Upstreams for the fidelity tests: Pet Store stand-ins, and processes on loopback.
 
 ``standin(keys)`` runs ``tests/upstream/petstore_standin.py`` under uvicorn on
-127.0.0.1 and yields its base address; ``recorder(upstream, ...)`` runs
-``mockstore record`` in front of any upstream. Both are real processes, so
-the tests talk real HTTP through real sockets.
+127.0.0.1 and yields its base address; ``provider(module, keys, *args)`` does the
+same for any stand-in module (``kennel``, ``menagerie``, ...); ``recorder(upstream,
+...)`` runs ``mockstore record`` in front of any upstream. All are real processes,
+so the tests talk real HTTP through real sockets.
 """
 
 from __future__ import annotations
@@ -96,12 +97,23 @@ def new_key() -> str:
 
 
 @contextmanager
-def standin(keys: dict[str, str]) -> Iterator[Process]:
-    """The stand-in Pet Store on a free port; ``keys`` maps each key to its plan."""
-    command = [sys.executable, "-m", "tests.upstream.petstore_standin", "--port", "0"]
+def provider(module: str, keys: dict[str, str], *args: str) -> Iterator[Process]:
+    """A Pet Store provider stand-in, ``tests/upstream/MODULE.py``, on a free port.
+
+    ``keys`` maps each key to its plan (``--key KEY=PLAN``); ``args`` are more of
+    the module's own options (``--window-seconds 2``). ``url`` is its base (``…/v1``).
+    """
+    command = [sys.executable, "-m", f"tests.upstream.{module}", "--port", "0"]
     for key, plan in keys.items():
         command += ["--key", f"{key}={plan}"]
-    with running(command, r"listening on (http://\S+)") as upstream:
+    with running([*command, *args], r"listening on (http://\S+)") as upstream:
+        yield upstream
+
+
+@contextmanager
+def standin(keys: dict[str, str]) -> Iterator[Process]:
+    """The stand-in Pet Store on a free port; ``keys`` maps each key to its plan."""
+    with provider("petstore_standin", keys) as upstream:
         yield upstream
 
 
