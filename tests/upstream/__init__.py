@@ -2,9 +2,10 @@
 
 ``standin(keys)`` runs ``tests/upstream/petstore_standin.py`` under uvicorn on
 127.0.0.1 and yields its base address; ``provider(module, keys, *args)`` does the
-same for any stand-in module (``kennel``, ``menagerie``, ...); ``recorder(upstream,
-...)`` runs ``mockstore record`` in front of any upstream. All are real processes,
-so the tests talk real HTTP through real sockets.
+same for any stand-in module (``kennel``, ``menagerie``, ...);
+``profiled_standin(profile, keys)`` runs ``tests/upstream/profiled.py`` serving a
+``Profile``; ``recorder(upstream, ...)`` runs ``mockstore record`` in front of any
+upstream. All are real processes, so the tests talk real HTTP through real sockets.
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    from tests.upstream.profiled import Profile
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -140,3 +146,13 @@ def _wait_for(url: str, timeout: float = 20.0) -> None:
 def origin(url: str) -> str:
     """``http://127.0.0.1:8080/v1`` -> ``http://127.0.0.1:8080``."""
     return url.rsplit("/", 1)[0]
+
+
+@contextmanager
+def profiled_standin(profile: Profile, keys: dict[str, str]) -> Iterator[Process]:
+    """``tests/upstream/profiled.py`` serving ``profile``; ``keys`` maps each key to a plan."""
+    with tempfile.TemporaryDirectory(prefix="profiled-") as directory:
+        path = Path(directory) / "profile.json"
+        path.write_text(profile.to_json(), encoding="utf-8")
+        with provider("profiled", keys, "--profile", str(path)) as upstream:
+            yield upstream
