@@ -360,7 +360,12 @@ def test_returns_to_the_session_scenario(mockstore):
     assert mockstore.control.health().scenario == "checkout"
 """,
     )
-    scenario = Path(__file__).parent.parent / "examples" / "scenarios" / "checkout.yaml"
+    # In the user's project, as a user keeps it: pytest picks its rootdir (and so
+    # its config file) from path arguments too, and this checkout's own config
+    # (-n auto) is not the user's.
+    scenario = pytester.path / "checkout.yaml"
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    scenario.write_bytes((examples / "scenarios" / "checkout.yaml").read_bytes())
     result = pytester.runpytest_subprocess(
         "--mockstore-url",
         external.url,
