@@ -189,11 +189,15 @@ keys:
 
 @pytest.fixture(autouse=True)
 def _lean_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The user runs skip plugins this suite's own runs load: hypothesis alone adds ~1 s.
+    """The user runs skip plugins this suite's own runs load and theirs do not use:
+    schemathesis alone costs over a second of CPU in every pytest process started.
 
     After ``pytester``, which clears ``PYTEST_ADDOPTS`` when it starts.
     """
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest -p no:anyio -p no:cacheprovider")
+    monkeypatch.setenv(
+        "PYTEST_ADDOPTS",
+        "-p no:hypothesispytest -p no:anyio -p no:cacheprovider -p no:schemathesis",
+    )
 
 
 @pytest.fixture(scope="module")
