@@ -11,6 +11,7 @@ from mockstore.clock import Clock
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
 from mockstore.limits import Limits
+from mockstore.memory import Account, MemoryBudget
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
@@ -32,6 +33,11 @@ class MockstoreApp:
     it is also spelled literally: a proxy that guards ``/__mockstore`` by its
     raw path cannot be walked around with ``/%5F_mockstore`` or
     ``/v1/../__mockstore``, which are refused (404).
+
+    ``budget`` is the server's memory budget (``mockstore.memory``; made from
+    ``limits.memory_budget`` when not given) and ``account`` this mock's share
+    of it (the server's own share when not given; a tenant's is opened by
+    ``_new_tenant``).
     """
 
     def __init__(
@@ -45,13 +51,20 @@ class MockstoreApp:
         template: PetStore | None = None,
         limits: Limits | None = None,
         allowed_hosts: Iterable[str] = (),
+        budget: MemoryBudget | None = None,
+        account: Account | None = None,
     ) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario_source(scenario)
         self.limits = limits = limits or Limits()
         self.allowed_hosts = tuple(allowed_hosts)
-        self.runtime = Runtime(scenario, clock, template=template)
-        self.api = PetStoreAPI(self.runtime, body_timeout=limits.body_timeout)
+        self.budget = budget if budget is not None else MemoryBudget(limits.memory_budget)
+        if account is None:
+            account = self.budget.open_share("server", "the server's mock")
+        self.runtime = Runtime(scenario, clock, template=template, account=account)
+        self.api = PetStoreAPI(
+            self.runtime, body_timeout=limits.body_timeout, connections=self.budget.connections
+        )
         self.control_token = control_token
         # Tenants are made and reached through the control API: off with it.
         self.tenants = TenantRegistry(self._new_tenant) if control and tenants else None
@@ -71,16 +84,31 @@ class MockstoreApp:
         self._background: list[Background] = []
         self._tasks: list[asyncio.Task[None]] = []
 
-    def _new_tenant(self) -> MockstoreApp:
-        """A tenant on the running scenario, sharing its pets (copy on write)."""
-        return MockstoreApp(
-            self.runtime.scenario,
-            control_token=self.control_token,
-            tenants=False,
-            template=self.runtime.template,
-            limits=self.limits,
-            allowed_hosts=self.allowed_hosts,
-        )
+    def _new_tenant(self, tenant_id: str) -> MockstoreApp:
+        """A tenant on the running scenario, sharing its pets (copy on write).
+
+        It has a share of the memory budget of its own (``OverBudget`` when the
+        budget cannot give its floor).
+        """
+        account = self.budget.open_share("tenant", f"tenant {tenant_id!r}")
+        try:
+            return MockstoreApp(
+                self.runtime.scenario,
+                control_token=self.control_token,
+                tenants=False,
+                template=self.runtime.template,
+                limits=self.limits,
+                allowed_hosts=self.allowed_hosts,
+                budget=self.budget,
+                account=account,
+            )
+        except BaseException:
+            account.close()
+            raise
+
+    def close(self) -> None:
+        """Give back everything this app's mock holds to the memory budget (a deleted tenant)."""
+        self.runtime.close()
 
     def run_in_background(self, task: Background) -> None:
         """Run ``task()`` from the server's start to its stop (needs the ASGI lifespan)."""

@@ -190,6 +190,26 @@ def _positive(kind: type, env: str | None = None) -> Any:
     return check
 
 
+def _size(env: str) -> Any:
+    """A size such as 256MiB or 1GiB, at least the smallest budget a server can run on."""
+    from mockstore.memory import MIN_MEMORY_BUDGET, format_size, parse_size
+
+    def check(text: str) -> int:
+        try:
+            value = parse_size(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (from the flag or {env})") from None
+        if value < MIN_MEMORY_BUDGET:
+            raise argparse.ArgumentTypeError(
+                f"{text} is below the smallest budget a server runs on, "
+                f"{format_size(MIN_MEMORY_BUDGET)} (from the flag or {env})"
+            )
+        return value
+
+    check.__name__ = env
+    return check
+
+
 def _env_list(env: str) -> list[str]:
     return [name.strip() for name in os.environ.get(env, "").split(",") if name.strip()]
 
@@ -345,6 +365,8 @@ def _parser() -> argparse.ArgumentParser:
          "a request's body must arrive within this long of its headers; else 408"),
         ("--max-connections", int, "max_connections", "N",
          "open connections; past it the one idle longest is closed, or 503"),
+        ("--timeout-write", float, "write_timeout", "SECONDS",
+         "a client that stops reading its answer is dropped after this long"),
     ):  # fmt: skip
         env = "MOCKSTORE_" + flag[2:].upper().replace("-", "_")
         default = getattr(limits, field)
@@ -355,6 +377,15 @@ def _parser() -> argparse.ArgumentParser:
             metavar=metavar,
             help=f"{text} (default {default:g}; env {env})",
         )
+    serve.add_argument(
+        "--memory-budget",
+        type=_size("MOCKSTORE_MEMORY_BUDGET"),
+        default=os.environ.get("MOCKSTORE_MEMORY_BUDGET", "256MiB"),
+        metavar="SIZE",
+        help="every byte held for callers (journals, stores, tenants, scenarios being built, "
+        "bodies and answers in flight) draws on this one budget; past it, 507 memory_budget "
+        "(default 256MiB, which fits a 512 MiB container; env MOCKSTORE_MEMORY_BUDGET)",
+    )
     serve.add_argument(
         "--log-level",
         type=_one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
@@ -710,14 +741,22 @@ def _serve(args: argparse.Namespace) -> int:
         header_timeout=args.timeout_headers,
         body_timeout=args.timeout_body,
         max_connections=args.max_connections,
+        write_timeout=args.timeout_write,
+        memory_budget=args.memory_budget,
     ).within_descriptors()
-    app = MockstoreApp(
-        scenario,
-        control=not args.no_control,
-        control_token=args.control_token,
-        limits=limits,
-        allowed_hosts=args.allowed_host,
-    )
+    from mockstore.memory import OverBudget
+
+    try:
+        app = MockstoreApp(
+            scenario,
+            control=not args.no_control,
+            control_token=args.control_token,
+            limits=limits,
+            allowed_hosts=args.allowed_host,
+        )
+    except OverBudget as exc:
+        print(f"mockstore: {exc}; not starting", file=sys.stderr)
+        return 1
     if args.watch:
         from mockstore.watch import ScenarioWatcher
 

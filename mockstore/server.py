@@ -69,7 +69,7 @@ def uvicorn_config(app: Any, *, log_level: str | None = None) -> Any:
     return uvicorn.Config(
         app,
         loop="auto",
-        http=protocol_class(limits),
+        http=protocol_class(limits, getattr(app, "budget", None)),
         timeout_keep_alive=limits.keep_alive_timeout,
         lifespan="on" if getattr(app, "needs_lifespan", False) else "off",
         access_log=False,

@@ -19,6 +19,7 @@ from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket, key_bucket
+from mockstore.memory import OverBudget
 from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
@@ -275,6 +276,8 @@ class PetStoreService:
             _, encoded = store.create(self.new_pet(value), self._max_store_bytes)
         except StoreFull as full:
             raise ApiError("store_full", str(full)) from None
+        except OverBudget as over:
+            raise ApiError("memory_budget", f"{over}; nothing was stored") from None
         return encoded
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:
