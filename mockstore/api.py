@@ -333,7 +333,7 @@ class PetStoreAPI:
         store = state.tenants.store_for(ex.caller.key.tenant)
         service = ex.compiled.service
         try:
-            body = service.handlers[operation.operation_id](store, ex)
+            body = service.handlers[operation.operation_id](service, store, ex)
         except ApiError as refusal:
             return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None

@@ -22,7 +22,7 @@ import yaml
 from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 
-from mockstore.clock import parse_time
+from mockstore.clock import outside_range, parse_time
 from mockstore.memory import Account
 
 Path = tuple[str | int, ...]
@@ -436,9 +436,12 @@ def _is_time(value: object) -> bool:
                 "2026-03-01T12:00:00Z"
             )
         try:
-            parse_time(value)
-        except ValueError as exc:
+            when = parse_time(value)
+        except (ValueError, OverflowError) as exc:
             raise ValueError(f"not a valid date-time: {quoted(value)} ({exc})") from None
+        problem = outside_range(when)
+        if problem is not None:
+            raise ValueError(problem)
     return True
 
 
