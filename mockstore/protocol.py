@@ -162,6 +162,29 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             wait.charged = 0
         super().connection_lost(exc)
 
+    def shutdown(self) -> None:
+        """The server is stopping: a request in flight finishes, a stream ends cleanly.
+
+        A response streamed without a length (the dashboard's event stream) has
+        no end of its own, so graceful shutdown would wait for it and then
+        cancel it with a traceback. It is told instead that its client left
+        (it ends as it does when a browser tab closes), and the client gets the
+        stream's last chunk and a closed connection.
+        """
+        cycle = self.cycle
+        if (
+            cycle is not None
+            and cycle.response_started
+            and not cycle.response_complete
+            and cycle.chunked_encoding
+        ):
+            cycle.disconnected = True
+            cycle.message_event.set()
+            self.transport.write(b"0\r\n\r\n")
+            self.transport.close()
+            return
+        HttpToolsProtocol.shutdown(self)
+
     def _make_room(self) -> bool:
         """Close the connection that has waited longest on its client; False if none waits.
 
