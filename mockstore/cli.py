@@ -721,8 +721,9 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mockstore.app import MockstoreApp
-    from mockstore.server import ServerError, listen, uvicorn_config
+    from mockstore.server import ServerError, listen, tune_allocator, uvicorn_config
 
+    tune_allocator()
     configure_logging(args.log_level, args.log_format)
     loaded = _load_for_serving(args)
     if loaded is None:

@@ -86,14 +86,15 @@ class Share:
     floor: float = 0.0
 
 
-# How the budget is shared. The floors add up to at most 1/8 + 1/16 + 32/256 =
-# 5/16 of the budget with every tenant in use (tenants.MAX_TENANTS is 32);
-# the rest goes to whoever needs it, within the ceilings.
+# How the budget is shared. The floors add up to at most 1/8 + 1/16 + 32/64 =
+# 11/16 of the budget with every tenant in use (tenants.MAX_TENANTS is 32),
+# 3/16 with none; the rest goes to whoever needs it, within the ceilings.
 SHARES: dict[str, Share] = {
     # The server's own mock (its journal, stores, keys, its scenario's pets).
     "server": Share(ceiling=1.0, floor=1 / 8),
-    # Each tenant: at most a quarter, so that four busy tenants leave room.
-    "tenant": Share(ceiling=1 / 4, floor=1 / 256),
+    # Each tenant: at most a quarter, so that four busy tenants leave room;
+    # at least 4 MiB of a 256 MiB budget (its tables, its stores, its journal).
+    "tenant": Share(ceiling=1 / 4, floor=1 / 64),
     # Each key's own store under ``isolation: per_key``.
     "key": Share(ceiling=1 / 16),
     # Connections: request bodies being read, heads spanning reads, answers
@@ -101,6 +102,8 @@ SHARES: dict[str, Share] = {
     "connections": Share(ceiling=1 / 4, floor=1 / 16),
     # Scenarios being parsed and built (one at a time, see ``MemoryBudget.building``).
     "builds": Share(ceiling=1 / 2),
+    # Reports being built from a journal (HARs are written a batch at a time instead).
+    "reports": Share(ceiling=1 / 2),
 }
 
 
@@ -249,11 +252,12 @@ class MemoryBudget(Account):
     hands it to its tenants); ``mockstore serve`` runs one server, so one per process.
     """
 
-    __slots__ = ("_builds", "connections")
+    __slots__ = ("_builds", "connections", "reports")
 
     def __init__(self, total: int = DEFAULT_MEMORY_BUDGET) -> None:
         super().__init__("the process", total)
         self.connections = self.open_share("connections", "connections")
+        self.reports = self.open_share("reports", "reports")
         self._builds = threading.Lock()
 
     def open_share(self, kind: str, name: str) -> Account:

@@ -60,6 +60,10 @@ from uvicorn.protocols.http.httptools_impl import (
 from mockstore.errors import error_body
 from mockstore.limits import HEAD_BYTES, Limits
 from mockstore.memory import Account, MemoryBudget, format_size
+from mockstore.urls import CONTROL_PREFIX
+
+# The dashboard's event stream, the server's or a tenant's.
+EVENTS_PATH = CONTROL_PREFIX + "/events"
 
 # What the connection is waiting on from its client.
 IDLE = 0  # no byte of a next request
@@ -165,18 +169,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def shutdown(self) -> None:
         """The server is stopping: a request in flight finishes, a stream ends cleanly.
 
-        A response streamed without a length (the dashboard's event stream) has
-        no end of its own, so graceful shutdown would wait for it and then
-        cancel it with a traceback. It is told instead that its client left
-        (it ends as it does when a browser tab closes), and the client gets the
-        stream's last chunk and a closed connection.
+        The dashboard's event stream has no end of its own, so graceful
+        shutdown would wait for it and then cancel it with a traceback. It is
+        told instead that its client left (it ends as it does when a browser
+        tab closes), and the client gets the stream's last chunk and a closed
+        connection. Other streams (a HAR being written) finish first.
         """
         cycle = self.cycle
         if (
             cycle is not None
             and cycle.response_started
             and not cycle.response_complete
-            and cycle.chunked_encoding
+            and cycle.scope["path"].endswith(EVENTS_PATH)
         ):
             cycle.disconnected = True
             cycle.message_event.set()

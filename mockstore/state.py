@@ -153,7 +153,7 @@ class Runtime:
         self._template = template or PetStore(scenario.initial_pets())
         if template is None and self._scenario_share is not None:
             self._scenario_share.take(self._template.inventory.cost, "the scenario's pets")
-        self.state = MockState(scenario, clock, self._template, self._share("state"))
+        self.state = MockState(scenario, clock, self._template, self._state_share())
         self.journal = Journal(
             scenario.journal_size,
             scenario.journal_body_bytes,
@@ -162,11 +162,20 @@ class Runtime:
             account=account,
         )
 
-    def _share(self, name: str) -> Account | None:
+    def _share(self, name: str, floor: int = 0) -> Account | None:
         """A share of this runtime's account, closed when what it holds is replaced."""
         if self.account is None:
             return None
-        return self.account.share(name, self.account.ceiling)
+        return self.account.share(name, self.account.ceiling, floor)
+
+    def _state_share(self) -> Account | None:
+        """A state's share: a quarter of the mock's floor is kept for its stores and keys.
+
+        So a journal filling up cannot leave a client's creates without room:
+        the journal lets its oldest entries go instead.
+        """
+        floor = self.account.floor // 4 if self.account is not None else 0
+        return self._share("state", floor)
 
     @property
     def template(self) -> PetStore:
@@ -183,8 +192,8 @@ class Runtime:
         if clock is not None:
             clock.set(clock.start)
         replaced = self.state
-        self.state = MockState(self.state.scenario, clock, self._template, self._share("state"))
-        replaced.close()
+        replaced.close()  # first: its floor goes to the new state
+        self.state = MockState(replaced.scenario, clock, self._template, self._state_share())
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
@@ -214,7 +223,7 @@ class Runtime:
                     share.take(actual - estimate, f"scenario {scenario.name!r} and its pets")
                 else:
                     share.release(estimate - actual)
-            state = MockState(scenario, None, template, self._share("state"))
+            state = MockState(scenario, None, template, self._state_share())
         except BaseException:
             if share is not None:
                 share.close()

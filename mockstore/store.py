@@ -206,13 +206,13 @@ class PetStore:
             body = shared.get(cache_key)
             if body is None:
                 encoded = inventory.json
-                body = b"[" + b",".join([encoded[i] for i in ids[:limit]]) + b"]"
+                body = _json_array([encoded[i] for i in ids[:limit]])
                 if inventory.list_budget.admit(shared, len(body)):
                     shared[cache_key] = body
             return body
         parts = [inventory.json[i] for i in ids]
         parts += [self._json[i] for i in created[: limit - len(ids)]]
-        return b"[" + b",".join(parts) + b"]"
+        return _json_array(parts)
 
     def _created_ids(self, status: str | None) -> list[int]:
         return self._ids if status is None else self._by_status.get(status, [])
@@ -239,6 +239,19 @@ class PetStore:
     @property
     def next_id(self) -> int:
         return self._next_id
+
+
+def _json_array(parts: list[bytes]) -> bytes:
+    """The JSON array of ``parts``, made in one allocation (``parts`` is consumed).
+
+    ``b"[" + b",".join(parts) + b"]"`` copies the whole twice: 33 MB at once for
+    a 16.6 MB listing. Here only the first and the last part are copied again.
+    """
+    if not parts:
+        return b"[]"
+    parts[0] = b"[" + parts[0]
+    parts[-1] = parts[-1] + b"]"
+    return b",".join(parts)
 
 
 def _encoded(pet: Pet) -> bytes:

@@ -9,7 +9,7 @@ Error builder.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -38,6 +38,38 @@ def error_response(
 ) -> Response:
     """An Error answer; ``extra`` adds fields after ``code``, ``message`` and ``status``."""
     return Response(error_body(code, message, status, **extra), status, headers, media_type=JSON)
+
+
+# A streamed document's items are handed to the socket about this much at a time.
+STREAM_BATCH_BYTES = 256 * 1024
+
+
+def json_stream(
+    document: Mapping[str, Any], key: str, items: Iterable[Any], encode: Callable[[Any], Any]
+) -> Iterator[bytes]:
+    """``document`` as compact JSON with ``items`` (each made by ``encode``) as its list at ``key``.
+
+    The same bytes as ``encode_json`` of the whole, written a batch of items at
+    a time: a full journal's JSON is never whole in memory (a HAR of 48 MiB of
+    entries peaked at three times that). ``document[key]`` must be an empty
+    list, and the only one so written at the top level of the path to it.
+    """
+    text = encode_json(document)
+    marker = b'"' + key.encode() + b'":[]'
+    head, tail = text.split(marker, 1)
+    batch = [head, marker[:-1]]
+    size = 0
+    first = True
+    for item in items:
+        piece = encode_json(encode(item))
+        batch.append(piece if first else b"," + piece)
+        first = False
+        size += len(piece)
+        if size >= STREAM_BATCH_BYTES:
+            yield b"".join(batch)
+            batch, size = [], 0
+    batch.append(b"]" + tail)
+    yield b"".join(batch)
 
 
 # The readers below raise ApiError rather than return an answer, so an endpoint
