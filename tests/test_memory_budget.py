@@ -18,6 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mockstore.control.http import STREAMED, encode_json, json_stream
+from mockstore.journal import Journal
 from mockstore.memory import (
     DEFAULT_MEMORY_BUDGET,
     SHARES,
@@ -27,6 +29,7 @@ from mockstore.memory import (
     format_size,
     parse_size,
 )
+from mockstore.store import PetStore
 from tests.attacks import ALLOWANCE, MiB
 
 # -- the accountant's rules --------------------------------------------------------
@@ -160,3 +163,83 @@ def test_serve_refuses_a_scenario_whose_pets_pass_the_budget() -> None:
     assert done.returncode == 1
     assert "memory budget" in done.stderr and "not starting" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# -- what draws on it ----------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=40_000), min_size=1, max_size=80),
+    st.integers(min_value=64 * 1024, max_value=2 * MiB),
+)
+def test_a_journal_holds_no_more_than_its_share_gives_and_lets_the_oldest_go(
+    bodies: list[int], share: int
+) -> None:
+    budget = MemoryBudget(64 * MiB)
+    account = budget.share("a mock", share)
+    journal = Journal(10_000, 65536, max_bytes=64 * MiB, account=account)
+    for index, size in enumerate(bodies):
+        journal.record(
+            f"req-{index}", 0.0, 0.0, "POST", "/v1/pets", b"", ((b"host", b"x"),), b"b" * size,
+            "127.0.0.1", "createPet", None, "free", 201, (), b"", 1.0, None, "response", 0.0,
+        )  # fmt: skip
+        assert journal.bytes <= account.used <= share
+        entries = journal.select()
+        assert [e.request_id for e in entries] == [
+            f"req-{i}" for i in range(index + 1 - len(entries), index + 1)
+        ], "the oldest go first, the rest stay in order"
+        assert journal.dropped == index + 1 - len(entries)
+    journal.close()
+    assert account.used == 0
+
+
+def test_a_store_that_cannot_reserve_a_pet_stores_nothing() -> None:
+    budget = MemoryBudget(64 * MiB)
+    account = budget.share("a key's store", 8 * 1024)
+    store = PetStore(account=account)
+    first, _ = store.create({"name": "Rex", "categoryId": 1})
+    with pytest.raises(OverBudget, match="this pet needs"):
+        store.create({"name": "n" * 10_000, "categoryId": 1})
+    assert len(store) == 1 and store.next_id == first["id"] + 1
+    assert store.get(first["id"] + 1) is None
+
+
+documents = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents, st.lists(documents, max_size=30), st.data())
+def test_a_streamed_document_is_the_same_bytes_as_the_whole(
+    around: object, items: list, data: st.DataObject
+) -> None:
+    # The streamed list goes in place of one value of ``around`` (or is the whole).
+    def places(value: object, path: tuple = ()) -> list[tuple]:
+        found = [path]
+        if isinstance(value, dict):
+            for key, item in value.items():
+                found += places(item, (*path, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                found += places(item, (*path, index))
+        return found
+
+    path = data.draw(st.sampled_from(places(around)))
+
+    def put(value: object, path: tuple, new: object) -> object:
+        if not path:
+            return new
+        copy = dict(value) if isinstance(value, dict) else list(value)  # type: ignore[call-overload]
+        copy[path[0]] = put(copy[path[0]], path[1:], new)
+        return copy
+
+    document = put(around, path, STREAMED)
+    whole = put(around, path, [{"item": item} for item in items])
+    streamed = b"".join(json_stream(document, items, lambda item: {"item": item}))  # type: ignore[arg-type]
+    assert streamed == encode_json(whole)

@@ -9,6 +9,7 @@ Error builder.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -45,19 +46,18 @@ STREAM_BATCH_BYTES = 256 * 1024
 
 
 def json_stream(
-    document: Mapping[str, Any], key: str, items: Iterable[Any], encode: Callable[[Any], Any]
+    document: Mapping[str, Any], items: Iterable[Any], encode: Callable[[Any], Any]
 ) -> Iterator[bytes]:
-    """``document`` as compact JSON with ``items`` (each made by ``encode``) as its list at ``key``.
+    """``document`` as compact JSON, its ``STREAMED`` value replaced by the list of ``items``.
 
-    The same bytes as ``encode_json`` of the whole, written a batch of items at
-    a time: a full journal's JSON is never whole in memory (a HAR of 48 MiB of
-    entries peaked at three times that). ``document[key]`` must be an empty
-    list, and the only one so written at the top level of the path to it.
+    The same bytes as ``encode_json`` of the whole (each item made by
+    ``encode``), written a batch of items at a time: a full journal's JSON is
+    never whole in memory (a HAR of 48 MiB of entries peaked at three times
+    that). ``STREAMED`` must appear exactly once in ``document``.
     """
-    text = encode_json(document)
-    marker = b'"' + key.encode() + b'":[]'
-    head, tail = text.split(marker, 1)
-    batch = [head, marker[:-1]]
+    marker = secrets.token_hex(16)
+    head, tail = encode_json(_placed(document, marker)).split(b'"' + marker.encode() + b'"')
+    batch = [head, b"["]
     size = 0
     first = True
     for item in items:
@@ -70,6 +70,27 @@ def json_stream(
             batch, size = [], 0
     batch.append(b"]" + tail)
     yield b"".join(batch)
+
+
+class _Streamed:
+    """The place of the streamed list in a document (``STREAMED``)."""
+
+    def __repr__(self) -> str:
+        return "STREAMED"
+
+
+STREAMED: Any = _Streamed()
+
+
+def _placed(value: Any, marker: str) -> Any:
+    """``value`` with ``STREAMED`` replaced by ``marker`` (a copy of the containers on the way)."""
+    if value is STREAMED:
+        return marker
+    if isinstance(value, Mapping):
+        return {key: _placed(item, marker) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_placed(item, marker) for item in value]
+    return value
 
 
 # The readers below raise ApiError rather than return an answer, so an endpoint

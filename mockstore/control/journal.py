@@ -25,6 +25,7 @@ from starlette.responses import Response, StreamingResponse
 from mockstore import __version__
 from mockstore.control.http import (
     JSON,
+    STREAMED,
     encode_json,
     error_response,
     int_param,
@@ -59,7 +60,7 @@ class JournalEndpoints:
             since=since,
         )
         document = {
-            "entries": [],
+            "entries": STREAMED,
             "dropped": journal.dropped,
             "last_seq": journal.last_seq,
             "size": journal.size,
@@ -67,9 +68,7 @@ class JournalEndpoints:
             "bytes": journal.bytes,
             "max_bytes": journal.max_bytes,
         }
-        return StreamingResponse(
-            json_stream(document, "entries", entries, Entry.to_dict), media_type=JSON
-        )
+        return StreamingResponse(json_stream(document, entries, Entry.to_dict), media_type=JSON)
 
     async def clear(self, request: Request) -> Response:
         self.runtime.journal.clear()
@@ -104,10 +103,10 @@ class JournalEndpoints:
             scenario_source=scenario.source,
             scenario_file=scenario.file,
         )
+        shell = har_shell(entries, meta)
+        shell["log"]["entries"] = STREAMED
         return StreamingResponse(
-            json_stream(
-                har_shell(entries, meta), "entries", entries, lambda e: har_entry(e, meta.mask)
-            ),
+            json_stream(shell, entries, lambda entry: har_entry(entry, meta.mask)),
             media_type=JSON,
             headers={"content-disposition": 'inline; filename="mockstore.har"'},
         )
