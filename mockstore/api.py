@@ -36,7 +36,7 @@ from mockstore.errors import ApiError
 from mockstore.faults import Needs, RequestFacts
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
-from mockstore.limits import HEAD_BYTES, Limits
+from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
@@ -50,8 +50,8 @@ log = logging.getLogger("mockstore.api")
 _NOWHERE = Resolved(None, {}, "")
 # An answer larger than this is charged to the connections' share of the memory
 # budget while it is being written (a slow reader can keep it for the write
-# timeout); a smaller one goes to the socket's buffer in one write.
-HELD_ANSWER_BYTES = 64 * 1024
+# timeout), and sent in pieces; a smaller one goes to the socket's buffer at once.
+HELD_ANSWER_BYTES = WRITE_CHUNK
 # An answer after which the rest of the request may still be on its way.
 _CLOSE: tuple[Header, ...] = ((b"connection", b"close"),)
 
@@ -397,7 +397,10 @@ class PetStoreAPI:
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if ex.scope["method"] == "HEAD" else body
-        await send({"type": "http.response.body", "body": sent})
+        if len(sent) > WRITE_CHUNK:
+            await transport.send_in_pieces(send, sent)
+        else:
+            await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, headers, sent, "response")
         return request_id
 

@@ -18,6 +18,12 @@ from mockstore.memory import DEFAULT_MEMORY_BUDGET
 # megabyte a second, and 8 MiB already holds 10,000 listed pets many times over.
 MAX_SCENARIO_BYTES = 8 * 1024 * 1024
 
+# The most of an answer handed to a connection at once: a larger body is sent in
+# pieces of this size, and the server waits for the client to read between them
+# (asyncio copies whatever the socket does not take into the connection's
+# buffer, so a 16 MB answer to a client that never reads would stay there whole).
+WRITE_CHUNK = 64 * 1024
+
 # The scope key under which mockstore's protocol (protocol.py) gives the app
 # the size of each request's head, as it counted it anyway: the journal needs
 # it for its byte budget and need not count the headers again.

@@ -17,8 +17,9 @@ connection, for what the server is waiting on:
 * a request body: from the end of the head, within ``body_timeout``. When the
   app is reading it, the app answers 408 itself (journaled, with the rate-limit
   headers); a body nobody waits for any more is cut off by closing;
-* an answer the client does not read: the body goes out ``WRITE_CHUNK`` at a
-  time, so at most ``MAX_UNSENT_BYTES`` wait in the connection's buffer, and
+* an answer the client does not read: the app sends a large body
+  ``WRITE_CHUNK`` at a time and uvicorn waits, between pieces, for the client
+  to read, so at most ``MAX_UNSENT_BYTES`` wait in the connection's buffer;
   once that is full the client must read within ``write_timeout`` or the
   connection is dropped (unsent bytes discarded).
 
@@ -51,14 +52,10 @@ import asyncio
 from typing import Any, ClassVar
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import (
-    STATUS_LINE,
-    HttpToolsProtocol,
-    RequestResponseCycle,
-)
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mockstore.errors import error_body
-from mockstore.limits import HEAD_BYTES, Limits
+from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
 from mockstore.memory import Account, MemoryBudget, format_size
 from mockstore.urls import CONTROL_PREFIX
 
@@ -71,12 +68,9 @@ HEAD = 1  # a request line and headers
 BODY = 2  # a request body
 
 
-# An answer's body is handed to the socket this much at a time, each piece only
-# once the client has read the last one down to the transport's low-water mark:
-# asyncio (3.11) copies whatever the socket does not take into the connection's
-# buffer, so a 16 MB answer to a client that never reads would stay there whole.
-WRITE_CHUNK = 64 * 1024
-# The transport's high-water mark: past it, writing pauses (uvicorn's flow control).
+# The transport's high-water mark: past it, writing pauses (uvicorn's flow
+# control), and the next piece of an answer (the app sends a large one
+# WRITE_CHUNK at a time) waits for the client to read.
 WRITE_HIGH_WATER = 64 * 1024
 # So a connection holds at most this much unsent (and is charged it while it does).
 MAX_UNSENT_BYTES = WRITE_HIGH_WATER + WRITE_CHUNK
@@ -294,11 +288,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.scope[HEAD_BYTES] = head  # for the journal's byte budget: counted once
         wait.phase = BODY
         HttpToolsProtocol.on_headers_complete(self)
-        # Answers go out through a cycle that writes them a piece at a time (see
-        # _Cycle); set here, per request, because uvicorn makes the cycle.
-        cycle = self.cycle
-        if cycle is not None:
-            cycle.__class__ = _Cycle
 
     def _head_began_midread(self) -> int:
         """A head began after another request within this read: count what came of it.
@@ -453,36 +442,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
 def _seconds(value: float) -> str:
     return f"{value:g}"
-
-
-class _Cycle(RequestResponseCycle):
-    """uvicorn's request cycle, writing a large body a piece at a time.
-
-    uvicorn's cycle hands a body to the transport in one write, which copies
-    what the socket does not take at once into the connection's buffer. Here a
-    body over ``WRITE_CHUNK`` goes out in pieces, each after the client has
-    read the last down to the transport's low-water mark (uvicorn's flow
-    control waits for that at the start of every ``send``): a connection holds
-    at most ``MAX_UNSENT_BYTES`` unsent, and a client that stops reading is
-    dropped after ``write_timeout`` (``GuardedHttpToolsProtocol.pause_writing``).
-    """
-
-    async def send(self, message: Any) -> None:
-        body = message.get("body")
-        if body is None or len(body) <= WRITE_CHUNK:
-            await RequestResponseCycle.send(self, message)
-            return
-        more = message.get("more_body", False)
-        view = memoryview(body)
-        size = len(body)
-        for start in range(0, size, WRITE_CHUNK):
-            end = start + WRITE_CHUNK
-            piece = view[start:end]
-            await RequestResponseCycle.send(
-                self, {"type": message["type"], "body": piece, "more_body": more or end < size}
-            )
-            if self.disconnected:
-                return
 
 
 def protocol_class(

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from mockstore.control.events import JournalStream, StreamSlots
-from mockstore.control.http import error_response, int_param, json_response
+from mockstore.control.http import PiecewiseResponse, error_response, int_param, json_response
 from mockstore.control.journal import charged, report_context
 from mockstore.reports.html import render_html
 from mockstore.reports.report import build_report
@@ -165,5 +165,7 @@ class DashboardEndpoints:
             entries,
             "this report",
             lambda: render_html(build_report(entries, context, timeline=True)),
-            lambda page: Response(page, media_type="text/html; charset=utf-8", headers=headers),
+            lambda page: PiecewiseResponse(
+                page, media_type="text/html; charset=utf-8", headers=headers
+            ),
         )

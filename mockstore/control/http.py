@@ -15,18 +15,38 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from mockstore.errors import ApiError, error_body
 from mockstore.errors import compact_json as encode_json
+from mockstore.limits import WRITE_CHUNK
+from mockstore.transport import send_in_pieces
 
 JSON = "application/json"
 _TRUE = {"1", "true", "yes", "on"}
 
 
+class PiecewiseResponse(Response):
+    """A ``Response`` whose body goes out ``WRITE_CHUNK`` at a time when it is larger.
+
+    Starlette sends a body in one message; a report or a scenario of several
+    megabytes would then sit whole in the buffer of a client that does not read.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if len(self.body) <= WRITE_CHUNK or scope.get("method") == "HEAD":
+            await Response.__call__(self, scope, receive, send)
+            return
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        await send_in_pieces(send, self.body)
+
+
 def json_response(
     content: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    return Response(encode_json(content), status, headers, media_type=JSON)
+    return PiecewiseResponse(encode_json(content), status, headers, media_type=JSON)
 
 
 def error_response(
@@ -42,7 +62,7 @@ def error_response(
 
 
 # A streamed document's items are handed to the socket about this much at a time.
-STREAM_BATCH_BYTES = 256 * 1024
+STREAM_BATCH_BYTES = WRITE_CHUNK
 
 
 def json_stream(

@@ -26,6 +26,7 @@ from mockstore import __version__
 from mockstore.control.http import (
     JSON,
     STREAMED,
+    PiecewiseResponse,
     encode_json,
     error_response,
     int_param,
@@ -158,7 +159,7 @@ class JournalEndpoints:
             entries,
             "this report",
             lambda: encode_json(build_report(entries, context, timeline="timeline" in include)),
-            lambda body: Response(body, media_type=JSON),
+            lambda body: PiecewiseResponse(body, media_type=JSON),
         )
 
 
