@@ -51,11 +51,15 @@ SCENARIO_TEXT_FACTOR = 2
 GENERATED_PET_COST = 640
 
 
-class Tenants:
-    """One shared store, or one store per tenant (``isolation: per_key``).
+class Stores:
+    """One shared store, or one per group of keys (``isolation: per_key``).
+
+    A group is the keys that name the same ``tenant`` in the scenario (each key
+    on its own by default). Not to be confused with a server's tenants
+    (``mockstore.tenants``), which are whole isolated mocks.
 
     Given a share of the memory budget, the shared store draws on it and each
-    per-key store on a share of its own within it (``SHARES["key"]``).
+    group's store on a share of its own within it (``SHARES["key"]``).
     """
 
     def __init__(
@@ -65,25 +69,26 @@ class Tenants:
         self.account = account
         self.shared = template.fork(account)
         # With per_key isolation the shared store is never written: it is the
-        # template each tenant's store is copied from.
+        # template each group's store is copied from.
         self._stores: dict[str, PetStore] = {}
 
-    def stores(self) -> list[PetStore]:
+    def all(self) -> list[PetStore]:
         return [self.shared, *self._stores.values()]
 
-    def store_for(self, tenant: str | None) -> PetStore:
-        if not self.per_key or tenant is None:
+    def store_for(self, group: str | None) -> PetStore:
+        """The store of the keys naming ``group`` (their ``tenant``), or the shared one."""
+        if not self.per_key or group is None:
             return self.shared
-        store = self._stores.get(tenant)
+        store = self._stores.get(group)
         if store is None:
-            store = self._stores[tenant] = self.shared.fork(self._key_share(tenant))
+            store = self._stores[group] = self.shared.fork(self._key_share(group))
         return store
 
-    def _key_share(self, tenant: str) -> Account | None:
+    def _key_share(self, group: str) -> Account | None:
         if self.account is None:
             return None
         ceiling = int(self.account.root.ceiling * SHARES["key"].ceiling)
-        return self.account.share(f"key tenant {tenant!r}", ceiling)
+        return self.account.share(f"the store of keys {group!r}", ceiling)
 
 
 class MockState:
@@ -103,7 +108,7 @@ class MockState:
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
         self.limiter = RateLimiter(scenario.ban or NO_BAN)
-        self.tenants = Tenants(scenario, template or PetStore(scenario.initial_pets()), account)
+        self.stores = Stores(scenario, template or PetStore(scenario.initial_pets()), account)
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -312,7 +317,7 @@ def release(box: list[Prepared]) -> None:
     """
     replaced = box.pop()
     held: list[object] = replaced.template.inventory.held()
-    for store in (replaced.template, *replaced.state.tenants.stores()):
+    for store in (replaced.template, *replaced.state.stores.all()):
         held.extend(store.held())
     del replaced
     while held:

@@ -66,7 +66,7 @@ async def _use_a_tenant(app: MockstoreApp) -> dict[str, weakref.ref[Any]]:
         alive = {
             "runtime": weakref.ref(runtime),
             "journal": weakref.ref(runtime.journal),
-            "store": weakref.ref(runtime.state.tenants.shared),
+            "store": weakref.ref(runtime.state.stores.shared),
         }
         del tenant, runtime
         pet = {"name": "Rex", "categoryId": 1}

@@ -22,7 +22,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mockstore import __version__
 from mockstore.control.http import (
     JSON,
     STREAMED,
@@ -41,7 +40,9 @@ from mockstore.reports.har import HarMeta, har_entry, har_shell
 from mockstore.reports.model import ReportContext
 from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
+from mockstore.scenario.model import default_ban_policy
 from mockstore.state import Runtime
+from mockstore.version import __version__
 
 
 class JournalEndpoints:
@@ -172,7 +173,7 @@ def report_context(runtime: Runtime, since: int | None) -> ReportContext:
         scenario=scenario.name,
         base_path=scenario.base_path,
         ban_after_rejections=ban.after_rejections if ban else None,
-        ban_within_seconds=ban.within_seconds if ban else 60.0,
+        ban_within_seconds=(ban or default_ban_policy()).within_seconds,
         journal_size=journal.size,
         journal_enabled=journal.enabled,
         dropped=journal.dropped,
