@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -90,6 +91,21 @@ def json_stream(
             batch, size = [], 0
     batch.append(b"]" + tail)
     yield b"".join(batch)
+
+
+async def in_worker(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """``chunks``, each made in a worker thread (the event loop keeps answering meanwhile).
+
+    Not Starlette's ``iterate_in_threadpool``: it ends the iteration by raising,
+    and each such exception, with its traceback, is a reference cycle left to
+    the collector once per stream.
+    """
+    done: Any = object()
+    while True:
+        chunk = await run_in_threadpool(next, chunks, done)
+        if chunk is done:
+            return
+        yield chunk
 
 
 class _Streamed:

@@ -28,6 +28,7 @@ from mockstore.control.http import (
     PiecewiseResponse,
     encode_json,
     error_response,
+    in_worker,
     int_param,
     json_object,
     json_response,
@@ -70,7 +71,9 @@ class JournalEndpoints:
             "bytes": journal.bytes,
             "max_bytes": journal.max_bytes,
         }
-        return StreamingResponse(json_stream(document, entries, Entry.to_dict), media_type=JSON)
+        return StreamingResponse(
+            in_worker(json_stream(document, entries, Entry.to_dict)), media_type=JSON
+        )
 
     async def clear(self, request: Request) -> Response:
         self.runtime.journal.clear()
@@ -108,7 +111,7 @@ class JournalEndpoints:
         shell = har_shell(entries, meta)
         shell["log"]["entries"] = STREAMED
         return StreamingResponse(
-            json_stream(shell, entries, lambda entry: har_entry(entry, meta.mask)),
+            in_worker(json_stream(shell, entries, lambda entry: har_entry(entry, meta.mask))),
             media_type=JSON,
             headers={"content-disposition": 'inline; filename="mockstore.har"'},
         )
