@@ -58,6 +58,7 @@ NOT_ANSWERED = frozenset(
         "upstream_error",
         "client_disconnected",
         "request_timeout",
+        "not_forwarded",
     }
 )
 
