@@ -15,6 +15,7 @@ prints, with generous margins.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -279,6 +280,41 @@ def finding_6(budget: str | None) -> str:
     )
 
 
+def finding_7(budget: str | None) -> str:
+    """drift and replay on HARs claiming a 1 GiB and a 10**13-byte body, and a deep one."""
+    from starlette.testclient import TestClient
+
+    from mockstore.app import create_app
+
+    scenario = "version: 1\nkeys: [{key: pro-key, plan: pro}]\nbehaviour: {max_body_bytes: 64}\n"
+    with TestClient(create_app(scenario), base_url="http://127.0.0.1") as client:
+        client.post(
+            "/v1/pets",
+            content=b'{"name": "' + b"n" * 100 + b'", "categoryId": 1}',
+            headers={"Authorization": "Bearer pro-key", "Content-Type": "application/json"},
+        )
+        har = client.get("/__mockstore/requests.har", params={"mask": "false"}).json()
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (2**30, 10**13):
+            claimed = json.loads(json.dumps(har))
+            entry = claimed["log"]["entries"][0]
+            headers = [h for h in entry["request"]["headers"] if h["name"] != "content-length"]
+            entry["request"]["headers"] = [*headers, {"name": "Content-Length", "value": str(size)}]
+            entry["_mockstore"]["request_truncated"] = True
+            path = Path(tmp, f"claims-{size}.har")
+            path.write_text(json.dumps(claimed))
+            peak, _, said = _child_peak(
+                [sys.executable, "-m", "mockstore", "drift", str(path), "--scenario", "default"]
+            )
+            lines.append(f"drift, a body claiming {size:,} bytes: peak {mib(peak)} ({said[:90]})")
+        deep = Path(tmp, "deep.har")
+        deep.write_text('{"log": {"entries": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+        peak, _, said = _child_peak([sys.executable, "-m", "mockstore", "replay", str(deep)])
+        lines.append(f"replay, 100,000 levels deep: peak {mib(peak)} ({said[:90]})")
+    return "\n  ".join(lines)
+
+
 def finding_10(budget: str | None) -> str:
     with live_server(*_serve_args(budget, "--control-token", "s3cret")) as server:
         unknown = httpx.get(
@@ -302,6 +338,7 @@ FINDINGS: dict[int, Callable[[str | None], str]] = {
     4: finding_4,
     5: finding_5,
     6: finding_6,
+    7: finding_7,
     10: finding_10,
 }
 
