@@ -115,13 +115,14 @@ class OverBudget(Exception):
         self.size = size
         self.account = account
         root = account.root
-        where = "" if account is root else f" of {account.name}'s share"
-        super().__init__(
+        message = (
             f"{what} needs {format_size(size)} more and the memory budget has "
-            f"{format_size(account.available)} left{where} "
-            f"({format_size(account.used)} of {format_size(account.ceiling)} held; the whole "
-            f"budget is {format_size(root.ceiling)}, --memory-budget)"
+            f"{format_size(account.available)} left for it ({format_size(root.used)} of "
+            f"{format_size(root.ceiling)} held, --memory-budget)"
         )
+        if account is not root and account.used + size > account.ceiling:
+            message += f"; {account.name} may hold at most {format_size(account.ceiling)}"
+        super().__init__(message)
 
 
 class Account:
