@@ -7,9 +7,9 @@ bounds (4,000 listed pets and 200,000 generated ones) with ``PUT
 /__mockstore/scenario`` while one client asks ``/__mockstore/health`` and
 ``GET /v1/pets?limit=1`` one after the other, as fast as they are answered.
 The server runs with ``--memory-budget 512MiB``: the swap holds the old
-scenario's pets and the new one's at once. Prints the load's duration and the latencies of the answers that came during
-it (median, 99th percentile, worst). The issue's target: every answer within
-100 ms. The figures are wall-clock latencies on whatever the machine is doing
+scenario's pets and the new one's at once. Prints the load's duration and the
+latencies of the answers that came during it (median, 99th percentile,
+worst). The issue's target: every answer within 100 ms. The figures are wall-clock latencies on whatever the machine is doing
 besides, so the load average is printed with them.
 """
 

@@ -73,7 +73,7 @@ def read_recording(path: str) -> Recording:
     try:
         document = loads_bounded(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text (byte {exc.start}): not a HAR") from None
+        raise InputError(f"{path} is not JSON: not UTF-8 text (byte {exc.start})") from None
     except ValueError as exc:  # not JSON, or nested too deep
         raise InputError(f"{path} is not JSON: {exc}") from None
     try:
