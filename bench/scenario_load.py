@@ -9,8 +9,9 @@ bounds (4,000 listed pets and 200,000 generated ones) with ``PUT
 The server runs with ``--memory-budget 512MiB``: the swap holds the old
 scenario's pets and the new one's at once. Prints the load's duration and the
 latencies of the answers that came during it (median, 99th percentile,
-worst). The issue's target: every answer within 100 ms. The figures are wall-clock latencies on whatever the machine is doing
-besides, so the load average is printed with them.
+worst). The issue's target: every answer within 100 ms. The figures are
+wall-clock latencies on whatever the machine is doing besides, so the load
+average is printed with them.
 """
 
 from __future__ import annotations
