@@ -25,7 +25,7 @@ request.
 
 Not counted: the interpreter, the libraries and the server's own tables
 (about 60 MiB resident at start), and per-request working memory, which is
-bounded by the serving limits. The README's Security section gives the
+bounded by the serving limits. The docs (Security, "One memory budget") give the
 constant the tests and the soak allow on top of the budget.
 
 Accounts are changed on the event loop and by scenario builds in worker
@@ -48,7 +48,7 @@ GiB = 1024 * MiB
 
 # Fits a 512 MiB container: the budget, the ~60 MiB the process holds before
 # any caller, and the documented allowance for working memory and allocator
-# slack (README, Security) stay under 512 MiB.
+# slack (docs: Security) stay under 512 MiB.
 DEFAULT_MEMORY_BUDGET = 256 * MiB
 # Smaller than this, a server cannot hold the default scenario's journal floor.
 MIN_MEMORY_BUDGET = 16 * MiB

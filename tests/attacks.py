@@ -317,8 +317,8 @@ class Sampler:
 
 # What the tests and the soak allow a server's resident memory beyond its
 # budget: the interpreter and libraries (about 41 MiB at start), per-request
-# working memory beyond what is charged, and the allocator's slack. The README
-# (Security) documents the same figure; measured peaks stay well under it.
+# working memory beyond what is charged, and the allocator's slack. The docs
+# (Security) give the same figure; measured peaks stay well under it.
 ALLOWANCE = 160 * MiB
 # The budget the memory tests give their servers (through the environment, so
 # that a tree without the option still starts and shows what it does).
