@@ -24,7 +24,7 @@ request that began before the reset) is not counted, since it dies with that
 request.
 
 Not counted: the interpreter, the libraries and the server's own tables
-(about 60 MiB resident at start), and per-request working memory, which is
+(about 41 MiB resident at start), and per-request working memory, which is
 bounded by the serving limits. The docs (Security, "One memory budget") give the
 constant the tests and the soak allow on top of the budget.
 
@@ -46,7 +46,7 @@ KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
 
-# Fits a 512 MiB container: the budget, the ~60 MiB the process holds before
+# Fits a 512 MiB container: the budget, the ~41 MiB the process holds before
 # any caller, and the documented allowance for working memory and allocator
 # slack (docs: Security) stay under 512 MiB.
 DEFAULT_MEMORY_BUDGET = 256 * MiB
