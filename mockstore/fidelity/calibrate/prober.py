@@ -10,13 +10,13 @@ evidence in the scenario written (``Probe.evidence``), keys as their aliases.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from mockstore.keys import key_alias
+from mockstore.validation import loads_bounded
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Probe:
 
     def json(self) -> Any:
         try:
-            return json.loads(self.body)
+            return loads_bounded(self.body)
         except ValueError:
             return None
 
