@@ -447,7 +447,7 @@ class PetStoreAPI:
                 latency_ms,
                 ex.rule,
                 outcome,
-                ex.state.clock.wall(),
+                ex.now + ex.state.clock.wall_offset(),  # wall: the headers' "now"
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),
             )

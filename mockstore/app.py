@@ -7,10 +7,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mockstore.api import PetStoreAPI
-from mockstore.clock import Clock
+from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
 from mockstore.limits import Limits
+from mockstore.runs import RunCounter
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
@@ -45,12 +46,22 @@ class MockstoreApp:
         template: PetStore | None = None,
         limits: Limits | None = None,
         allowed_hosts: Iterable[str] = (),
+        timebase: Timebase = REAL_TIME,
+        runs: RunCounter | None = None,
     ) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario_source(scenario)
         self.limits = limits = limits or Limits()
         self.allowed_hosts = tuple(allowed_hosts)
-        self.runtime = Runtime(scenario, clock, template=template)
+        # A tenant's runs are numbered by its server's counter (``runs``).
+        self.runtime = Runtime(
+            scenario,
+            clock,
+            template=template,
+            timebase=timebase,
+            runs=runs,
+            first_run="start" if runs is None else "tenant",
+        )
         self.api = PetStoreAPI(self.runtime, body_timeout=limits.body_timeout)
         self.control_token = control_token
         # Tenants are made and reached through the control API: off with it.
@@ -80,6 +91,8 @@ class MockstoreApp:
             template=self.runtime.template,
             limits=self.limits,
             allowed_hosts=self.allowed_hosts,
+            timebase=self.runtime.timebase,
+            runs=self.runtime.runs,
         )
 
     def run_in_background(self, task: Background) -> None:
@@ -161,10 +174,12 @@ def create_app(
     clock: Clock | None = None,
     limits: Limits | None = None,
     allowed_hosts: Iterable[str] = (),
+    timebase: Timebase = REAL_TIME,
 ) -> MockstoreApp:
     """An ASGI app serving ``scenario``: a bundled name, a path, YAML text, or a loaded Scenario.
 
-    Use it in-process with ``httpx.ASGITransport(app=create_app())``.
+    Use it in-process with ``httpx.ASGITransport(app=create_app())``. ``timebase``
+    is where every clock it builds reads the time (tests that simulate waiting).
     """
     return MockstoreApp(
         scenario,
@@ -173,4 +188,5 @@ def create_app(
         clock=clock,
         limits=limits,
         allowed_hosts=allowed_hosts,
+        timebase=timebase,
     )

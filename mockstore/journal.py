@@ -24,7 +24,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
-from mockstore.keys import is_alias
+from mockstore.keys import is_alias, key_alias
+from mockstore.runs import Run
 from mockstore.scenario.loader import schema_default
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
@@ -48,9 +49,11 @@ class Entry(NamedTuple):
     ``key`` is the full API key the request was counted against (None without
     a valid key); ``status`` is 0 when a connection fault left no response;
     bodies are cut at the journal's ``body_bytes``. ``time`` is the scenario
-    clock and ``wall`` the wall clock when the exchange was answered (None in
-    entries read from a recording that did not say). Entries are immutable, so
-    readers may share them across threads.
+    clock and ``wall`` the wall clock when the request arrived (the "now" its
+    answer's headers were written from; None in entries read from a recording
+    that did not say); ``run``
+    is the run it belongs to (``mockstore.runs``; 0 when not known). Entries
+    are immutable, so readers may share them across threads.
     """
 
     seq: int
@@ -73,6 +76,7 @@ class Entry(NamedTuple):
     rule: str | None
     outcome: str = "response"  # or the name of a connection fault
     wall: float | None = None
+    run: int = 0
 
     def header(self, name: str) -> str | None:
         """The first request header of that name, as sent (the token unmasked)."""
@@ -94,6 +98,8 @@ class Entry(NamedTuple):
             "seq": self.seq,
             "request_id": self.request_id,
             "time": self.time,
+            "wall": self.wall,
+            "run": self.run,
             "elapsed": round(self.elapsed, 6),
             "operation": self.operation,
             "key": mask(self.key) if self.key else None,
@@ -119,15 +125,17 @@ class Entry(NamedTuple):
 
 
 def mask(secret: str) -> str:
-    """Keep enough of a key to tell keys apart, never the whole of it.
+    """A key as the journal shows it: never the whole of it, and never two keys alike.
 
-    A key alias (``key_alias``) reveals nothing and is shown as it is.
+    Its first four characters (none for a key that short) and its alias
+    (``key_alias``: 32 bits of its digest), e.g. ``test*** (key-1a2b3c4d)``, so
+    ``test-key-one`` and ``test-key-two`` are told apart. A key alias reveals
+    nothing and is shown as it is.
     """
     if is_alias(secret):
         return secret
-    if len(secret) <= 4:
-        return "****"
-    return secret[:4] + "*" * min(8, len(secret) - 4)
+    shown = "****" if len(secret) <= 4 else secret[:4] + "*" * min(3, len(secret) - 4)
+    return f"{shown} ({key_alias(secret)})"
 
 
 def decode_headers(headers: RawHeaders, mask_auth: bool = False) -> list[list[str]]:
@@ -178,6 +186,10 @@ class Journal:
         self._seq = 0
         self.enabled = size > 0
         self.dropped = 0
+        # The run every entry recorded from now on belongs to, and where the
+        # latest runs began (``begin_run``).
+        self.run = 0
+        self.runs: deque[Run] = deque(maxlen=RUNS_KEPT)
 
     def next_seq(self) -> int:
         self._seq += 1
@@ -279,6 +291,7 @@ class Journal:
                 rule,
                 outcome,
                 wall,
+                self.run,
             )
         )
         costs = self._costs
@@ -310,6 +323,15 @@ class Journal:
             entries.popleft()
             self.bytes -= costs.popleft()
             self.dropped += 1
+
+    def begin_run(self, run: Run) -> None:
+        """Number every entry from now on with ``run`` (see ``mockstore.runs``)."""
+        self.run = run.number
+        self.runs.append(run)
+
+    def run_of(self, number: int) -> Run | None:
+        """Where run ``number`` began, if it is among the runs kept."""
+        return next((run for run in self.runs if run.number == number), None)
 
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
@@ -359,10 +381,12 @@ class Journal:
         key: str | None = None,
         status: int | None = None,
         since: int | None = None,
+        run: int | None = None,
     ) -> list[Entry]:
         """Entries in order, filtered; ``since`` keeps those after a sequence number.
 
-        ``key`` is the full API key the request was counted against.
+        ``key`` is the full API key the request was counted against; ``run``
+        keeps one run's entries.
         """
         snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
         make = Entry._make
@@ -373,13 +397,17 @@ class Journal:
             and (key is None or r[_KEY] == key)
             and (status is None or r[_STATUS] == status)
             and (since is None or r[_SEQ] > since)
+            and (run is None or r[_RUN] == run)
         ]
 
 
 # Where each field sits in a stored record, for ``select``'s filters.
-_SEQ, _OPERATION, _KEY, _STATUS = (
-    Entry._fields.index(name) for name in ("seq", "operation", "key", "status")
+_SEQ, _OPERATION, _KEY, _STATUS, _RUN = (
+    Entry._fields.index(name) for name in ("seq", "operation", "key", "status", "run")
 )
+# Where the latest runs began: enough for any report to name its runs (a run
+# with no entry left needs none), a few hundred bytes each.
+RUNS_KEPT = 4096
 
 
 def _header_bytes(headers: RawHeaders) -> int:

@@ -8,7 +8,8 @@ state forks its store from them, so a reset costs the same whatever the
 number of pets. A swap can be built in a worker thread (``prepare``) and only
 assigned on the event loop (``install``).
 The journal is not part of the state: it outlives resets and swaps, so a
-report at the end of a test run covers every test.
+report at the end of a test run covers every test. Each reset, swap and
+backwards move of the clock begins a new *run* in it (``mockstore.runs``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
-from mockstore.clock import Clock
+from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.faults import FaultEngine, RouteTable
 from mockstore.journal import Journal
 from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
+from mockstore.runs import Run, RunCounter, RunReason
 from mockstore.scenario.model import Scenario
 from mockstore.store import PetStore
 
@@ -54,13 +56,17 @@ class MockState:
     """Everything that changes while the mock serves: store, counters, bans, clock."""
 
     def __init__(
-        self, scenario: Scenario, clock: Clock | None = None, template: PetStore | None = None
+        self,
+        scenario: Scenario,
+        clock: Clock | None = None,
+        template: PetStore | None = None,
+        timebase: Timebase = REAL_TIME,
     ) -> None:
         self.scenario = scenario
-        self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
+        self.clock = clock or timebase.clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
-        self.limiter = RateLimiter(scenario.ban or NO_BAN)
+        self.limiter = RateLimiter(scenario.ban or NO_BAN, wall=self.clock.wall)
         self.tenants = Tenants(scenario, template or PetStore(scenario.initial_pets()))
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
@@ -78,22 +84,72 @@ class MockState:
 
 
 class Runtime:
-    """Holds the current state, the journal, and what the control API may change."""
+    """Holds the current state, the journal, and what the control API may change.
+
+    ``runs`` numbers the runs (one counter per server, shared with its
+    tenants); ``first_run`` says why the first one began. ``timebase`` is where
+    every clock this runtime builds reads the time.
+    """
 
     def __init__(
-        self, scenario: Scenario, clock: Clock | None = None, *, template: PetStore | None = None
+        self,
+        scenario: Scenario,
+        clock: Clock | None = None,
+        *,
+        template: PetStore | None = None,
+        timebase: Timebase = REAL_TIME,
+        runs: RunCounter | None = None,
+        first_run: RunReason = "start",
     ) -> None:
         self._clock_override = clock
+        self.timebase = timebase
         # The scenario's pets, built once: every state forks its store from them
         # (generating and encoding 100,000 pets again would take most of a second).
         self._template = template or PetStore(scenario.initial_pets())
-        self.state = MockState(scenario, clock, self._template)
+        self.state = MockState(scenario, clock, self._template, timebase)
         self.journal = Journal(
             scenario.journal_size,
             scenario.journal_body_bytes,
             max_bytes=scenario.journal_max_bytes,
             header_bytes=scenario.journal_header_bytes,
         )
+        self.runs = runs or RunCounter()
+        self._begin_run(first_run)
+
+    def _begin_run(self, reason: RunReason) -> Run:
+        clock = self.state.clock
+        run = Run(
+            self.runs.next(),
+            reason,
+            self.journal.last_seq + 1,
+            clock.now(),
+            clock.wall(),
+            self.state.scenario.name,
+        )
+        self.journal.begin_run(run)
+        return run
+
+    @property
+    def run(self) -> int:
+        """The run the next request belongs to."""
+        return self.journal.run
+
+    def move_clock(self, when: float) -> bool:
+        """Set the scenario clock; True when that moved it back and began a new run.
+
+        Moving back, the limits and bans are recomputed for the new instant
+        (``RateLimiter.rebase``): no answer names a wait that only makes sense
+        at the time the clock came from.
+        """
+        state = self.state
+        now = state.clock.now()
+        if when >= now:
+            state.clock.set(when)
+            return False
+        state.limiter.rebase(now, when)
+        state.clock.set(when)
+        self._begin_run("clock")
+        return True
 
     @property
     def template(self) -> PetStore:
@@ -109,7 +165,8 @@ class Runtime:
         clock = self._clock_override
         if clock is not None:
             clock.set(clock.start)
-        self.state = MockState(self.state.scenario, clock, self._template)
+        self.state = MockState(self.state.scenario, clock, self._template, self.timebase)
+        self._begin_run("reset")
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
@@ -118,15 +175,14 @@ class Runtime:
         self.install(prepared)
         return prepared.state
 
-    @staticmethod
-    def prepare(scenario: Scenario) -> Prepared:
+    def prepare(self, scenario: Scenario) -> Prepared:
         """Build the state of ``scenario`` without touching the running one.
 
         Safe in a worker thread: it only makes new objects, so the slow part
         of a swap (generating and encoding the pets) can run off the event loop.
         """
         template = PetStore(scenario.initial_pets())
-        return Prepared(scenario, template, MockState(scenario, None, template))
+        return Prepared(scenario, template, MockState(scenario, None, template, self.timebase))
 
     def install(self, prepared: Prepared) -> Prepared:
         """Swap a prepared state in: on the event loop, one assignment, so atomic.
@@ -144,6 +200,7 @@ class Runtime:
             max_bytes=scenario.journal_max_bytes,
             header_bytes=scenario.journal_header_bytes,
         )
+        self._begin_run("scenario")
         return replaced
 
 

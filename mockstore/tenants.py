@@ -9,8 +9,10 @@ running scenario (sharing its pets, copy on write: creating one costs the same
 for 20 pets as for 100,000) and may load another.
 
 The registry is bounded (``MAX_TENANTS``): each tenant holds its own journal.
-Requests reach a tenant after one prefix check and one dict lookup; requests
-outside ``/__mockstore`` never look here.
+A deleted tenant's journal is kept (``KeptJournals``, bounded in bytes) so the
+server's report still covers its traffic. Requests reach a tenant after one
+prefix check and one dict lookup; requests outside ``/__mockstore`` never look
+here.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockstore.errors import ApiError
+from mockstore.journal import Journal
+from mockstore.kept_journals import KeptJournals
 from mockstore.urls import TENANT_ID, TENANTS_PREFIX
 
 MAX_TENANTS = 32
@@ -51,6 +55,7 @@ class TenantRegistry:
         self.limit = limit
         self._tenants: dict[str, Tenant] = {}
         self._serial = 0
+        self.kept = KeptJournals()
 
     def __len__(self) -> int:
         return len(self._tenants)
@@ -90,7 +95,21 @@ class TenantRegistry:
         return self._tenants.get(tenant_id)
 
     def delete(self, tenant_id: str) -> Tenant | None:
-        return self._tenants.pop(tenant_id, None)
+        tenant = self._tenants.pop(tenant_id, None)
+        if tenant is not None:
+            self.kept.keep(tenant_id, tenant.app.runtime.journal)
+        return tenant
+
+    def journals(self) -> list[tuple[str, Journal, bool]]:
+        """(tenant id, journal, deleted) of every tenant, kept ones first, for reports."""
+        kept = [(k.tenant, k.journal, True) for k in self.kept]
+        live = [(t.id, t.app.runtime.journal, False) for t in self._tenants.values()]
+        return kept + live
+
+    def journal(self, tenant_id: str) -> Journal | None:
+        """A live tenant's journal, or a deleted one's if it was kept."""
+        tenant = self._tenants.get(tenant_id)
+        return tenant.app.runtime.journal if tenant is not None else self.kept.get(tenant_id)
 
     async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve a request under ``/__mockstore/tenants/<id>/``; False if it is not one."""

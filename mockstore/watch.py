@@ -90,4 +90,4 @@ class ScenarioWatcher:
         return True
 
     def _build(self, text: str) -> Prepared:
-        return Runtime.prepare(load_scenario(text, self.display))
+        return self.runtime.prepare(load_scenario(text, self.display))

@@ -24,7 +24,7 @@ version: 1
 name: control-test
 description: Two keys, one pet, a scripted second create; manual clock.
 seed: 3
-clock: {{start: "{START}", mode: manual}}
+clock: {{start: "{START}", mode: manual, headers: scenario}}  # dates in headers read as written
 ban: {{after_rejections: 2, within_seconds: 60, duration_seconds: 120}}
 keys:
   - {{key: tight-key, plan: {{per_minute: 3, per_day: 5}}}}

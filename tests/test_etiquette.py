@@ -121,13 +121,15 @@ def test_a_retry_before_retry_after_is_an_error(mock: TestClient) -> None:
     _advance(mock, 4.5)
     mock.get("/v1/pets", headers=auth("pro"))
     first, early = _seqs(mock)
+    run = mock.get("/__mockstore/requests").json()["entries"][-1]["run"]
 
     (finding,) = _findings(mock, "ETQ001")
     assert finding["severity"] == "error" and finding["subject"] == mask("pro-key")
     assert finding["seqs"] == [first, early]
     assert finding["details"]["examples"] == [
-        {"seq": early, "after_seq": first, "retry_after": "5", "early_by_seconds": 0.5}
+        {"seq": early, "after_seq": first, "run": run, "retry_after": "5", "early_by_seconds": 0.5}
     ]
+    assert finding["details"]["runs"] == [run]
     assert f"#{early} came 4.500 s after #{first}" in finding["message"]
     assert "0.500 s too early" in finding["message"]
 

@@ -36,7 +36,8 @@ SCENARIO = """\
 version: 1
 name: limits
 description: Manual clock mid-minute; keys with allowance already spent.
-clock: {start: "2026-03-01T12:00:30Z", mode: manual}
+# The windows are read off X-RateLimit-Reset as the scenario clock names them.
+clock: {start: "2026-03-01T12:00:30Z", mode: manual, headers: scenario}
 keys:
   - {key: free-key, plan: free}
   - {key: pro-key, plan: pro}

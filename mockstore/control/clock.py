@@ -60,5 +60,6 @@ class ClockEndpoints:
             return error_response(
                 "invalid_request", "the clock must stay between 1970 and the year 9999", 400
             )
-        clock.set(target)
+        # Back in time: a new run, limits and bans recomputed for the new instant.
+        self.runtime.move_clock(target)
         return json_response(self._clock_json())

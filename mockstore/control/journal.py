@@ -5,9 +5,16 @@ The journal is read on the event loop (a snapshot, so the server can keep
 appending); verification, the HAR and the report (with its encoding) run in
 a worker thread: on a full 10,000-entry journal they take a noticeable
 fraction of a second, and the API must keep answering meanwhile.
+
+``?run=N`` (or ``current``) selects one run (``mockstore.runs``). A server's
+report covers its tenants' journals too, the deleted ones' kept included
+(``?tenants=none`` leaves them out); ``?tenant=ID`` reads one tenant's.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -23,28 +30,64 @@ from mockstore.control.http import (
     json_response,
     yes_no,
 )
+from mockstore.errors import ApiError
+from mockstore.journal import Journal
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.reports.model import ReportContext
+from mockstore.reports.report import Journal as ReportedJournal
 from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
+
+
+def run_param(request: Request, runtime: Runtime) -> int | None:
+    """``?run=``: a run number, ``current`` (the one the next request joins), or ``all`` (None)."""
+    raw = request.query_params.get("run")
+    if raw is None or raw in ("", "all"):
+        return None
+    if raw == "current":
+        return runtime.run
+    try:
+        return int(raw)
+    except ValueError:
+        message = f"query parameter 'run' must be a run number, 'current' or 'all', got {raw!r}"
+        raise ApiError("invalid_request", message, status=400) from None
+
+
+def tenant_journal(tenants: TenantRegistry | None, tenant_id: str) -> Journal:
+    """``?tenant=ID``: that tenant's journal, live or kept after its deletion."""
+    journal = tenants.journal(tenant_id) if tenants is not None else None
+    if journal is None:
+        raise ApiError("not_found", f"no journal of a tenant {tenant_id!r} on this server", 404)
+    return journal
 
 
 class JournalEndpoints:
-    """Bound to one ``Runtime``, whose journal outlives resets and scenario swaps."""
+    """Bound to one ``Runtime``, whose journal outlives resets and scenario swaps.
 
-    def __init__(self, runtime: Runtime) -> None:
+    ``tenants`` is the server's registry (None in a tenant's own control API).
+    """
+
+    def __init__(self, runtime: Runtime, tenants: TenantRegistry | None = None) -> None:
         self.runtime = runtime
+        self.tenants = tenants
+
+    def _journal(self, request: Request) -> Journal:
+        tenant = request.query_params.get("tenant")
+        return tenant_journal(self.tenants, tenant) if tenant else self.runtime.journal
 
     async def requests(self, request: Request) -> Response:
         since = int_param(request, "since")
         status = int_param(request, "status")
-        journal = self.runtime.journal
+        run = run_param(request, self.runtime)
+        journal = self._journal(request)
         entries = journal.select(
             operation=request.query_params.get("operation") or None,
             key=request.query_params.get("key") or None,
             status=status,
             since=since,
+            run=run,
         )
         return json_response(
             {
@@ -55,11 +98,15 @@ class JournalEndpoints:
                 "enabled": journal.enabled,
                 "bytes": journal.bytes,
                 "max_bytes": journal.max_bytes,
+                "run": "all" if run is None else run,
+                "current_run": journal.run,
             }
         )
 
     async def clear(self, request: Request) -> Response:
         self.runtime.journal.clear()
+        if self.tenants is not None:
+            self.tenants.kept.clear()  # deleted tenants' journals: kept for nothing else
         return Response(status_code=204)
 
     async def har(self, request: Request) -> Response:
@@ -138,15 +185,44 @@ class JournalEndpoints:
     async def report(self, request: Request) -> Response:
         since = int_param(request, "since")
         include = {part.strip() for part in request.query_params.get("include", "").split(",")}
-        entries = self.runtime.journal.select(since=since)
-        context = report_context(self.runtime, since)
-        body = await run_in_threadpool(
-            lambda: encode_json(build_report(entries, context, timeline="timeline" in include))
-        )
+        body = await report_json(request, self.runtime, self.tenants, since, "timeline" in include)
         return Response(body, media_type=JSON)
 
 
-def report_context(runtime: Runtime, since: int | None) -> ReportContext:
+def tenants_param(request: Request) -> bool:
+    """``?tenants=all`` (the default) or ``none``: whether a server's report covers its tenants."""
+    raw = request.query_params.get("tenants", "all")
+    if raw not in ("all", "none"):
+        message = f"query parameter 'tenants' must be 'all' or 'none', got {raw!r}"
+        raise ApiError("invalid_request", message, status=400)
+    return raw == "all"
+
+
+async def report_json(
+    request: Request,
+    runtime: Runtime,
+    tenants: TenantRegistry | None,
+    since: int | None,
+    timeline: bool,
+    render: Callable[[dict[str, Any]], bytes | str] = encode_json,
+) -> bytes | str:
+    """The report the request asks for (``?run``, ``?tenants``), built off the event loop."""
+    run = run_param(request, runtime)
+    entries = runtime.journal.select(since=since, run=run)
+    others = []
+    if tenants is not None and tenants_param(request):
+        for tenant, journal, deleted in tenants.journals():
+            others.append(
+                ReportedJournal(journal.select(since=since, run=run), tenant, deleted, journal.runs)
+            )
+    context = report_context(runtime, since, run)
+    runs = tuple(runtime.journal.runs)
+    return await run_in_threadpool(
+        lambda: render(build_report(entries, context, timeline=timeline, tenants=others, runs=runs))
+    )
+
+
+def report_context(runtime: Runtime, since: int | None, run: int | None = None) -> ReportContext:
     """What a report needs to know of the running scenario and the journal."""
     scenario = runtime.scenario
     journal = runtime.journal
@@ -160,4 +236,5 @@ def report_context(runtime: Runtime, since: int | None) -> ReportContext:
         journal_enabled=journal.enabled,
         dropped=journal.dropped,
         since=since,
+        run=run,
     )
