@@ -77,6 +77,7 @@ class Entry(NamedTuple):
     outcome: str = "response"  # or the name of a connection fault
     wall: float | None = None
     run: int = 0
+    arrived_after: int = -1  # the last seq answered when it arrived (-1: not known)
 
     def header(self, name: str) -> str | None:
         """The first request header of that name, as sent (the token unmasked)."""
@@ -224,6 +225,7 @@ class Journal:
         outcome: str,
         wall: float,
         head_bytes: int = -1,
+        arrived_after: int = -1,
         /,
     ) -> None:
         """Append one exchange, numbering it and cutting its headers and bodies to size.
@@ -233,7 +235,8 @@ class Journal:
         call costs more than the rest of it (``tests/test_journal.py`` checks
         that every field lands where it belongs). ``head_bytes`` is the size of
         the request's head (request line and headers) as the server counted
-        it, or -1 to count it here. The response headers of a standard answer
+        it, or -1 to count it here; ``arrived_after`` the last sequence number
+        answered when the request arrived. The response headers of a standard answer
         (no ``rule`` fired) are mockstore's own and short, so estimated
         (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted.
         """
@@ -292,6 +295,7 @@ class Journal:
                 outcome,
                 wall,
                 self.run,
+                arrived_after,
             )
         )
         costs = self._costs

@@ -38,6 +38,7 @@ class Run:
     time: float  # the scenario clock when it began
     wall: float  # the wall clock when it began
     scenario: str
+    header_clock: str = "wall"  # its scenario's clock.headers: its answers' instants
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +48,7 @@ class Run:
             "time": self.time,
             "wall": self.wall,
             "scenario": self.scenario,
+            "header_clock": self.header_clock,
         }
 
 

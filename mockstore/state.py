@@ -125,6 +125,7 @@ class Runtime:
             clock.now(),
             clock.wall(),
             self.state.scenario.name,
+            self.state.scenario.clock_headers,
         )
         self.journal.begin_run(run)
         return run

@@ -284,3 +284,5 @@ def test_every_entry_field_holds_what_its_name_says() -> None:
     assert entry.response_body == sent.content
     assert entry.latency_ms > 0
     assert (entry.rule, entry.outcome) == (None, "response")
+    assert entry.run == app.runtime.run
+    assert entry.arrived_after == entry.seq - 1  # nothing else was in flight

@@ -33,8 +33,8 @@ ETQ002   no-exponential-backoff  warning   in a run of retries after consecutive
                                            by a ``Retry-After`` the client honoured,
                                            fewer than half of the successive waits grow
                                            to at least 1.5x the one before (and above
-                                           10 ms; a wait is the longer of the two
-                                           clocks'). A wait that honours
+                                           10 ms), by the scenario clock and by the wall
+                                           clock alike. A wait that honours
                                            ``Retry-After`` ends the run: the server set
                                            the pace.
 ETQ003   key-banned              error     a response says ``key_banned``. Evidence: the
@@ -75,6 +75,9 @@ BACKOFF_FLOOR = 0.010  # ... and longer than this many seconds (no wait is not a
 # 422: a provider's validation status (behaviour.validation_status, or a recording).
 INVALID_STATUSES = frozenset({400, 413, 415, 422})
 EXAMPLES = 20  # pairs of evidence spelled out in a finding's details
+# ETQ001's tolerance is 0 s; this much is floating-point arithmetic on Unix times
+# (a second is 2**-22 of one near 2030), not time.
+ARITHMETIC = 1e-6
 
 RETRY_AFTER_IGNORED = Rule(
     "ETQ001",
@@ -90,9 +93,9 @@ NO_BACKOFF = Rule(
     "no-exponential-backoff",
     "warning",
     "Retries after 429 without exponential backoff",
-    f"in runs of >= {BACKOFF_MIN_WAITS} retries after consecutive 429s (waits not set by "
-    f"Retry-After), at least half the waits grow >= {BACKOFF_GROWTH}x the one before "
-    f"and exceed {int(BACKOFF_FLOOR * 1000)} ms",
+    f"in streaks of >= {BACKOFF_MIN_WAITS} retries after consecutive 429s (waits not set "
+    f"by Retry-After), at least half the waits grow >= {BACKOFF_GROWTH}x the one before "
+    f"and exceed {int(BACKOFF_FLOOR * 1000)} ms, by the scenario clock or the wall clock",
 )
 KEY_BANNED = Rule(
     "ETQ003",
@@ -208,9 +211,13 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
 def _late_enough(fact: Fact, told: Fact) -> bool:
     """Whether ``fact`` came once ``told``'s wait was over, by either clock."""
     assert told.wait_until is not None
-    if fact.time >= told.wait_until:
+    if fact.time >= told.wait_until - ARITHMETIC:
         return True
-    return told.wall_until is not None and fact.wall is not None and fact.wall >= told.wall_until
+    return (
+        told.wall_until is not None
+        and fact.wall is not None
+        and fact.wall >= told.wall_until - ARITHMETIC
+    )
 
 
 def _earliness(fact: Fact, told: Fact) -> tuple[float, float, str]:
@@ -226,17 +233,24 @@ def _earliness(fact: Fact, told: Fact) -> tuple[float, float, str]:
     return after, early, clock
 
 
+def _in_flight(fact: Fact, told: Fact) -> bool:
+    """Whether ``fact`` had already been sent when ``told`` was answered.
+
+    Known exactly from what had been answered when it arrived; for entries that
+    do not say (recordings), from the scenario time and ``told``'s latency.
+    """
+    if fact.arrived_after >= 0:
+        return fact.arrived_after < told.seq
+    return told.time < fact.time < told.time + told.latency
+
+
 def _early_in_run(items: list[Fact]) -> list[tuple[Fact, Fact]]:
     """(early request, the answer whose wait it broke) pairs within one run."""
     waiting: list[Fact] = []  # answers whose wait is not over by either clock
     early: list[tuple[Fact, Fact]] = []
     for fact in items:
         waiting = [told for told in waiting if not _late_enough(fact, told)]
-        broken = [
-            told
-            for told in waiting
-            if not (told.time < fact.time < told.time + told.latency)  # in flight
-        ]
+        broken = [told for told in waiting if not _in_flight(fact, told)]
         if broken:
             early.append((fact, max(broken, key=lambda told: told.wait_until or 0.0)))
         if fact.wait_until is not None:
@@ -285,15 +299,17 @@ def _retry_after_ignored(runs: list[list[Fact]]) -> list[Finding]:
 # -- ETQ002 ---------------------------------------------------------------------
 
 
-def _streaks(items: list[Fact]) -> list[list[tuple[Fact, float]]]:
-    """Streaks of (retry, wait before it) after consecutive 429s, in one run.
+Streak = list[tuple[Fact, float, float | None]]  # (retry, wait by scenario, wait by wall)
 
-    A wait is the longer of the two clocks' (a client sleeps, or a test moves
-    the clock); a wait that honoured the Retry-After of the 429 before it ends
-    the streak.
+
+def _streaks(items: list[Fact]) -> list[Streak]:
+    """Streaks of (retry, its wait on each clock) after consecutive 429s, in one run.
+
+    A wait that honoured the Retry-After of the 429 before it (by either clock)
+    ends the streak.
     """
-    streaks: list[list[tuple[Fact, float]]] = []
-    current: list[tuple[Fact, float]] = []
+    streaks: list[Streak] = []
+    current: Streak = []
     previous: Fact | None = None
     for fact in items:
         follows_429 = previous is not None and previous.status == 429
@@ -304,7 +320,10 @@ def _streaks(items: list[Fact]) -> list[list[tuple[Fact, float]]]:
             and _late_enough(fact, previous)
         )
         if follows_429 and not honoured and previous is not None:
-            current.append((fact, _wait_between(previous, fact)))
+            wall = None
+            if previous.wall is not None and fact.wall is not None:
+                wall = fact.wall - previous.wall
+            current.append((fact, fact.time - previous.time, wall))
         elif current:
             streaks.append(current)
             current = []
@@ -314,11 +333,21 @@ def _streaks(items: list[Fact]) -> list[list[tuple[Fact, float]]]:
     return streaks
 
 
-def _wait_between(earlier: Fact, later: Fact) -> float:
-    wait = later.time - earlier.time
-    if earlier.wall is not None and later.wall is not None:
-        wait = max(wait, later.wall - earlier.wall)
-    return wait
+def _backs_off(streak: Streak) -> bool:
+    """Whether the waits back off by either clock (a client sleeps; a test moves the clock)."""
+    if grows([scenario for _, scenario, _ in streak]):
+        return True
+    walls = [wall for _, _, wall in streak]
+    return all(w is not None for w in walls) and grows([w for w in walls if w is not None])
+
+
+def _shown_waits(streak: Streak) -> list[float]:
+    """The waits of a streak on the clock that moved more (what the finding quotes)."""
+    scenario = [s for _, s, _ in streak]
+    walls = [w for _, _, w in streak]
+    if all(w is not None for w in walls) and sum(w or 0.0 for w in walls) > sum(scenario):
+        return [w or 0.0 for w in walls]
+    return scenario
 
 
 def grows(waits: list[float]) -> bool:
@@ -333,13 +362,13 @@ def _no_backoff(runs: list[list[Fact]]) -> list[Finding]:
         streak
         for items in runs
         for streak in _streaks(items)
-        if len(streak) >= BACKOFF_MIN_WAITS and not grows([wait for _, wait in streak])
+        if len(streak) >= BACKOFF_MIN_WAITS and not _backs_off(streak)
     ]
     if not failing:
         return []
     subject = failing[0][0][0].subject
-    shown = [round(wait, 3) for _, wait in failing[0][:8]]
-    retries = sum(len(run) for run in failing)
+    shown = [round(wait, 3) for wait in _shown_waits(failing[0])[:8]]
+    retries = sum(len(streak) for streak in failing)
     message = (
         f"{_plural(len(failing), 'run')} of retries after 429 on {subject} "
         f"({_plural(retries, 'retry', 'retries')}) did not back off: waits in seconds "
@@ -351,10 +380,13 @@ def _no_backoff(runs: list[list[Fact]]) -> list[Finding]:
             NO_BACKOFF,
             subject,
             message,
-            [fact for run in failing for fact, _ in run],
+            [fact for streak in failing for fact, _, _ in streak],
             runs=[
-                {"seqs": [f.seq for f, _ in run], "waits": [round(w, 6) for _, w in run]}
-                for run in failing[:EXAMPLES]
+                {
+                    "seqs": [f.seq for f, _, _ in streak],
+                    "waits": [round(w, 6) for w in _shown_waits(streak)],
+                }
+                for streak in failing[:EXAMPLES]
             ],
         )
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -129,6 +129,7 @@ class Fact:
     wall: float | None = None  # the wall clock when it was answered (None: not recorded)
     wall_until: float | None = None
     tenant: str | None = None  # the tenant whose journal it came from (None: the server's)
+    arrived_after: int = -1  # the last seq answered when it arrived (-1: not known)
 
 
 def subject_of(key: str | None, client: str, tenant: str | None = None) -> tuple[str, str]:
@@ -150,27 +151,45 @@ def parse_http_date(text: str) -> float | None:
         return None
 
 
-def _wait(value: bytes, now: float, wall: float | None, date: float | None) -> float | None:
+def _wait(
+    value: bytes, now: float, wall: float | None, date: float | None, header_clock: str | None
+) -> float | None:
     """Seconds to wait from the answer, for a ``Retry-After`` (seconds or HTTP-date)."""
     text = value.decode("latin-1").strip()
     if _SECONDS.fullmatch(text):
         return float(text)
     instant = parse_http_date(text)
-    return None if instant is None else instant - _reference(now, wall, date)
+    if instant is None:
+        return None
+    return instant - _reference(now, wall, date, header_clock=header_clock)
 
 
-def _reference(now: float, wall: float | None, date: float | None) -> float:
+def _reference(
+    now: float,
+    wall: float | None,
+    date: float | None,
+    latest: bool = True,
+    header_clock: str | None = None,
+) -> float:
     """The "now" an instant in this answer's headers counts from.
 
     mockstore writes instants on the wall clock, or on the scenario clock
-    (``clock.headers``); the answer's ``Date`` says which (it is the one it is
-    within a second of). A recording's wall and scenario clocks are one.
+    (``clock.headers``): ``header_clock``, from the run, when the journal knows
+    it. Otherwise the answer's ``Date`` says which: it is the second its "now"
+    fell in; when both clocks fall in that second, the reading that favours the
+    client is taken: the later "now" for a wait (``latest``), the earlier for a
+    sunset. A recording's wall and scenario clocks are one.
     """
     if wall is None:
         return now
-    if date is not None and abs(date - now) < abs(date - wall):
-        return now
-    return wall
+    if header_clock is not None:
+        return wall if header_clock == "wall" else now
+    candidates = [now, wall]
+    if date is not None:
+        fitting = [r for r in candidates if date - 0.001 <= r < date + 1.001]
+        # None fits: a Date written by something else (a scripted answer): the nearer clock.
+        candidates = fitting or [min(candidates, key=lambda r: abs(r - date))]
+    return max(candidates) if latest else min(candidates)
 
 
 _DRAFT_WINDOW = re.compile(rb";r=([0-9]+);t=([0-9]+)")
@@ -183,6 +202,7 @@ def _told(
     remaining: bytes | None,
     draft: bytes | None,
     date: bytes | None,
+    header_clock: str | None,
 ) -> float | None:
     """Seconds after the answer that it allowed a new request from; None if it did not say.
 
@@ -195,7 +215,7 @@ def _told(
     if retry_after is None:
         return None
     sent = parse_http_date(date.decode("latin-1")) if date is not None else None
-    wait = _wait(retry_after, e.time, e.wall, sent)
+    wait = _wait(retry_after, e.time, e.wall, sent, header_clock)
     if wait is None:
         return None
     if e.status == 429:
@@ -203,9 +223,8 @@ def _told(
             value = _int(reset)
             if value is not None:
                 # A Unix time is > 10**9 (2001); anything less is a delta.
-                from_reset = (
-                    value - _reference(e.time, e.wall, sent) if value > 10**9 else float(value)
-                )
+                reference = _reference(e.time, e.wall, sent, header_clock=header_clock)
+                from_reset = value - reference if value > 10**9 else float(value)
                 wait = min(wait, from_reset)
         if draft is not None:
             spent = [int(t) for r, t in _DRAFT_WINDOW.findall(draft) if int(r) == 0]
@@ -223,11 +242,17 @@ def _int(value: bytes | None) -> int | None:
         return None
 
 
-def facts_of(entries: Iterable[Entry], tenant: str | None = None) -> list[Fact]:
+def facts_of(
+    entries: Iterable[Entry],
+    tenant: str | None = None,
+    header_clocks: Mapping[int, str] | None = None,
+) -> list[Fact]:
     """One ``Fact`` per entry, in journal order. Reads every entry's headers once.
 
-    ``tenant`` names the tenant whose journal the entries come from.
+    ``tenant`` names the tenant whose journal the entries come from;
+    ``header_clocks`` the clock each run wrote its headers' instants on.
     """
+    header_clocks = header_clocks or {}
     facts: list[Fact] = []
     sunsets: dict[bytes, float | None] = {}
     masks: dict[tuple[str | None, str], tuple[str, str]] = {}
@@ -274,13 +299,13 @@ def facts_of(entries: Iterable[Entry], tenant: str | None = None) -> list[Fact]:
         if sunset_raw is not None:
             if sunset_raw not in sunsets:
                 sunsets[sunset_raw] = parse_http_date(sunset_raw.decode("latin-1"))
-            sunset = _scenario_instant(sunsets[sunset_raw], e, date)
+            sunset = _scenario_instant(sunsets[sunset_raw], e, date, header_clocks.get(e.run))
 
         ident = (e.key, e.client)
         who = masks.get(ident)
         if who is None:
             who = masks[ident] = subject_of(e.key, e.client, tenant)
-        wait = _told(e, retry_after, reset, remaining, draft, date)
+        wait = _told(e, retry_after, reset, remaining, draft, date, header_clocks.get(e.run))
         facts.append(
             Fact(
                 seq=e.seq,
@@ -307,12 +332,15 @@ def facts_of(entries: Iterable[Entry], tenant: str | None = None) -> list[Fact]:
                 wall=e.wall,
                 wall_until=None if wait is None or e.wall is None else e.wall + wait,
                 tenant=tenant,
+                arrived_after=e.arrived_after,
             )
         )
     return facts
 
 
-def _scenario_instant(instant: float | None, e: Entry, date: bytes | None) -> float | None:
+def _scenario_instant(
+    instant: float | None, e: Entry, date: bytes | None, header_clock: str | None
+) -> float | None:
     """A sunset read from an answer's header, on the scenario clock (see ``_reference``).
 
     Written on the wall clock, it was rounded down to the second from an
@@ -322,7 +350,7 @@ def _scenario_instant(instant: float | None, e: Entry, date: bytes | None) -> fl
     if instant is None:
         return None
     sent = parse_http_date(date.decode("latin-1")) if date is not None else None
-    reference = _reference(e.time, e.wall, sent)
+    reference = _reference(e.time, e.wall, sent, latest=False, header_clock=header_clock)
     if reference == e.time:
         return instant
     return instant - reference + e.time + 1.0

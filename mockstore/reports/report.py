@@ -65,7 +65,13 @@ def build_report(
     """
     context = context or ReportContext()
     journals = [Journal(entries, None, False, runs), *tenants]
-    facts = [fact for journal in journals for fact in facts_of(journal.entries, journal.tenant)]
+    facts = [
+        fact
+        for journal in journals
+        for fact in facts_of(
+            journal.entries, journal.tenant, {run.number: run.header_clock for run in journal.runs}
+        )
+    ]
     findings = [f.to_dict() for f in judge(facts, context)]
     by_severity = Counter(f["severity"] for f in findings)
     fired = {f["id"] for f in findings}
