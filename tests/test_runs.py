@@ -133,3 +133,76 @@ def test_a_report_after_an_xdist_run_covers_every_workers_traffic(
     assert report["findings"] == []
     assert judged.returncode == 0, judged.stdout + judged.stderr
     assert "24 request(s)" in judged.stdout
+
+
+def test_a_deleted_tenants_journal_is_kept_for_reports_and_readable(
+    fresh_server: LiveServer,
+) -> None:
+    with fresh_server.client(headers=TOOL) as http:
+        made = http.post("/__mockstore/tenants", json={"id": "gw7"}).json()
+        first = http.get("/__mockstore/health").json()["run"]
+        tenant_run = http.get(made["path"] + "/__mockstore/health").json()["run"]
+        assert tenant_run > first, "a tenant begins a run of its own"
+        http.get(made["path"] + "/v1/pets/1", headers=auth("pro"))  # ETQ004 in the tenant
+        assert http.delete(made["path"]).status_code == 204
+        report = http.get("/__mockstore/report").json()
+        alone = http.get("/__mockstore/report", params={"tenants": "none"}).json()
+        kept = http.get("/__mockstore/requests", params={"tenant": "gw7"}).json()["entries"]
+        evidence = http.get(f"/__mockstore/requests/{kept[0]['seq']}", params={"tenant": "gw7"})
+        unknown = http.get("/__mockstore/requests", params={"tenant": "gw8"})
+        assert http.delete("/__mockstore/requests").status_code == 204
+        forgotten = http.get("/__mockstore/requests", params={"tenant": "gw7"})
+    (finding,) = report["findings"]
+    assert finding["id"] == "ETQ004" and finding["tenant"] == "gw7"
+    assert finding["subject"] == "getPet in tenant gw7"
+    assert report["summary"]["journals"] == [
+        {"tenant": None, "deleted": False, "requests": 0},
+        {"tenant": "gw7", "deleted": True, "requests": 1},
+    ]
+    assert alone["findings"] == [] and "journals" not in alone["summary"]
+    assert [e["request"]["path"] for e in kept] == ["/v1/pets/1"]
+    assert evidence.status_code == 200 and evidence.json()["run"] == tenant_run
+    assert unknown.status_code == 404
+    assert forgotten.status_code == 404, "clearing the journal forgets the kept ones too"
+
+
+def test_kept_journals_are_bounded_in_bytes_and_in_number() -> None:
+    from mockstore.journal import Entry, Journal
+    from mockstore.kept_journals import KeptJournals
+
+    def journal(entries: int) -> Journal:
+        kept = Journal(100, 4096)
+        for seq in range(1, entries + 1):
+            kept.append(
+                Entry(
+                    seq,
+                    f"req-{seq}",
+                    0.0,
+                    0.0,
+                    "GET",
+                    "/v1/pets",
+                    b"",
+                    (),
+                    b"x" * 1000,
+                    "c",
+                    "listPets",
+                    None,
+                    None,
+                    200,
+                    (),
+                    b"",
+                    1.0,
+                    None,
+                )
+            )
+        return kept
+
+    kept = KeptJournals(max_bytes=20_000, max_journals=3)
+    for number in range(5):
+        kept.keep(f"t{number}", journal(10))
+    assert len(kept) <= 3
+    assert kept.bytes <= 20_000
+    assert kept.get("t4") is not None and len(kept.get("t4") or []) == 10, "the newest stays whole"
+    assert kept.get("t0") is None
+    kept.keep("empty", Journal(10, 10))
+    assert kept.get("empty") is None, "a journal with nothing in it is not kept"

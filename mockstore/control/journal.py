@@ -59,7 +59,8 @@ def tenant_journal(tenants: TenantRegistry | None, tenant_id: str) -> Journal:
     """``?tenant=ID``: that tenant's journal, live or kept after its deletion."""
     journal = tenants.journal(tenant_id) if tenants is not None else None
     if journal is None:
-        raise ApiError("not_found", f"no journal of a tenant {tenant_id!r} on this server", 404)
+        message = f"no journal of a tenant {tenant_id!r} on this server"
+        raise ApiError("not_found", message, status=404)
     return journal
 
 
