@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--body-bytes", type=int, required=True)
     args = parser.parse_args(argv)
     app = build_app(constant_body(args.body_bytes))
-    # The same settings as mockstore's own uvicorn.Config in mockstore/cli.py,
+    # The same settings as mockstore's own uvicorn.Config (mockstore/server.py),
     # so the only difference between the two sides is the application.
     uvicorn.run(
         app,

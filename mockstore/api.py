@@ -311,7 +311,7 @@ class PetStoreAPI:
             return Answer.scripted(script.reply)
         operation = ex.resolved.operation
         assert operation is not None and ex.caller.key is not None
-        store = state.tenants.store_for(ex.caller.key.tenant)
+        store = state.stores.store_for(ex.caller.key.tenant)
         service = ex.compiled.service
         try:
             body = service.handlers[operation.operation_id](store, ex)

@@ -1,10 +1,21 @@
-"""The ASGI entry point: the control API under ``/__mockstore``, the Pet Store elsewhere."""
+"""The app shell of every mockstore server: the control API under ``/__mockstore``, an API else.
+
+``AppShell`` routes each request by path prefix and runs the server's
+background tasks through the ASGI lifespan. ``MockstoreApp`` is the shell with
+the Pet Store API, the whole control API and tenants (``mockstore serve``,
+``MockServer``, ``create_app``); ``mockstore record`` runs the same shell with
+its recording proxy and a narrower control API (``mockstore.fidelity.recorder``).
+So both get the same path checks, the same control API guard and token, and
+(through ``mockstore.server``) the same uvicorn settings and serving limits.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
+
+from starlette.types import ASGIApp
 
 from mockstore.api import PetStoreAPI
 from mockstore.clock import REAL_TIME, Clock, Timebase
@@ -22,87 +33,55 @@ from mockstore.urls import TENANTS_PREFIX, is_control_path, is_disguised_control
 Background = Callable[[], Awaitable[None]]
 
 
-class MockstoreApp:
-    """Routes each request by path prefix; everything else is the API's to answer.
+class AppShell:
+    """Routes each request by path prefix; everything outside ``/__mockstore`` is ``api``'s.
 
-    Every path outside ``/__mockstore`` goes through the API's pipeline, so an
-    unknown path without a key is a 401, not a 404: a caller without a valid
-    key learns nothing about what exists. Under ``/__mockstore/tenants/<id>/``
-    is a tenant: an app like this one, of its own (see ``mockstore.tenants``).
-    The prefix is matched on the decoded, normalised path, and served only when
-    it is also spelled literally: a proxy that guards ``/__mockstore`` by its
-    raw path cannot be walked around with ``/%5F_mockstore`` or
-    ``/v1/../__mockstore``, which are refused (404).
+    Every path outside ``/__mockstore`` goes to ``api`` (the Pet Store's
+    pipeline answers an unknown path without a key 401, not 404: a caller
+    without a valid key learns nothing about what exists). Under
+    ``/__mockstore/tenants/<id>/`` is a tenant, when the server has tenants
+    (see ``mockstore.tenants``). The prefix is matched on the decoded,
+    normalised path, and served only when it is also spelled literally: a proxy
+    that guards ``/__mockstore`` by its raw path cannot be walked around with
+    ``/%5F_mockstore`` or ``/v1/../__mockstore``, which are refused (404).
+
+    ``limits`` are what the server allows a client (``mockstore.server`` reads
+    them); ``graceful_shutdown`` is how long requests in flight may take to
+    finish once the server is told to stop.
     """
+
+    graceful_shutdown = 1.0
 
     def __init__(
         self,
-        scenario: Scenario | ScenarioSpec = "default",
+        api: ASGIApp,
+        control: ControlAPI | None,
         *,
-        control: bool = True,
-        control_token: str | None = None,
-        clock: Clock | None = None,
-        tenants: bool = True,
-        template: PetStore | None = None,
+        tenants: TenantRegistry | None = None,
         limits: Limits | None = None,
-        allowed_hosts: Iterable[str] = (),
-        timebase: Timebase = REAL_TIME,
-        runs: RunCounter | None = None,
     ) -> None:
-        if not isinstance(scenario, Scenario):
-            scenario = load_scenario_source(scenario)
-        self.limits = limits = limits or Limits()
-        self.allowed_hosts = tuple(allowed_hosts)
-        # A tenant's runs are numbered by its server's counter (``runs``).
-        self.runtime = Runtime(
-            scenario,
-            clock,
-            template=template,
-            timebase=timebase,
-            runs=runs,
-            first_run="start" if runs is None else "tenant",
-        )
-        self.api = PetStoreAPI(self.runtime, body_timeout=limits.body_timeout)
-        self.control_token = control_token
-        # Tenants are made and reached through the control API: off with it.
-        self.tenants = TenantRegistry(self._new_tenant) if control and tenants else None
-        self.control = (
-            ControlAPI(
-                self.runtime,
-                control_token,
-                tenants=self.tenants,
-                limits=limits,
-                allowed_hosts=self.allowed_hosts,
-            )
-            if control
-            else None
-        )
+        self.api = api
+        self.control = control
+        self.tenants = tenants
+        self.limits = limits or Limits()
         # Tasks that run while the server serves (``serve --watch``), started and
-        # stopped by the ASGI lifespan.
+        # stopped by the ASGI lifespan, and what to close once it stops.
         self._background: list[Background] = []
         self._tasks: list[asyncio.Task[None]] = []
-
-    def _new_tenant(self) -> MockstoreApp:
-        """A tenant on the running scenario, sharing its pets (copy on write)."""
-        return MockstoreApp(
-            self.runtime.scenario,
-            control_token=self.control_token,
-            tenants=False,
-            template=self.runtime.template,
-            limits=self.limits,
-            allowed_hosts=self.allowed_hosts,
-            timebase=self.runtime.timebase,
-            runs=self.runtime.runs,
-        )
+        self._shutdown: list[Background] = []
 
     def run_in_background(self, task: Background) -> None:
         """Run ``task()`` from the server's start to its stop (needs the ASGI lifespan)."""
         self._background.append(task)
 
+    def on_shutdown(self, close: Background) -> None:
+        """Await ``close()`` once the server has stopped serving (needs the ASGI lifespan)."""
+        self._shutdown.append(close)
+
     @property
     def needs_lifespan(self) -> bool:
-        """True when background tasks need the ASGI lifespan to start and stop them."""
-        return bool(self._background)
+        """True when background tasks or closing need the ASGI lifespan to run them."""
+        return bool(self._background or self._shutdown)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -147,8 +126,72 @@ class MockstoreApp:
                     for running in self._tasks:
                         running.cancel()
                     await asyncio.gather(*self._tasks, return_exceptions=True)
+                    for close in self._shutdown:
+                        await close()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+
+
+class MockstoreApp(AppShell):
+    """The shell with the Pet Store API, the whole control API and tenants: one mock."""
+
+    def __init__(
+        self,
+        scenario: Scenario | ScenarioSpec = "default",
+        *,
+        control: bool = True,
+        control_token: str | None = None,
+        clock: Clock | None = None,
+        tenants: bool = True,
+        template: PetStore | None = None,
+        limits: Limits | None = None,
+        allowed_hosts: Iterable[str] = (),
+        timebase: Timebase = REAL_TIME,
+        runs: RunCounter | None = None,
+    ) -> None:
+        if not isinstance(scenario, Scenario):
+            scenario = load_scenario_source(scenario)
+        limits = limits or Limits()
+        self.allowed_hosts = tuple(allowed_hosts)
+        # A tenant's runs are numbered by its server's counter (``runs``).
+        self.runtime = Runtime(
+            scenario,
+            clock,
+            template=template,
+            timebase=timebase,
+            runs=runs,
+            first_run="start" if runs is None else "tenant",
+        )
+        self.control_token = control_token
+        # Tenants are made and reached through the control API: off with it.
+        registry = TenantRegistry(self._new_tenant) if control and tenants else None
+        super().__init__(
+            PetStoreAPI(self.runtime, body_timeout=limits.body_timeout),
+            ControlAPI(
+                self.runtime,
+                control_token,
+                tenants=registry,
+                limits=limits,
+                allowed_hosts=self.allowed_hosts,
+            )
+            if control
+            else None,
+            tenants=registry,
+            limits=limits,
+        )
+
+    def _new_tenant(self) -> MockstoreApp:
+        """A tenant on the running scenario, sharing its pets (copy on write)."""
+        return MockstoreApp(
+            self.runtime.scenario,
+            control_token=self.control_token,
+            tenants=False,
+            template=self.runtime.template,
+            limits=self.limits,
+            allowed_hosts=self.allowed_hosts,
+            timebase=self.runtime.timebase,
+            runs=self.runtime.runs,
+        )
 
 
 async def _not_found(send: Any, message: str) -> None:

@@ -1,7 +1,7 @@
 """Every Error ``code`` the server can emit, in one table, and the Error body.
 
-The README's table of codes is generated from ``ERROR_CODES`` (see
-``tests/test_docs.py``), so the two cannot drift apart.
+The docs' table of codes (``docs/reference/error-codes.md``) is generated from
+``ERROR_CODES`` by ``docs/generate.py``, and ``tests/test_docs.py`` fails while they differ.
 """
 
 from __future__ import annotations

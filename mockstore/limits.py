@@ -1,7 +1,7 @@
 """What one server allows a client: sizes, timeouts and connections, in one place.
 
-These are the serving limits (``mockstore serve`` options, the README's
-Security section); what a scenario may set (journal, bodies, pets) has its
+These are the serving limits (``mockstore serve`` options, the docs' Security
+page); what a scenario may set (journal, bodies, pets) has its
 bounds in the scenario schema instead. Nothing here imports uvicorn: the app,
 the control API and the CLI all read it.
 """

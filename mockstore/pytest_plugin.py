@@ -40,12 +40,11 @@ import pytest
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from mockstore.control_client import Control
-    from mockstore.control_types import ClockState, JournalEntry, ScenarioInfo, Verification
+    from mockstore.clients.control import Control
+    from mockstore.clients.types import ClockState, JournalEntry, ScenarioInfo, Verification
     from mockstore.server import MockServer
 
 MARKER = "mockstore_scenario"
-START_TIMEOUT = 30.0
 
 
 # -- hooks ---------------------------------------------------------------------
@@ -89,8 +88,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     url = config.getoption("--mockstore-url")
     if not url:
         return None
-    from mockstore.control_client import Control
-    from mockstore.control_types import ControlError
+    from mockstore.clients.control import Control
+    from mockstore.clients.types import ControlError
 
     with Control(url, config.getoption("--mockstore-token"), timeout=2) as control:
         try:
@@ -189,7 +188,7 @@ class MockstoreServer:
         close = getattr(self.control, "close_for_real", self.control.close)
         close()
         if self._owner is not None:
-            from mockstore.control_types import ControlError
+            from mockstore.clients.types import ControlError
 
             try:
                 if self.tenant is not None:
@@ -262,7 +261,7 @@ class Mockstore:
 
 @functools.cache
 def _session_control_class() -> type:
-    from mockstore.control_client import Control
+    from mockstore.clients.control import Control
 
     class SessionControl(Control):
         """The session's Control: it tells the session when a test swaps the scenario,
@@ -376,7 +375,7 @@ def _started_server(scenario: str | None) -> MockstoreServer:
     # Configured by the plugin's options only: MOCKSTORE_* variables meant for a
     # container (port, token, inline scenario) are never read by MockServer.
     try:
-        server = MockServer(scenario or "default", start_timeout=START_TIMEOUT)
+        server = MockServer(scenario or "default")
     except ScenarioNotFound as exc:
         raise pytest.UsageError(f"--mockstore-scenario: mockstore did not start: {exc}") from None
     except ScenarioError as exc:
@@ -397,7 +396,8 @@ def _started_server(scenario: str | None) -> MockstoreServer:
 
 
 def _external_server(config: pytest.Config, url: str, token: str | None) -> MockstoreServer:
-    from mockstore.control_types import ControlError
+    from mockstore.clients.types import ControlError
+    from mockstore.server import START_TIMEOUT
 
     worker, workers, run_id = _xdist_worker(config)
     control = _session_control(url, token)

@@ -1,7 +1,11 @@
-"""``mockstore.MockServer``: a real mockstore server in a background thread, for any Python code.
+"""Running a mockstore server: the listening socket, the uvicorn settings, ``MockServer``.
 
-The way in for unittest, scripts, notebooks and any test runner (as moto's
-``ThreadedMotoServer`` and WireMock's ``WireMockServer`` are for theirs)::
+Every server mockstore starts runs an ``AppShell`` (``mockstore.app``) with the
+settings of ``uvicorn_config``: ``mockstore serve`` and ``mockstore record`` in
+the foreground (``mockstore.cli.serving``), ``MockServer`` in a background
+thread, for any Python code. The way in for unittest, scripts, notebooks and
+any test runner (as moto's ``ThreadedMotoServer`` and WireMock's
+``WireMockServer`` are for theirs)::
 
     from mockstore import MockServer
 
@@ -9,10 +13,10 @@ The way in for unittest, scripts, notebooks and any test runner (as moto's
         requests.get(server.url + "/pets", headers={"Authorization": "Bearer pro-key"})
         server.control.verify("listPets", count=1)
 
-It is the same server ``mockstore serve`` runs (uvicorn, httptools, the same app),
-on a socket it binds itself, so port 0 gives a free port without reading any
-output. ``start()`` returns once uvicorn accepts connections; ``stop()`` shuts it
-down gracefully (a request in flight finishes) and joins the thread.
+``MockServer`` binds its socket itself, so port 0 gives a free port without
+reading any output. ``start()`` returns once uvicorn accepts connections;
+``stop()`` shuts it down gracefully (a request in flight finishes) and joins
+the thread.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ import errno
 import socket
 import threading
 import time
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from mockstore.clock import REAL_TIME, Timebase
-from mockstore.limits import Limits
 from mockstore.scenario import Scenario, ScenarioSpec, resolve_scenario
 from mockstore.urls import CONTROL_PREFIX
+
+if TYPE_CHECKING:
+    from mockstore.app import AppShell
 
 START_TIMEOUT = 30.0
 
@@ -55,30 +61,32 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_config(app: Any, *, log_level: str | None = None) -> Any:
-    """The uvicorn settings every mockstore server runs with (``serve`` and ``MockServer``).
+def uvicorn_config(app: AppShell, *, log_level: str | None = None) -> Any:
+    """The uvicorn settings of every mockstore server: ``serve``, ``record`` and ``MockServer``.
 
     The HTTP protocol is httptools with the app's ``Limits`` (heads, bodies,
     time and connections; see ``mockstore.protocol``). The ASGI lifespan runs
-    only when the app has background tasks (``--watch``).
+    only when the app has something to start or close (``--watch``, the
+    recorder's upstream client). uvicorn adds no ``Server`` or ``Date`` header:
+    the mock writes its own, and a recording passes the upstream's through.
     """
     import uvicorn
 
     from mockstore.protocol import protocol_class
 
-    limits = getattr(app, "limits", None) or Limits()
+    limits = app.limits
     return uvicorn.Config(
         app,
         loop="auto",
         http=protocol_class(limits),
         timeout_keep_alive=limits.keep_alive_timeout,
-        lifespan="on" if getattr(app, "needs_lifespan", False) else "off",
+        lifespan="on" if app.needs_lifespan else "off",
         access_log=False,
         server_header=False,
         date_header=False,
         log_config=None,
         log_level=log_level,
-        timeout_graceful_shutdown=1,
+        timeout_graceful_shutdown=app.graceful_shutdown,
     )
 
 
@@ -168,7 +176,7 @@ class MockServer:
     def control(self) -> Any:
         """A ``mockstore.Control`` on this server (closed by ``stop()``)."""
         if self._control is None:
-            from mockstore.control_client import Control
+            from mockstore.clients.control import Control
 
             self._control = Control(self.base_url, self._token)
         return self._control

@@ -30,25 +30,31 @@ from mockstore.store import PetStore
 NO_BAN = BanPolicy(after_rejections=2**62, within_seconds=1, duration_seconds=0)
 
 
-class Tenants:
-    """One shared store, or one store per tenant (``isolation: per_key``)."""
+class Stores:
+    """One shared store, or one per group of keys (``isolation: per_key``).
+
+    A group is the keys that name the same ``tenant`` in the scenario (each key
+    on its own by default). Not to be confused with a server's tenants
+    (``mockstore.tenants``), which are whole isolated mocks.
+    """
 
     def __init__(self, scenario: Scenario, template: PetStore) -> None:
         self.per_key = scenario.isolation == "per_key"
         self.shared = template.fork()
         # With per_key isolation the shared store is never written: it is the
-        # template each tenant's store is copied from.
+        # template each group's store is copied from.
         self._stores: dict[str, PetStore] = {}
 
-    def stores(self) -> list[PetStore]:
+    def all(self) -> list[PetStore]:
         return [self.shared, *self._stores.values()]
 
-    def store_for(self, tenant: str | None) -> PetStore:
-        if not self.per_key or tenant is None:
+    def store_for(self, group: str | None) -> PetStore:
+        """The store of the keys naming ``group`` (their ``tenant``), or the shared one."""
+        if not self.per_key or group is None:
             return self.shared
-        store = self._stores.get(tenant)
+        store = self._stores.get(group)
         if store is None:
-            store = self._stores[tenant] = self.shared.fork()
+            store = self._stores[group] = self.shared.fork()
         return store
 
 
@@ -67,7 +73,7 @@ class MockState:
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
         self.limiter = RateLimiter(scenario.ban or NO_BAN, wall=self.clock.wall)
-        self.tenants = Tenants(scenario, template or PetStore(scenario.initial_pets()))
+        self.stores = Stores(scenario, template or PetStore(scenario.initial_pets()))
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -226,7 +232,7 @@ def release(box: list[Prepared]) -> None:
     """
     replaced = box.pop()
     held: list[object] = replaced.template.inventory.held()
-    for store in (replaced.template, *replaced.state.tenants.stores()):
+    for store in (replaced.template, *replaced.state.stores.all()):
         held.extend(store.held())
     del replaced
     while held:

@@ -24,8 +24,8 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
+from mockstore.fidelity.replay import replay
 from mockstore.keys import key_alias
-from mockstore.replay import replay
 from mockstore.scenario import load_scenario
 from tests.support import LiveServer, assert_conforms, auth, mock_server
 

@@ -189,11 +189,15 @@ keys:
 
 @pytest.fixture(autouse=True)
 def _lean_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The user runs skip plugins this suite's own runs load: hypothesis alone adds ~1 s.
+    """The user runs skip plugins this suite's own runs load and theirs do not use:
+    schemathesis alone costs over a second of CPU in every pytest process started.
 
     After ``pytester``, which clears ``PYTEST_ADDOPTS`` when it starts.
     """
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest -p no:anyio -p no:cacheprovider")
+    monkeypatch.setenv(
+        "PYTEST_ADDOPTS",
+        "-p no:hypothesispytest -p no:anyio -p no:cacheprovider -p no:schemathesis",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -360,7 +364,12 @@ def test_returns_to_the_session_scenario(mockstore):
     assert mockstore.control.health().scenario == "checkout"
 """,
     )
-    scenario = Path(__file__).parent.parent / "examples" / "scenarios" / "checkout.yaml"
+    # In the user's project, as a user keeps it: pytest picks its rootdir (and so
+    # its config file) from path arguments too, and this checkout's own config
+    # (-n auto) is not the user's.
+    scenario = pytester.path / "checkout.yaml"
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    scenario.write_bytes((examples / "scenarios" / "checkout.yaml").read_bytes())
     result = pytester.runpytest_subprocess(
         "--mockstore-url",
         external.url,

@@ -92,7 +92,7 @@ def test_a_reload_keeps_the_journal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scenario", ["default", "version: 1\nname: inline\n"])
 def test_watch_needs_a_file(scenario: str) -> None:
-    from mockstore.cli import main
+    from mockstore.cli.main import main
 
     assert main(["serve", "--scenario", scenario, "--watch", "--port", "0"]) == 2
     with pytest.raises(ValueError, match="needs a scenario file"):

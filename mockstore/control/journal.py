@@ -20,7 +20,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mockstore import __version__
 from mockstore.control.http import (
     JSON,
     encode_json,
@@ -37,8 +36,10 @@ from mockstore.reports.model import ReportContext
 from mockstore.reports.report import Journal as ReportedJournal
 from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
+from mockstore.scenario.model import default_ban_policy
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
+from mockstore.version import __version__
 
 
 def run_param(request: Request, runtime: Runtime) -> int | None:
@@ -232,7 +233,7 @@ def report_context(runtime: Runtime, since: int | None, run: int | None = None) 
         scenario=scenario.name,
         base_path=scenario.base_path,
         ban_after_rejections=ban.after_rejections if ban else None,
-        ban_within_seconds=ban.within_seconds if ban else 60.0,
+        ban_within_seconds=(ban or default_ban_policy()).within_seconds,
         journal_size=journal.size,
         journal_enabled=journal.enabled,
         dropped=journal.dropped,

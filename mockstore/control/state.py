@@ -5,10 +5,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mockstore import __version__
 from mockstore.clock import format_time
 from mockstore.control.http import json_response
 from mockstore.state import Runtime
+from mockstore.version import __version__
 
 
 class StateEndpoints:
@@ -41,5 +41,5 @@ class StateEndpoints:
     async def pets(self, request: Request) -> Response:
         """Every pet of a tenant (or the shared store), without touching any allowance."""
         tenant = request.query_params.get("tenant")
-        store = self.runtime.state.tenants.store_for(tenant)
+        store = self.runtime.state.stores.store_for(tenant)
         return json_response(list(store))

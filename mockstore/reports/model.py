@@ -19,6 +19,7 @@ from typing import Any
 
 from mockstore.journal import Entry, mask
 from mockstore.keys import client_bucket, key_bucket, parse_authorization
+from mockstore.scenario.loader import schema_default
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 FAIL_ON: tuple[str, ...] = (*SEVERITIES, "never")
@@ -85,13 +86,16 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class ReportContext:
-    """What the reports need to know about the server beyond the journal."""
+    """What the reports need to know about the server beyond the journal.
+
+    Its defaults are a scenario's that says nothing (the scenario schema's).
+    """
 
     scenario: str = ""
-    base_path: str = "/v1"
-    ban_after_rejections: int | None = 10
-    ban_within_seconds: float = 60.0
-    journal_size: int = 10_000
+    base_path: str = schema_default("base_path")
+    ban_after_rejections: int | None = schema_default("ban", "after_rejections")
+    ban_within_seconds: float = schema_default("ban", "within_seconds")
+    journal_size: int = schema_default("journal", "size")
     journal_enabled: bool = True
     dropped: int = 0
     since: int | None = None

@@ -64,7 +64,7 @@ class ScenarioSource:
 
     def load(self) -> Any:
         """The ``Scenario`` (raises ``ScenarioError`` with every problem)."""
-        from mockstore.scenario.model import load_scenario
+        from mockstore.scenario.build import load_scenario
 
         return load_scenario(self.text, self.file)
 

@@ -16,9 +16,9 @@ is compared the way a client depends on it:
 
 What is compared by kind rather than by value is noted under the rule that
 says so (``RULES``), so a report says what it ignored and why. Each
-difference names the scenario setting that decides it (``setting``), when
-one does. The header classifiers are shared with ``calibrate``, which reads
-the same formats off a live service.
+``Discrepancy`` names the scenario setting that decides it (``setting``, see
+``attribution``), when one does. The header formats are ``formats``'s, shared
+with ``calibrate``; the bodies' shapes are checked by ``conformance``.
 
 Pure functions over recorded and replayed exchanges: no HTTP, no I/O.
 """
@@ -28,12 +28,22 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from functools import lru_cache
 from typing import Any
 
 from mockstore import schemas
-from mockstore.errors import CONDITIONS
+from mockstore.fidelity import attribution
+from mockstore.fidelity.conformance import conformance, schema_pointer
+from mockstore.fidelity.formats import (
+    allowed_methods,
+    auth_challenge,
+    deprecation_instant,
+    deprecation_kind,
+    http_date,
+    media_type,
+    reset_kind,
+    retry_after_kind,
+    sf_list,
+)
 
 # The kinds of difference, as ``drift.accept`` entries name them.
 CLASSES = (
@@ -110,105 +120,6 @@ _LIST_LIMIT_DEFAULT = next(
 )
 
 
-# -- formats, shared with calibrate -------------------------------------------
-
-
-@lru_cache(maxsize=4096)
-def http_date(text: str) -> float | None:
-    """An HTTP-date (RFC 9110 section 5.6.7) as Unix seconds, or None (cached: dates repeat)."""
-    if not re.search(r"[A-Za-z]", text) or "GMT" not in text:
-        return None
-    try:
-        return parsedate_to_datetime(text).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
-def reset_kind(value: str) -> str:
-    """``X-RateLimit-Reset``: ``epoch`` (a Unix time), ``delta`` (seconds from now) or ``invalid``.
-
-    A window is at most a day, so a count of seconds is below 10^9 and a Unix
-    time of this century is above it.
-    """
-    if not re.fullmatch(r"[0-9]+", value.strip()):
-        return "invalid"
-    return "epoch" if int(value) >= 1_000_000_000 else "delta"
-
-
-def retry_after_kind(value: str) -> str:
-    """``Retry-After`` (RFC 9110 section 10.2.3): ``seconds``, ``http-date`` or ``invalid``."""
-    if re.fullmatch(r"[0-9]+", value.strip()):
-        return "seconds"
-    return "http-date" if http_date(value) is not None else "invalid"
-
-
-def deprecation_kind(value: str) -> str:
-    """``Deprecation``: ``sf-date`` (RFC 9745, ``@1767225600``), ``http-date`` or ``true``."""
-    text = value.strip()
-    if re.fullmatch(r"@-?[0-9]+", text):
-        return "sf-date"
-    if text.lower() in ("true", "?1"):
-        return "true"
-    return "http-date" if http_date(text) is not None else "invalid"
-
-
-def deprecation_instant(value: str) -> float | None:
-    text = value.strip()
-    if re.fullmatch(r"@-?[0-9]+", text):
-        return float(text[1:])
-    return http_date(text)
-
-
-_SF_KEY = r"[a-z*][a-z0-9_.*-]*"
-_SF_BARE = (
-    r'(?:-?[0-9]+(?:\.[0-9]+)?|"(?:[^"\\]|\\.)*"|[A-Za-z*][A-Za-z0-9:/!#$%&\'*+.^_`|~-]*|\?[01])'
-)
-_SF_MEMBER = re.compile(rf"({_SF_BARE})((?:;{_SF_KEY}(?:={_SF_BARE})?)*)")
-_SF_PARAM = re.compile(rf";({_SF_KEY})(?:=({_SF_BARE}))?")
-
-
-def sf_list(value: str) -> list[tuple[str, dict[str, str]]] | None:
-    """An RFC 8941 list of items with parameters (no inner lists), or None if malformed."""
-    members = []
-    for raw in _split_members(value):
-        match = _SF_MEMBER.fullmatch(raw.strip())
-        if match is None:
-            return None
-        item = match.group(1).strip('"')
-        params = {k: (v or "?1").strip('"') for k, v in _SF_PARAM.findall(match.group(2))}
-        members.append((item, params))
-    return members
-
-
-def _split_members(value: str) -> list[str]:
-    parts, current, quoted = [], "", False
-    for char in value:
-        if char == '"':
-            quoted = not quoted
-        if char == "," and not quoted:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return parts
-
-
-def media_type(value: str) -> str:
-    return value.split(";", 1)[0].strip().lower()
-
-
-def allowed_methods(value: str) -> frozenset[str]:
-    return frozenset(m.strip().upper() for m in value.split(",") if m.strip())
-
-
-def auth_challenge(value: str) -> tuple[str, str | None]:
-    """``WWW-Authenticate``'s scheme and ``error`` parameter (RFC 6750), lower-cased scheme."""
-    scheme = value.strip().split(" ", 1)[0].lower()
-    error = re.search(r'error="?([^",\s]+)"?', value)
-    return scheme, error.group(1) if error else None
-
-
 # -- one exchange ---------------------------------------------------------------
 
 
@@ -245,25 +156,55 @@ class Request:
 
 
 @dataclass
-class Finding:
+class Discrepancy:
+    """One semantic difference between a recorded answer and the mock's.
+
+    ``kind`` is one of ``CLASSES``, ``where`` the part of the answer, ``setting``
+    the scenario setting that decides it (None when none does). ``compare``
+    fills those; ``drift`` adds the exchange that shows it (``entry`` onwards).
+    """
+
     kind: str
     where: str
     recorded: str
     mock: str
     setting: str | None = None
+    entry: int = 0  # 1-based position in the HAR
+    request: str = ""
+    request_id: str | None = None
+    key: str | None = None
+    operation: str | None = None
+    status: int = 0  # the recorded status
+    accepted_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry": self.entry,
+            "request": self.request,
+            "request_id": self.request_id,
+            "key": self.key,
+            "operation": self.operation,
+            "status": self.status,
+            "kind": self.kind,
+            "where": self.where,
+            "recorded": self.recorded,
+            "mock": self.mock,
+            "setting": self.setting,
+            "accepted_by": self.accepted_by,
+        }
 
 
 @dataclass
 class Comparison:
-    """The differences of one exchange, and what rules compared by kind (rule, what)."""
+    """The discrepancies of one exchange, and what rules compared by kind (rule, what)."""
 
-    differences: list[Finding] = field(default_factory=list)
+    differences: list[Discrepancy] = field(default_factory=list)
     ignored: list[tuple[str, str]] = field(default_factory=list)
 
     def differ(
         self, kind: str, where: str, recorded: Any, mock: Any, setting: str | None = None
     ) -> None:
-        self.differences.append(Finding(kind, where, _shown(recorded), _shown(mock), setting))
+        self.differences.append(Discrepancy(kind, where, _shown(recorded), _shown(mock), setting))
 
     def ignore(self, rule: str, what: str) -> None:
         self.ignored.append((rule, what))
@@ -281,9 +222,9 @@ def compare(
     """Every semantic difference between the recorded answer and the mock's."""
     out = Comparison()
     if recorded.status != mock.status:
-        setting = status_setting(request, recorded.status, mock.status)
+        setting = attribution.status_setting(request.method, recorded.status, mock.status)
         out.differ("status", "status", recorded.status, mock.status, setting)
-        if setting != "behaviour.validation_status":
+        if setting != attribution.VALIDATION_STATUS:
             # Two different answers (a 201 and a 413, a 404 and a 401): their headers and
             # bodies answer different things. Only 400 and 422 answer the same thing.
             return out
@@ -314,7 +255,7 @@ def _compare_headers(request: Request, recorded: Side, mock: Side, out: Comparis
                 f"header {name}",
                 shown_was,
                 shown_now,
-                header_setting(name, request),
+                attribution.header_setting(name),
             )
             continue
         _compare_header(name, was, now, request, out)
@@ -332,7 +273,7 @@ def _compare_header(name: str, was: str, now: str, request: Request, out: Compar
         if not (was.strip().isdigit() and now.strip().isdigit()):
             out.differ("header-format", where, was, now)
         elif name == "x-ratelimit-limit" and int(was) != int(now):
-            out.differ("header-value", where, was, now, "plans, keys[].plan or anonymous_plan")
+            out.differ("header-value", where, was, now, attribution.PLAN)
         elif name == "x-ratelimit-remaining":
             out.ignore("rate-limit-state", "header x-ratelimit-remaining (compared as an integer)")
     elif name == "x-ratelimit-reset":
@@ -343,7 +284,7 @@ def _compare_header(name: str, was: str, now: str, request: Request, out: Compar
                 where,
                 f"{was} ({reset_kind(was)})",
                 f"{now} ({reset_kind(now)})",
-                "behaviour.ratelimit_reset",
+                attribution.RATELIMIT_RESET,
             )
     elif name == "retry-after":
         out.ignore("rate-limit-state", "header retry-after (compared by format)")
@@ -353,7 +294,7 @@ def _compare_header(name: str, was: str, now: str, request: Request, out: Compar
                 where,
                 f"{was} ({retry_after_kind(was)})",
                 f"{now} ({retry_after_kind(now)})",
-                "behaviour.retry_after",
+                attribution.RETRY_AFTER,
             )
     elif name in ("ratelimit", "ratelimit-policy"):
         _compare_structured(name, was, now, out)
@@ -366,16 +307,16 @@ def _compare_header(name: str, was: str, now: str, request: Request, out: Compar
                 f"{now} ({deprecation_kind(now)})",
             )
         elif deprecation_instant(was) != deprecation_instant(now):
-            out.differ("header-value", where, was, now, "behaviour.deprecated_since")
+            out.differ("header-value", where, was, now, attribution.DEPRECATED_SINCE)
     elif name == "sunset":
         if (http_date(was) is None) != (http_date(now) is None):
             out.differ("header-format", where, was, now)
         elif http_date(was) != http_date(now):
-            out.differ("header-value", where, was, now, "behaviour.sunset")
+            out.differ("header-value", where, was, now, attribution.SUNSET)
     elif name == "allow":
         if allowed_methods(was) != allowed_methods(now):
             head = "HEAD" in allowed_methods(was) ^ allowed_methods(now)
-            out.differ("header-value", where, was, now, "behaviour.serve_head" if head else None)
+            out.differ("header-value", where, was, now, attribution.SERVE_HEAD if head else None)
     elif name == "content-type":
         if media_type(was) != media_type(now):
             out.differ("header-value", where, was, now)
@@ -411,117 +352,12 @@ def _compare_structured(name: str, was: str, now: str, out: Comparison) -> None:
         out.ignore("rate-limit-state", "header ratelimit r and t (compared by syntax)")
         shape = [(item, sorted(params)) for item, params in before]
         if shape != [(item, sorted(params)) for item, params in after]:
-            out.differ("header-format", where, was, now, "behaviour.ratelimit_draft_headers")
+            out.differ("header-format", where, was, now, attribution.RATELIMIT_DRAFT)
     elif before != after:
-        out.differ("header-value", where, was, now, "plans, keys[].plan or anonymous_plan")
+        out.differ("header-value", where, was, now, attribution.PLAN)
 
 
 # -- bodies -----------------------------------------------------------------------
-
-
-def _schema_pointer(operation: str | None, status: int) -> str | None:
-    """The OpenAPI schema an answer's body should match, as ``assert_conforms`` reads it."""
-    if (
-        operation is not None
-        and operation in _OPERATIONS
-        and str(status) in _OPERATIONS[operation].responses
-    ):
-        op = _OPERATIONS[operation]
-        spec = schemas.openapi_document()["paths"][op.path][op.method.lower()]
-        answer = spec["responses"][str(status)]
-        if "$ref" in answer:
-            name = answer["$ref"].rsplit("/", 1)[-1]
-            answer = schemas.openapi_document()["components"]["responses"][name]
-        content = answer.get("content", {}).get("application/json")
-        if content:
-            return str(content["schema"]["$ref"])
-    if status >= 400:
-        return "#/components/schemas/Error"
-    return None
-
-
-_conformance_cache: dict[tuple[str, bytes], str | None] = {}
-_CACHE_LIMIT = 50_000
-
-
-def conformance(pointer: str, body: bytes, value: Any) -> str | None:
-    """None when ``value`` matches the schema, else the first problem (cached by body).
-
-    An array schema whose items are a ``$ref`` (``Pets``) is checked item by
-    item, each item's outcome cached by its JSON: a listing repeats the pets of
-    the one before, and one ``Pet`` costs a fraction of a ``$ref``-resolving
-    pass over twenty.
-    """
-    cache_key = (pointer, body)
-    if cache_key in _conformance_cache:
-        return _conformance_cache[cache_key]
-    split = _array_of_refs(pointer)
-    if split is not None and isinstance(value, list):
-        outer, items = split
-        problem = _first_problem(outer, value, "")
-        for index, item in enumerate(value):
-            if problem is not None:
-                break
-            text = json.dumps(item, sort_keys=True).encode()
-            found = conformance(items, text, item)
-            problem = f"[{index}] {found}" if found else None
-    else:
-        problem = _first_problem(_inlined(pointer), value, "")
-    if len(_conformance_cache) > _CACHE_LIMIT:
-        _conformance_cache.clear()
-    _conformance_cache[cache_key] = problem
-    return problem
-
-
-def _first_problem(validator: Any, value: Any, root: str) -> str | None:
-    for error in schemas.errors_of(validator, value):
-        return schemas.describe(error, root)
-    return None
-
-
-@lru_cache(maxsize=64)
-def _inlined(pointer: str) -> Any:
-    """A validator for the document's schema at ``pointer`` with every ``$ref`` inlined.
-
-    The same schema, compiled without references: resolving them is most of
-    what a check costs, and drift checks thousands of bodies.
-    """
-    document = schemas.openapi_document()
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            if set(node) == {"$ref"}:
-                target: Any = document
-                for part in node["$ref"].removeprefix("#/").split("/"):
-                    target = target[part]
-                return resolve(target)
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(value) for value in node]
-        return node
-
-    target: Any = document
-    for part in pointer.removeprefix("#/").split("/"):
-        target = target[part]
-    return schemas.Validator(resolve(target), format_checker=schemas.format_checker)
-
-
-_arrays: dict[str, tuple[Any, str] | None] = {}
-
-
-def _array_of_refs(pointer: str) -> tuple[Any, str] | None:
-    """(validator of the array's own keywords, the items' pointer), for ``items: {$ref}``."""
-    if pointer not in _arrays:
-        node: Any = schemas.openapi_document()
-        for part in pointer.removeprefix("#/").split("/"):
-            node = node[part]
-        items = node.get("items") if isinstance(node, dict) else None
-        rest = {k: v for k, v in node.items() if k != "items"} if items else {}
-        if isinstance(items, dict) and set(items) == {"$ref"} and "$ref" not in json.dumps(rest):
-            _arrays[pointer] = (schemas.Validator(rest), items["$ref"])
-        else:
-            _arrays[pointer] = None
-    return _arrays[pointer]
 
 
 def _compare_bodies(
@@ -544,7 +380,7 @@ def _compare_bodies(
         return
     if not was_json:
         return
-    pointer = _schema_pointer(request.operation, recorded.status)
+    pointer = schema_pointer(request.operation, recorded.status)
     if pointer is not None and recorded.status == mock.status:
         before = conformance(pointer, recorded.body, was)
         after = conformance(pointer, mock.body, now)
@@ -577,8 +413,10 @@ def _compare_errors(
     out: Comparison,
 ) -> None:
     if was.get("code") != now.get("code"):
-        condition = condition_of(request, mock.status, now, error_codes)
-        setting = f"behaviour.error_codes.{condition}" if condition else "behaviour.error_codes"
+        condition = attribution.condition_of(
+            request.operation, request.has_authorization, mock.status, now, error_codes
+        )
+        setting = attribution.error_code_setting(condition)
         out.differ("error-code", "body.code", was.get("code"), now.get("code"), setting)
     if (was.get("status") == recorded.status) != (now.get("status") == mock.status):
         out.differ("body-field", "body.status", was.get("status"), now.get("status"))
@@ -603,9 +441,9 @@ def _compare_pet(
     sent = request.sent_body if isinstance(request.sent_body, dict) else {}
     for name in sorted((was.keys() | now.keys()) - {"id"}):
         if name == "status" and "status" not in sent:
-            setting: str | None = "behaviour.default_status"
+            setting: str | None = attribution.DEFAULT_STATUS
         elif name not in _PET_FIELDS:
-            setting = "behaviour.unknown_fields"
+            setting = attribution.UNKNOWN_FIELDS
         else:
             setting = None
         if (name in was) != (name in now):
@@ -660,57 +498,3 @@ def _compare_lists(request: Request, was: list[Any], now: list[Any], out: Compar
                 "honoured" if kept_was else "not honoured",
                 "honoured" if kept_now else "not honoured",
             )
-
-
-# -- which setting decides ------------------------------------------------------
-
-
-def status_setting(request: Request, recorded: int, mock: int) -> str | None:
-    """The scenario setting that decides a status difference, when one does."""
-    pair = {recorded, mock}
-    if pair == {400, 422}:
-        return "behaviour.validation_status"
-    if request.method == "HEAD" and 405 in pair:
-        return "behaviour.serve_head"
-    if 401 in pair and pair & {404, 405}:
-        return "behaviour.path_check"
-    if 413 in pair:
-        return "behaviour.max_body_bytes"
-    if 410 in pair:
-        return "behaviour.sunset, behaviour.after_sunset"
-    if 429 in pair:
-        return "plans, keys[].plan or anonymous_plan"
-    if 401 in pair:
-        return "keys (the scenario must name the key, or its alias)"
-    if 501 in pair:
-        return "routes"
-    return None
-
-
-def header_setting(name: str, request: Request) -> str | None:
-    """The scenario setting that decides whether a header is sent, when one does."""
-    if name in ("ratelimit", "ratelimit-policy"):
-        return "behaviour.ratelimit_draft_headers"
-    return None
-
-
-def condition_of(
-    request: Request, status: int, body: dict[str, Any], error_codes: dict[str, str]
-) -> str | None:
-    """Which condition the mock's Error stands for (so which ``error_codes`` entry decides it)."""
-    code = body.get("code")
-    candidates = [name for name, given in error_codes.items() if given == code]
-    if len(candidates) <= 1:
-        return candidates[0] if candidates else None
-    message = str(body.get("message", ""))
-    for name in candidates:
-        parameter = CONDITIONS[name].parameter
-        if parameter and f"'{parameter}'" in message:
-            return name
-    if "missing_key" in candidates or "malformed_authorization" in candidates:
-        return "malformed_authorization" if request.has_authorization else "missing_key"
-    if "pet_not_found" in candidates and request.operation == "getPet" and status == 404:
-        return "pet_not_found"
-    if "unknown_path" in candidates and status == 404:
-        return "unknown_path"
-    return candidates[0]

@@ -1,12 +1,13 @@
 """``mockstore drift FILE.har --scenario S``: how far a scenario is from a recorded service.
 
-The recorded requests are re-sent, in order, to a fresh in-process mock built
+The recorded requests are re-sent, in order, by the one replay engine
+(``replayer``, as ``mockstore replay`` does): a fresh in-process mock built
 from ``S`` on a manual clock set to each request's recorded instant (and the
-wall clock to its recorded wall time), as ``mockstore replay`` does. Each
-answer is then compared with the recorded one *semantically*, by the rules
-of ``drift_rules``: every difference names the request that shows it and
-the scenario setting that decides it; every value compared by kind rather
-than by value is counted under the rule that says so.
+wall clock to its recorded wall time). Each answer is then compared with the
+recorded one *semantically*, by the rules of ``compare``: every
+``Discrepancy`` names the request that shows it and the scenario setting that
+decides it; every value compared by kind rather than by value is counted
+under the rule that says so.
 
 What a proxy cannot see is reconstructed, and the report says so:
 
@@ -26,11 +27,9 @@ input.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json
-import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,14 +37,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
-from mockstore.app import create_app
-from mockstore.clock import Clock
-from mockstore.drift_rules import RULES, Request, Side, compare, sf_list
+from mockstore.fidelity.compare import RULES, Discrepancy, Request, Side, compare
+from mockstore.fidelity.formats import sf_list
+from mockstore.fidelity.recording import Recording, recording_of
+from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
 from mockstore.keys import is_alias, key_alias, key_bucket
-from mockstore.replay import call
-from mockstore.reports.har import HarError, Recorded, har_meta, read_har
+from mockstore.reports.har import Recorded
 from mockstore.routing import Router
-from mockstore.scenario import Scenario, ScenarioError, load_scenario_file
+from mockstore.scenario import Scenario
 from mockstore.schemas import errors_of, operations, schema_validator
 
 ROUTER = Router(operations().values())
@@ -58,6 +57,7 @@ NOT_ANSWERED = frozenset(
         "upstream_tls_error",
         "upstream_error",
         "client_disconnected",
+        "request_timeout",
     }
 )
 
@@ -66,34 +66,13 @@ _READ_THE_BODY = frozenset({400, 415, 422})
 
 
 @dataclass
-class Difference:
-    """One semantic difference, with the request that shows it."""
-
-    entry: int  # 1-based position in the HAR
-    request: str
-    request_id: str | None
-    key: str | None
-    operation: str | None
-    status: int  # the recorded status
-    kind: str
-    where: str
-    recorded: str
-    mock: str
-    setting: str | None
-    accepted_by: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass
 class DriftReport:
     source: str
     scenario: str
     exchanges: int
     compared: int = 0
-    differences: list[Difference] = field(default_factory=list)
-    accepted: list[Difference] = field(default_factory=list)
+    differences: list[Discrepancy] = field(default_factory=list)
+    accepted: list[Discrepancy] = field(default_factory=list)
     ignored: Counter[tuple[str, str]] = field(default_factory=Counter)
     skipped: list[tuple[int, str, str]] = field(default_factory=list)
     reconstructed: list[str] = field(default_factory=list)
@@ -136,10 +115,6 @@ class DriftReport:
         }
 
 
-class DriftInputError(ValueError):
-    """The HAR or the scenario cannot be used; the message says why."""
-
-
 # -- what the proxy could not see -----------------------------------------------
 
 
@@ -148,24 +123,6 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
-
-
-def _bearer(headers: list[tuple[str, str]]) -> str | None:
-    for name, value in headers:
-        if name.lower() == "authorization":
-            scheme, _, token = value.strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-    return None
-
-
-def key_map(scenario: Scenario) -> dict[str, str]:
-    """Token in a recording -> the scenario key that stands for it (by alias, or as is)."""
-    mapping: dict[str, str] = {}
-    for spec in scenario.keys:
-        mapping[key_alias(spec.key)] = spec.key
-        mapping[spec.key] = spec.key
-    return mapping
 
 
 def pets_before(recorded: list[Recorded], operation_of: list[str | None]) -> dict[int, dict]:
@@ -235,11 +192,17 @@ def _describe(item: Recorded) -> str:
     return f"{item.method} {item.path}" + (f"?{item.query}" if item.query else "")
 
 
-def drift(document: dict[str, Any], scenario: Scenario, source: str = "<har>") -> DriftReport:
-    """Compare a HAR document with ``scenario``; raises ``HarError`` for a bad document."""
-    recorded = read_har(document)
-    meta = har_meta(document)
-    report = DriftReport(source, scenario.name, len(recorded))
+def drift(
+    recording: Recording | dict[str, Any], scenario: Scenario, source: str = "<har>"
+) -> DriftReport:
+    """Compare a recording (or a HAR document) with ``scenario``.
+
+    Raises ``HarError`` for a document that is not a HAR.
+    """
+    if not isinstance(recording, Recording):
+        recording = recording_of(recording, source)
+    recorded, meta = recording.exchanges, recording.meta
+    report = DriftReport(recording.source, scenario.name, len(recorded))
     if meta.get("dropped"):
         report.warnings.append(
             f"the recording had dropped {meta['dropped']} older exchanges: it starts mid-session"
@@ -254,13 +217,16 @@ def drift(document: dict[str, Any], scenario: Scenario, source: str = "<har>") -
     ]
     operation_of = [_operation(r.method, p, base)[0] for r, p in zip(recorded, paths, strict=True)]
 
-    keys = key_map(scenario)
+    tokens = Tokens(scenario)
     # Keys the upstream accepted (some answer other than 401) that the scenario lacks.
     unknown = sorted(
         {
             t
             for r in recorded
-            if (t := _bearer(r.headers)) and is_alias(t) and t not in keys and r.status != 401
+            if (t := bearer(r.headers))
+            and is_alias(t)
+            and t not in tokens.known
+            and r.status != 401
         }
     )
     for alias in unknown:
@@ -287,7 +253,8 @@ def drift(document: dict[str, Any], scenario: Scenario, source: str = "<har>") -
         )
     # The mock's own journal would only cost time: drift reads the answers directly.
     replayed = dataclasses.replace(replayed, journal_size=0)
-    answers = asyncio.run(_replay(recorded, paths, operation_of, replayed, keys, report, meta))
+    replayer = Replayer(replayed, recorded, tokens)
+    answers = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
 
     error_codes = dict(scenario.behaviour.error_codes)
     for index, (item, path, operation) in enumerate(
@@ -298,6 +265,19 @@ def drift(document: dict[str, Any], scenario: Scenario, source: str = "<har>") -
             continue
         report.compared += 1
         report.cases.append((index + 1, _describe(item), operation))
+        where = _exchange(index, item, operation)
+        if answer.error is not None:
+            report.differences.append(
+                Discrepancy(
+                    "connection",
+                    "connection",
+                    f"a {item.status} answer",
+                    f"broken ({answer.error})",
+                    None,
+                    **where,
+                )
+            )
+            continue
         query: dict[str, list[str]] = {}
         for name, value in parse_qsl(item.query, keep_blank_values=True):
             query.setdefault(name, []).append(value)
@@ -316,76 +296,40 @@ def drift(document: dict[str, Any], scenario: Scenario, source: str = "<har>") -
             item.response_truncated,
         )
         now = Side(answer.status, _grouped(answer.headers), answer.body)
-        if answer.error is not None:
-            report.differences.append(
-                _difference(
-                    index,
-                    item,
-                    operation,
-                    "connection",
-                    "connection",
-                    f"a {item.status} answer",
-                    f"broken ({answer.error})",
-                    None,
-                )
-            )
-            continue
         outcome = compare(request, was, now, error_codes)
         report.ignored.update(outcome.ignored)
-        for finding in outcome.differences:
-            difference = _difference(
-                index,
-                item,
-                operation,
-                finding.kind,
-                finding.where,
-                finding.recorded,
-                finding.mock,
-                finding.setting,
-            )
-            accepted = _accepted(scenario, difference)
+        for found in outcome.differences:
+            discrepancy = dataclasses.replace(found, **where)
+            accepted = _accepted(scenario, discrepancy)
             if accepted is not None:
-                difference.accepted_by = accepted
-                report.accepted.append(difference)
-                report.ignored[("accepted", f"{difference.kind} {difference.where}")] += 1
+                discrepancy.accepted_by = accepted
+                report.accepted.append(discrepancy)
+                report.ignored[("accepted", f"{discrepancy.kind} {discrepancy.where}")] += 1
             else:
-                report.differences.append(difference)
+                report.differences.append(discrepancy)
     return report
 
 
-def _difference(
-    index: int,
-    item: Recorded,
-    operation: str | None,
-    kind: str,
-    where: str,
-    recorded: str,
-    mock: str,
-    setting: str | None,
-) -> Difference:
-    token = _bearer(item.headers)
-    return Difference(
-        entry=index + 1,
-        request=_describe(item),
-        request_id=item.request_id,
-        key=(token if is_alias(token) else key_alias(token)) if token else None,
-        operation=operation,
-        status=item.status,
-        kind=kind,
-        where=where,
-        recorded=recorded,
-        mock=mock,
-        setting=setting,
-    )
+def _exchange(index: int, item: Recorded, operation: str | None) -> dict[str, Any]:
+    """Where a discrepancy shows: the exchange, as a report names it."""
+    token = bearer(item.headers)
+    return {
+        "entry": index + 1,
+        "request": _describe(item),
+        "request_id": item.request_id,
+        "key": (token if is_alias(token) else key_alias(token)) if token else None,
+        "operation": operation,
+        "status": item.status,
+    }
 
 
-def _accepted(scenario: Scenario, difference: Difference) -> str | None:
+def _accepted(scenario: Scenario, discrepancy: Discrepancy) -> str | None:
     for index, accept in enumerate(scenario.drift_accept):
         if (
-            accept.kind == difference.kind
-            and accept.where == difference.where
-            and accept.status in (None, difference.status)
-            and accept.operation in (None, difference.operation)
+            accept.kind == discrepancy.kind
+            and accept.where == discrepancy.where
+            and accept.status in (None, discrepancy.status)
+            and accept.operation in (None, discrepancy.operation)
         ):
             return f"drift.accept[{index}]"
     return None
@@ -399,37 +343,22 @@ def _grouped(headers: list[tuple[str, str]]) -> dict[str, list[str]]:
 
 
 async def _replay(
+    replayer: Replayer,
     recorded: list[Recorded],
     paths: list[str],
     operation_of: list[str | None],
-    scenario: Scenario,
-    keys: dict[str, str],
     report: DriftReport,
     meta: dict[str, Any],
-) -> dict[int, Any]:
-    """Send each request to a fresh mock at its recorded instant; the answers by index."""
-    first = recorded[0] if recorded else None
-    start = first.time - (first.elapsed or 0.0) if first else 0.0
-    wall = [first.wall if first else 0.0]
-    clock = Clock(start=start, mode="manual", wall=lambda: wall[0])
-    app = create_app(scenario, clock=clock)
-    for key in meta.get("issued_keys") or []:
-        # Keys a mock session issued through its control API (a HAR of mockstore's journal).
-        body = {"key": key.get("key"), "plan": key.get("plan")}
-        if key.get("per_minute"):
-            body["plan"] = {"per_minute": key["per_minute"], "per_day": key["per_day"]}
-        await call(
-            app,
-            "POST",
-            "/__mockstore/keys",
-            "",
-            [("content-type", "application/json")],
-            json.dumps(body).encode(),
-            "127.0.0.1",
-        )
+) -> dict[int, Replayed]:
+    """Send each request the upstream answered, at its recorded instant; the answers by index."""
+    # Keys a mock session issued through its control API (a HAR of mockstore's journal).
+    report.warnings.extend(await replayer.issue(meta.get("issued_keys") or []))
+    tokens = replayer.tokens
+    assert tokens is not None
+    scenario = replayer.scenario
     created: dict[str, str] = {}  # recorded pet id -> the mock's
     preloaded: set[str] = set()
-    answers: dict[int, Any] = {}
+    answers: dict[int, Replayed] = {}
     for index, (item, path, operation) in enumerate(
         zip(recorded, paths, operation_of, strict=True)
     ):
@@ -450,21 +379,14 @@ async def _replay(
             # a body of the recorded size gets the same answer, whatever it holds.
             body = body + b" " * (size - len(body))
             report.ignored[("transport", "a body cut short, re-sent at its recorded size")] += 1
-        clock.set(item.time)
-        wall[0] = item.wall
-        headers = list(item.headers)
-        token = _bearer(headers)
-        if token is not None and token in keys:
-            key = keys[token]
-            headers = [
-                (n, f"Bearer {key}") if n.lower() == "authorization" else (n, v) for n, v in headers
-            ]
-            if key not in preloaded:
-                preloaded.add(key)
-                _preload(app, scenario, key, item, report)
+        token = bearer(item.headers)
+        key = tokens.known.get(token) if token is not None else None
+        if key in tokens.scenario_keys and key not in preloaded:
+            preloaded.add(key)
+            _preload(replayer, key, item, report)
         if operation is not None and created:
             path = _rewrite_ids(item.method, path, scenario.base_path, created)
-        answer = await call(app, item.method, path, item.query, headers, body, item.client)
+        answer = await replayer.send(item, path=path, body=body)
         if item.status == 0 or item.outcome != "response":
             # A broken answer (a mock's connection fault, an upstream that broke off):
             # replayed for its effects, not compared.
@@ -490,8 +412,9 @@ def _declared_size(item: Recorded) -> int | None:
     return None
 
 
-def _preload(app: Any, scenario: Scenario, key: str, item: Recorded, report: DriftReport) -> None:
-    state = app.runtime.state
+def _preload(replayer: Replayer, key: str, item: Recorded, report: DriftReport) -> None:
+    """Start ``key``'s counters where its first recorded answer shows them."""
+    state = replayer.app.runtime.state
     spec = state.keys.lookup(key)
     if spec is None:
         return
@@ -570,7 +493,7 @@ def render_junit(report: DriftReport, now: datetime | None = None) -> str:
     """One test case per compared exchange, failing with its differences; skipped ones skipped."""
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S")
     root = ET.Element("testsuites", name="mockstore")
-    by_entry: dict[int, list[Difference]] = {}
+    by_entry: dict[int, list[Discrepancy]] = {}
     for d in report.differences:
         by_entry.setdefault(d.entry, []).append(d)
     suite = ET.SubElement(
@@ -622,45 +545,3 @@ def render_junit(report: DriftReport, now: datetime | None = None) -> str:
     )
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def run_drift(args: argparse.Namespace) -> int:
-    """``mockstore drift FILE.har --scenario S``: 0 no drift, 1 drift, 2 unreadable input."""
-    try:
-        with open(args.har, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        print(f"mockstore drift: cannot read {args.har}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"mockstore drift: {args.har} is not JSON: {exc}", file=sys.stderr)
-        return 2
-    try:
-        scenario = load_scenario_file(args.scenario)
-    except ScenarioError as exc:
-        print(f"mockstore drift: the scenario {args.scenario!r} is not usable:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return 2
-    try:
-        report = drift(document, scenario, args.har)
-    except HarError as exc:
-        print(f"mockstore drift: {args.har}: {exc}", file=sys.stderr)
-        return 2
-    if args.format == "json":
-        text = json.dumps(report.to_json(), indent=2) + "\n"
-    elif args.format == "junit":
-        text = render_junit(report)
-    else:
-        text = render_text(report)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        print(
-            f"mockstore drift: {'drift' if report.drift else 'no drift'} "
-            f"({len(report.differences)} difference(s)); wrote {args.output}",
-            file=sys.stderr,
-        )
-    else:
-        sys.stdout.write(text)
-    return 1 if report.drift else 0

@@ -12,7 +12,7 @@ process, with no server and no port::
         await mock.reset()
         key = (await mock.issue_key("pro")).key
 
-Each method builds its request with ``mockstore.control_client.Calls`` (shared
+Each method builds its request with ``mockstore.clients.calls.Calls`` (shared
 with ``Control``), so the two clients cannot drift apart; a test checks that
 their signatures are equal.
 """
@@ -27,8 +27,8 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from mockstore import urls
-from mockstore.control_client import Call, Calls, ClientBase, unreachable
-from mockstore.control_types import (
+from mockstore.clients.calls import DEFAULT_TIMEOUT, Call, Calls, ClientBase, unreachable
+from mockstore.clients.types import (
     ClockState,
     Health,
     JournalEntry,
@@ -57,7 +57,7 @@ class AsyncControl(ClientBase):
         url: str | None = None,
         token: str | None = None,
         *,
-        timeout: float = 10.0,
+        timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(url, token, transport is not None)

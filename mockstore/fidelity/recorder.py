@@ -6,7 +6,13 @@ query, headers (less the hop-by-hop ones of RFC 9110 section 7.6.1 and those
 ``Connection`` names; ``Host`` becomes the upstream's) and body, streamed. The
 upstream's answer goes back unchanged, streamed too: status, headers (less the
 hop-by-hop ones), body bytes. A failure to reach the upstream is answered by
-the proxy itself: 502 (refused, reset, TLS) or 504 (timeout), with an Error body.
+the proxy itself: 502 (refused, reset, TLS) or 504 (timeout), with an Error body;
+so is a request body that does not arrive within the body timeout (408).
+
+The proxy runs on the app shell ``mockstore serve`` runs (``RecordApp``), with
+the same uvicorn settings and serving limits (``mockstore.server``): heads over
+the limit get 431, slow heads 408, and past the connection cap the connection
+idle longest is closed, before the proxy sees anything.
 
 Every exchange is journaled with ``Journal.record``, so the control API's
 ``/requests``, ``/requests.har`` and ``/report`` work during a recording, and
@@ -21,37 +27,37 @@ back-pressure); the journal keeps at most ``journal.body_bytes`` of each body.
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import json
 import logging
 import os
-import signal
 import ssl
-import sys
 import time
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 from starlette.types import Message, Receive, Scope, Send
 
-from mockstore import __version__
+from mockstore.app import AppShell
 from mockstore.control import ControlAPI
 from mockstore.control.documents import DocumentEndpoints
 from mockstore.control.journal import JournalEndpoints
 from mockstore.control.routes import route
 from mockstore.control.state import StateEndpoints
 from mockstore.errors import error_body
+from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
+from mockstore.limits import Limits
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.routing import Router
 from mockstore.scenario import load_scenario
 from mockstore.schemas import operations
 from mockstore.state import Runtime
 from mockstore.transport import close_connection
-from mockstore.urls import CONTROL_PREFIX, is_control_path
+from mockstore.version import __version__
 
 access_log = logging.getLogger("mockstore.access")
 
@@ -77,51 +83,6 @@ SECRET_RESPONSE_HEADERS = frozenset({b"set-cookie"})
 # Shorter strings are not scrubbed from bodies: too likely to occur by chance.
 _MIN_SCRUBBED = 8
 ROUTER = Router(operations().values())
-
-
-class UpstreamError(ValueError):
-    """The ``--upstream`` URL cannot be proxied; the message says why."""
-
-
-@dataclass(frozen=True)
-class Upstream:
-    """Where requests go: ``https://staging.example.com/petstore/v1``.
-
-    ``base_path`` is the version segment the proxy serves (``/v1``); a
-    request for ``/v1/pets`` goes to ``origin + prefix + /v1/pets``.
-    """
-
-    url: str
-    origin: str  # scheme://host[:port]
-    prefix: str  # the path before the version segment ("" or "/petstore")
-    base_path: str  # "/v1"
-
-    @property
-    def shown(self) -> str:
-        """The URL without any user:password part, for banners and HARs."""
-        return self.origin + self.prefix + self.base_path
-
-
-def parse_upstream(text: str) -> Upstream:
-    """Check an ``--upstream`` URL; raises ``UpstreamError`` naming what is wrong."""
-    parts = urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UpstreamError(
-            f"--upstream must be an http:// or https:// URL, got {text!r} "
-            "(e.g. https://staging.example.com/v1)"
-        )
-    if parts.query or parts.fragment:
-        raise UpstreamError(f"--upstream must not have a query or fragment: {text!r}")
-    path = parts.path.rstrip("/")
-    if not path:
-        raise UpstreamError(
-            f"--upstream must end in its version segment, e.g. {parts.scheme}://"
-            f"{parts.hostname}/v1 (got {text!r})"
-        )
-    prefix, _, segment = path.rpartition("/")
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    origin = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
-    return Upstream(text.strip(), origin, prefix, "/" + segment)
 
 
 def _connection_tokens(headers: Any) -> frozenset[bytes]:
@@ -216,13 +177,22 @@ class _ClientGone(Exception):
     """The client went away while its body was being forwarded."""
 
 
+class _BodyLate(Exception):
+    """The client's body did not arrive within the server's body timeout."""
+
+
 class RecordingProxy:
     """The ASGI app forwarding every API request to the upstream and journaling it."""
 
-    def __init__(self, upstream: Upstream, runtime: Runtime, timeout: float) -> None:
+    def __init__(
+        self, upstream: Upstream, runtime: Runtime, timeout: float, body_timeout: float
+    ) -> None:
         self.upstream = upstream
         self.runtime = runtime
         self.timeout = timeout
+        # As long as ``serve`` gives a body (``Limits.body_timeout``): the connection
+        # leaves a body's deadline to the app while the app is at work on it.
+        self.body_timeout = body_timeout
         self._client: httpx.AsyncClient | None = None
         self._served = 0
 
@@ -290,7 +260,7 @@ class RecordingProxy:
         try:
             try:
                 response = await self.client.send(request, stream=True)
-            except (httpx.TransportError, _ClientGone) as exc:
+            except (httpx.TransportError, _ClientGone, _BodyLate) as exc:
                 if isinstance(exc, _ClientGone):
                     outcome = "client_disconnected"  # nothing to answer, and no one to tell
                     return
@@ -301,6 +271,8 @@ class RecordingProxy:
                     (b"content-length", b"%d" % len(answer)),
                     (b"x-request-id", request_id.encode()),
                 ]
+                if isinstance(exc, _BodyLate):
+                    headers_out.append((b"connection", b"close"))
                 await send(
                     {"type": "http.response.start", "status": status, "headers": headers_out}
                 )
@@ -356,9 +328,14 @@ class RecordingProxy:
             )
 
     async def _request_body(self, receive: Receive, copy: _Capped) -> Any:
-        """The client's body, one chunk at a time, as httpx uploads it."""
+        """The client's body, one chunk at a time, as httpx uploads it, within the deadline."""
+        deadline = asyncio.get_running_loop().time() + self.body_timeout
         while True:
-            message: Message = await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message: Message = await receive()
+            except TimeoutError:
+                raise _BodyLate from None
             if message["type"] == "http.disconnect":
                 raise _ClientGone
             chunk = message.get("body", b"")
@@ -373,7 +350,10 @@ class RecordingProxy:
         return f"rec-{self._served:06d}"
 
     def _failure(self, exc: Exception) -> tuple[int, str, bytes]:
-        """The proxy's own answer when the upstream could not be reached."""
+        """The proxy's own answer when the upstream could not be reached (or the body was late)."""
+        if isinstance(exc, _BodyLate):
+            message = f"the request body did not arrive within {self.body_timeout:g} s"
+            return 408, "request_timeout", error_body("request_timeout", message)
         where = self.upstream.shown
         if isinstance(exc, httpx.TimeoutException):
             message = f"the upstream {where} did not answer within {self.timeout:g} s"
@@ -457,49 +437,52 @@ class RecordingProxy:
             )
 
 
-class RecordApp:
-    """The control API (journal, HAR, report) under ``/__mockstore``; the proxy elsewhere."""
+class RecordApp(AppShell):
+    """The recording proxy on the app shell ``serve`` runs, with its own control routes.
+
+    The same path checks, control API guard and token, serving limits and
+    uvicorn settings as ``mockstore serve`` (``mockstore.server``); under
+    ``/__mockstore`` only the journal's endpoints (``control_routes``).
+    """
 
     def __init__(
         self,
         upstream: Upstream,
         *,
-        timeout: float = 30.0,
-        journal_size: int = 10_000,
-        body_bytes: int = 32_768,
+        timeout: float = TIMEOUT,
+        journal_size: int | None = None,
+        body_bytes: int = BODY_BYTES,
         control_token: str | None = None,
+        limits: Limits | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.upstream = upstream
+        limits = limits or Limits()
+        # The recording's journal: a scenario's (its size unless told), keeping more of
+        # each body.
+        journal: dict[str, int] = {"body_bytes": body_bytes}
+        if journal_size is not None:
+            journal["size"] = journal_size
         scenario = load_scenario(
             "version: 1\nname: record\n"
             f"description: {json.dumps('recording ' + upstream.shown)}\n"
             f"base_path: {upstream.base_path}\n"
-            f"journal: {{size: {journal_size}, body_bytes: {body_bytes}}}\n",
+            f"journal: {json.dumps(journal)}\n",
             "<record>",
         )
         self.runtime = Runtime(scenario)
-        self.proxy = RecordingProxy(upstream, self.runtime, timeout)
-        self.control = ControlAPI(self.runtime, control_token, routes=control_routes(self.runtime))
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path: str = scope["path"]
-            if is_control_path(path):
-                inner = dict(scope)
-                inner["path"] = path[len(CONTROL_PREFIX) :] or "/"
-                inner["root_path"] = scope.get("root_path", "") + CONTROL_PREFIX
-                await self.control(inner, receive, send)
-                return
-            await self.proxy(scope, receive, send)
-        elif scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await self.proxy.aclose()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+        self.proxy = RecordingProxy(upstream, self.runtime, timeout, limits.body_timeout)
+        control = ControlAPI(
+            self.runtime,
+            control_token,
+            routes=control_routes(self.runtime),
+            limits=limits,
+            allowed_hosts=allowed_hosts,
+        )
+        super().__init__(self.proxy, control, limits=limits)
+        self.on_shutdown(self.proxy.aclose)
+        # An exchange in flight waits for the upstream up to ``timeout``: let it finish.
+        self.graceful_shutdown = max(AppShell.graceful_shutdown, timeout)
 
     def har(self) -> dict[str, Any]:
         """The recording so far as HAR 1.2, with what drift needs to know about it."""
@@ -544,72 +527,4 @@ def write_har(app: RecordApp, path: str) -> int:
     return len(document["log"]["entries"])
 
 
-def run_record(args: argparse.Namespace) -> int:
-    """``mockstore record --upstream URL``: serve the proxy until stopped, then write ``--out``."""
-    import uvicorn
-
-    from mockstore.cli import _exit_cleanly, configure_logging
-    from mockstore.server import ServerError, listen
-
-    configure_logging(args.log_level, args.log_format)
-    try:
-        upstream = parse_upstream(args.upstream)
-    except UpstreamError as exc:
-        print(f"mockstore record: {exc}", file=sys.stderr)
-        return 2
-    if args.out:
-        # Refused now, not after an hour of recording (and nothing is created yet).
-        folder = os.path.dirname(os.path.abspath(args.out))
-        if os.path.isdir(args.out) or not os.access(folder, os.W_OK):
-            reason = "it is a folder" if os.path.isdir(args.out) else f"{folder} is not writable"
-            print(f"mockstore record: cannot write --out {args.out}: {reason}", file=sys.stderr)
-            return 2
-    app = RecordApp(
-        upstream,
-        timeout=args.timeout,
-        journal_size=args.journal_size,
-        body_bytes=args.body_bytes,
-        control_token=args.control_token,
-    )
-    try:
-        sock = listen(args.host, args.port)
-    except ServerError as exc:
-        print(f"mockstore record: {exc}", file=sys.stderr)
-        return 1
-    port = sock.getsockname()[1]
-    shown_host = f"[{args.host}]" if ":" in args.host else args.host
-    print(
-        f"mockstore {__version__} recording http://{shown_host}:{port}{upstream.base_path} "
-        f"-> {upstream.shown}\n"
-        f"  control:  http://{shown_host}:{port}{CONTROL_PREFIX} "
-        "(requests, requests.har, report; keys are journaled as aliases)\n"
-        f"  out:      {args.out or '(none: fetch /__mockstore/requests.har)'}",
-        file=sys.stderr,
-        flush=True,
-    )
-    config = uvicorn.Config(
-        app,
-        loop="auto",
-        http="auto",
-        lifespan="on",
-        access_log=False,
-        # The upstream's own Server and Date headers pass through unchanged.
-        server_header=False,
-        date_header=False,
-        log_config=None,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=max(1.0, args.timeout),
-    )
-    server = uvicorn.Server(config)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _exit_cleanly)
-    try:
-        server.run(sockets=[sock])
-    finally:
-        if args.out:
-            count = write_har(app, args.out)
-            print(f"mockstore record: wrote {count} exchange(s) to {args.out}", file=sys.stderr)
-    return 0
-
-
-__all__ = ["RecordApp", "RecordingProxy", "Upstream", "parse_upstream", "run_record"]
+__all__ = ["RecordApp", "RecordingProxy", "control_routes", "write_har"]

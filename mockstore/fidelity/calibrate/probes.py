@@ -1,41 +1,35 @@
-"""``mockstore calibrate``: probe a real deployment and write a scenario that reproduces it.
+"""The probes of ``mockstore calibrate``: the open questions of the spec, asked of a live service.
 
-A small, budgeted set of requests (``--budget``) asks the service each
-question the spec leaves open: the status and Error ``code`` of every
-refusal a client meets, 400 or 422, each key's plan as its ``X-RateLimit-*``
-(and draft ``RateLimit-Policy``) headers reveal it, the format of
-``X-RateLimit-Reset``, the deprecation headers of ``getPet``, whether HEAD is
-served and whether a path is checked before the key. With ``--allow-writes``
-it creates one pet (the default ``status``, unknown fields kept or not) and
-searches for the largest accepted body; with ``--allow-rate-limit`` it spends
-one key's minute allowance to see a 429 (``Retry-After``, its body).
+A small, budgeted set of requests asks the service each question the spec
+leaves open: the status and Error ``code`` of every refusal a client meets,
+400 or 422, each key's plan as its ``X-RateLimit-*`` (and draft
+``RateLimit-Policy``) headers reveal it, the format of ``X-RateLimit-Reset``,
+the deprecation headers of ``getPet``, whether HEAD is served and whether a
+path is checked before the key. With ``allow_writes`` it creates one pet (the
+default ``status``, unknown fields kept or not) and searches for the largest
+accepted body; with ``allow_rate_limit`` it spends one key's minute allowance
+to see a 429 (``Retry-After``, its body).
 
 Without the opt-ins nothing is written and no allowance is exhausted: the
 only POSTs are bodies no conforming service can store (``{"name": 7}``, not
 JSON, empty), and a key (or the anonymous allowance) with one request left
-is not used again. The scenario written cites, above each setting, the probe
-and the answer that settled it; what the format cannot express is listed
-(and, where drift would report it, accepted under ``drift.accept``), and
-what was not settled keeps mockstore's default, listed with the reason.
-Keys are written as their aliases (``keys.key_alias``), never in clear.
+is not used again (``prober``). Each answer becomes a setting with its
+evidence (``Calibration``); what the format cannot express and what was not
+settled are noted with the reason. ``writer`` writes the scenario.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import secrets
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
-from mockstore import __version__
 from mockstore.clock import format_time
-from mockstore.drift_rules import (
+from mockstore.errors import CONDITIONS, ERROR_CODES
+from mockstore.fidelity.calibrate.options import Options
+from mockstore.fidelity.calibrate.prober import Probe, Prober, one_line
+from mockstore.fidelity.formats import (
     deprecation_instant,
     deprecation_kind,
     http_date,
@@ -43,132 +37,15 @@ from mockstore.drift_rules import (
     retry_after_kind,
     sf_list,
 )
-from mockstore.errors import CONDITIONS, ERROR_CODES
+from mockstore.fidelity.upstream import UpstreamError, parse_upstream
 from mockstore.keys import key_alias
 from mockstore.ratelimit import BUILTIN_PLANS
-from mockstore.record import UpstreamError, parse_upstream
-from mockstore.scenario import ScenarioError, load_scenario
-from mockstore.scenario.model import DEFAULT_ERROR_CODES
 
 UNKNOWN_PET = 2**63 - 1  # the largest int64: no store that counts up from 1 has it
 BODY_SEARCH_START = 1024
 BODY_SEARCH_CAP = 16 * 1024 * 1024
 _ROUTE_BODY_LIMIT = 8192  # a scripted answer is one line of the scenario file
 _EXCERPT = 120
-
-
-@dataclass
-class Probe:
-    """One request and what it got."""
-
-    number: int
-    what: str
-    method: str
-    target: str
-    who: str  # a key's alias, "no key", or the credentials sent
-    status: int = 0
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    error: str | None = None
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def code(self) -> str | None:
-        body = self.json()
-        code = body.get("code") if isinstance(body, dict) else None
-        return code if isinstance(code, str) else None
-
-    def evidence(self, *headers: str, code: bool = False, note: str = "") -> str:
-        """``probe 5: GET /v1/pets?limit=0 (key-3f9a1c2b) -> 422 {"code": "..."}``."""
-        if self.error is not None:
-            answer = f"failed: {self.error}"
-        else:
-            answer = str(self.status)
-            shown = [
-                f"{h}: {self.headers[h.lower()]}" for h in headers if h.lower() in self.headers
-            ]
-            if shown:
-                answer += ", " + ", ".join(shown)
-            if code and self.code() is not None:
-                answer += f', code "{self.code()}"'
-        text = f"probe {self.number}: {self.method} {self.target} ({self.who}) -> {answer}"
-        return _one_line(text + (f"; {note}" if note else ""))
-
-
-def _one_line(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-class Prober:
-    """Sends probes within the budget, never spending an allowance to its last request."""
-
-    def __init__(self, target: str, budget: int, timeout: float) -> None:
-        self.target = target.rstrip("/")
-        self.base = "/" + self.target.rsplit("/", 1)[1]
-        self.budget = budget
-        self.probes: list[Probe] = []
-        self.refused: list[str] = []  # probes not sent, and why
-        self.remaining: dict[str, int] = {}  # per key alias / "no key": as last reported
-        self._client = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
-
-    def close(self) -> None:
-        self._client.close()
-
-    @property
-    def left(self) -> int:
-        return self.budget - len(self.probes)
-
-    def send(
-        self,
-        what: str,
-        method: str,
-        path: str,
-        *,
-        key: str | None = None,
-        authorization: str | None = None,
-        body: bytes | None = None,
-        content_type: str | None = None,
-        spend: bool = False,
-    ) -> Probe | None:
-        """One probe; None when the budget or the allowance does not allow it."""
-        who = key_alias(key) if key else ("no key" if authorization is None else "bad key")
-        if self.left <= 0:
-            self.refused.append(f"{what}: not sent, the budget of {self.budget} is spent")
-            return None
-        bucket = key_alias(key) if key else "no key"
-        if not spend and self.remaining.get(bucket, 2) <= 1:
-            self.refused.append(f"{what}: not sent, it would spend the last request of {bucket}")
-            return None
-        headers = {}
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
-        elif authorization is not None:
-            headers["Authorization"] = authorization
-        if content_type is not None:
-            headers["Content-Type"] = content_type
-        probe = Probe(len(self.probes) + 1, what, method, self.base + path, who)
-        if body is not None and len(body) > 200:
-            probe.target += f" [{len(body)}-byte body]"
-        self.probes.append(probe)
-        try:
-            response = self._client.request(
-                method, self.target + path, headers=headers, content=body
-            )
-        except httpx.HTTPError as exc:
-            probe.error = f"{type(exc).__name__}: {exc}"
-            return probe
-        probe.status = response.status_code
-        probe.headers = {k.lower(): v for k, v in response.headers.items()}
-        probe.body = response.content
-        remaining = probe.headers.get("x-ratelimit-remaining", "")
-        if remaining.isdigit():
-            self.remaining[bucket] = int(remaining)
-        return probe
 
 
 @dataclass
@@ -192,9 +69,9 @@ class Calibration:
     unsettled: list[str] = field(default_factory=list)
 
     def cannot(self, text: str, accept: dict[str, Any] | None = None) -> None:
-        self.inexpressible.append(_one_line(text))
+        self.inexpressible.append(one_line(text))
         if accept is not None:
-            self.accept.append((accept, _one_line(text)))
+            self.accept.append((accept, one_line(text)))
 
     def set(self, name: str, value: Any, *evidence: str) -> None:
         self.behaviour[name] = Setting(value, list(evidence))
@@ -234,17 +111,17 @@ def _plan_value(minute: int, day: int) -> Any:
 class Calibrator:
     """Runs the probes in order of importance and turns the answers into settings."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        for key in args.key:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        for key in options.keys:
             if not key or not all("!" <= char <= "~" for char in key):
                 # Never echo it: it is a secret, even when mistyped.
                 raise UpstreamError("--key must be a bearer token: printable ASCII, no spaces")
-        upstream = parse_upstream(args.target)
+        upstream = parse_upstream(options.target)
         self.base = upstream.base_path
-        self.prober = Prober(args.target, args.budget, args.timeout)
+        self.prober = Prober(options.target, options.budget, options.timeout)
         self.result = Calibration(upstream.shown)
-        self.keys: list[str] = list(dict.fromkeys(args.key))
+        self.keys: list[str] = list(dict.fromkeys(options.keys))
         self.probe_key: str | None = None
         self.pet_id: int | None = None
         self.seen_429: Probe | None = None
@@ -263,7 +140,7 @@ class Calibrator:
                 self._deprecation()
                 self._routing()
                 self._bodies()
-                if self.args.allow_writes:
+                if self.options.allow_writes:
                     self._writes()
                 else:
                     self.result.unsettled.append(
@@ -367,7 +244,7 @@ class Calibrator:
                                     "where": f"header x-ratelimit-{name}",
                                     "status": missing.status,
                                 },
-                                _one_line(f"no X-RateLimit-{name.title()} without a key: {shown}"),
+                                one_line(f"no X-RateLimit-{name.title()} without a key: {shown}"),
                             )
                         )
             else:
@@ -630,10 +507,10 @@ class Calibrator:
 
     def _rate_limit(self) -> None:
         probe = self.seen_429
-        if probe is None and self.args.allow_rate_limit:
+        if probe is None and self.options.allow_rate_limit:
             probe = self._spend_a_minute()
         if probe is None:
-            if not self.args.allow_rate_limit:
+            if not self.options.allow_rate_limit:
                 self.result.unsettled.append(
                     "behaviour.retry_after, error_codes.rate_limited, the 429 body: need "
                     "--allow-rate-limit"
@@ -787,136 +664,3 @@ def _is_error(body: Any, status: int) -> bool:
         and isinstance(body.get("message"), str)
         and body.get("status") == status
     )
-
-
-# -- the scenario file ---------------------------------------------------------------
-
-BEHAVIOUR_ORDER = (
-    "validation_status",
-    "ratelimit_reset",
-    "ratelimit_draft_headers",
-    "retry_after",
-    "path_check",
-    "serve_head",
-    "default_status",
-    "unknown_fields",
-    "max_body_bytes",
-    "deprecated_since",
-    "sunset",
-)
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    return json.dumps(value)
-
-
-def _flow(value: Any) -> str:
-    """A value as one line of YAML (JSON is a YAML flow style)."""
-    return json.dumps(value, ensure_ascii=True)
-
-
-def render_scenario(result: Calibration, budget: int, sent: int, args: argparse.Namespace) -> str:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = [
-        "# yaml-language-server: $schema=https://mockstore.dev/schema/scenario-v1.json",
-        f"# Calibrated by mockstore calibrate {__version__} against {result.target}",
-        f"# at {now}: {sent} request(s) of a budget of {budget}; writes "
-        f"{'allowed' if args.allow_writes else 'not allowed'}; rate limit "
-        f"{'spent' if args.allow_rate_limit else 'not spent'}.",
-        "# Each setting cites the probe that settled it. Keys are written as their aliases:",
-        "# mockstore record journals the same aliases, so mockstore drift matches them.",
-        "version: 1",
-        "name: calibrated",
-        f"description: {_scalar('Reproduces ' + result.target + ' as calibrate observed it.')}",
-    ]
-    if result.anonymous is not None:
-        value, evidence = result.anonymous
-        if isinstance(value, dict):
-            lines.append("plans:")
-            lines.extend(f"  # {e}" for e in evidence)
-            lines.append(f"  anonymous: {_flow(value)}")
-            lines.append("anonymous_plan: anonymous")
-        else:
-            lines.extend(f"# {e}" for e in evidence)
-            lines.append(f"anonymous_plan: {value}")
-    if result.keys:
-        lines.append("keys:")
-        for alias, plan, evidence in result.keys:
-            lines.extend(f"  # {e}" for e in evidence)
-            lines.append(f"  - {{key: {alias}, plan: {_flow(plan)}}}")
-    behaviour = [name for name in BEHAVIOUR_ORDER if name in result.behaviour]
-    if behaviour or result.error_codes:
-        lines.append("behaviour:")
-        for name in behaviour:
-            setting = result.behaviour[name]
-            lines.extend(f"  # {e}" for e in setting.evidence)
-            lines.append(f"  {name}: {_scalar(setting.value)}")
-        if result.error_codes:
-            lines.append("  error_codes:")
-            for name, _ in DEFAULT_ERROR_CODES:
-                if name in result.error_codes:
-                    setting = result.error_codes[name]
-                    lines.extend(f"    # {e}" for e in setting.evidence)
-                    lines.append(f"    {name}: {_scalar(setting.value)}")
-    if result.routes:
-        lines.append("routes:")
-        for route, evidence in result.routes:
-            lines.extend(f"  # {e}" for e in evidence)
-            lines.append(f"  - {_flow(route)}")
-    if result.accept:
-        lines.append("drift:")
-        lines.append(
-            "  # What the scenario format cannot express, so drift reports it as accepted."
-        )
-        lines.append("  accept:")
-        for entry, reason in result.accept:
-            lines.append(f"    - {_flow({**entry, 'reason': reason})}")
-    lines.append("# Not expressible in the scenario format (observed, not reproduced):")
-    lines.extend(f"#   - {text}" for text in result.inexpressible or ["(nothing)"])
-    lines.append("# Not settled (mockstore's default kept):")
-    lines.extend(f"#   - {_one_line(text)}" for text in result.unsettled or ["(nothing)"])
-    return "\n".join(lines) + "\n"
-
-
-def run_calibrate(args: argparse.Namespace, echo: Callable[[str], None] | None = None) -> int:
-    """``mockstore calibrate``: 0 written, 1 the target could not be probed, 2 bad arguments."""
-    say = echo or (lambda text: print(text, file=sys.stderr))
-    try:
-        calibrator = Calibrator(args)
-    except UpstreamError as exc:
-        say(f"mockstore calibrate: {str(exc).replace('--upstream', '--target')}")
-        return 2
-    result = calibrator.run()
-    probes = calibrator.prober.probes
-    if not probes or all(p.error is not None for p in probes):
-        reason = probes[0].error if probes else "no probe was sent"
-        say(f"mockstore calibrate: could not probe {result.target}: {reason}")
-        return 1
-    text = render_scenario(result, args.budget, len(probes), args)
-    try:
-        load_scenario(text, args.out or "<calibrated>")
-    except ScenarioError as exc:  # a bug here, not the target's: say so plainly
-        say("mockstore calibrate: the scenario written does not validate (a bug):")
-        for problem in exc.problems:
-            say(f"  {problem}")
-        return 1
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
-    settled = len(result.behaviour) + len(result.error_codes) + len(result.keys)
-    say(
-        f"mockstore calibrate: {len(probes)} request(s) of {args.budget}; {settled} setting(s) "
-        f"settled, {len(result.inexpressible)} not expressible, {len(result.unsettled)} "
-        f"open{'; wrote ' + args.out if args.out else ''}"
-    )
-    for text_line in result.inexpressible:
-        say(f"  not expressible: {text_line}")
-    for text_line in result.unsettled:
-        say(f"  not settled: {text_line}")
-    return 0
