@@ -9,6 +9,7 @@ against one shared server, judged by ``mockstore report`` as a subprocess.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -206,3 +207,35 @@ def test_kept_journals_are_bounded_in_bytes_and_in_number() -> None:
     assert kept.get("t0") is None
     kept.keep("empty", Journal(10, 10))
     assert kept.get("empty") is None, "a journal with nothing in it is not kept"
+
+
+def test_mockstore_report_judges_one_run_or_all_and_says_which(fresh_server: LiveServer) -> None:
+    with fresh_server.client(headers=TOOL) as http:
+        http.get("/v1/pets/1", headers=auth("pro"))  # ETQ004, in the first run
+        run = http.post("/__mockstore/reset").json()["run"]
+        http.get("/v1/pets", headers=auth("pro"))
+    every = _report(fresh_server.url)
+    current = _report(fresh_server.url, "--run", "current")
+    numbered = _report(fresh_server.url, "--run", str(run), "--format", "json")
+    wrong = _report(fresh_server.url, "--run", "soon")
+    assert "all runs (2), each judged on its own" in every.stdout
+    assert "ETQ004" in every.stdout.split("passed:")[0]
+    assert f"run {run} only, begun by a reset" in current.stdout
+    assert "1 request(s)" in current.stdout and "deprecated-operation" not in current.stdout
+    assert json.loads(numbered.stdout)["summary"]["runs"]["selected"] == run
+    assert wrong.returncode == 2 and "'soon'" in wrong.stderr
+
+
+def test_the_python_clients_read_runs(fresh_server: LiveServer) -> None:
+    with Control(fresh_server.url) as control:
+        started = control.health().run
+        reset = control.reset()
+        with fresh_server.client() as http:
+            http.get("/v1/pets", headers=auth("pro"))
+        (entry,) = control.requests(run="current")
+        report = control.report(run=reset.run)
+        every = control.report()
+    assert reset.run > started and entry.run == reset.run and entry.wall is not None
+    assert report.summary.runs is not None and report.summary.runs.selected == reset.run
+    assert [r.began_with for r in report.summary.runs.latest] == ["a reset"]
+    assert every.summary.runs is not None and every.summary.runs.selected == "all"

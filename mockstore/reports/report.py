@@ -113,7 +113,7 @@ def build_report(
 def runs_summary(
     facts: Sequence[Fact], journals: Sequence[Journal], selected: int | None
 ) -> dict[str, Any]:
-    """Which runs a report covers: ``selected`` (a run number, or "all"), how many, and the latest.
+    """Which runs a report covers: ``selected`` (a run number, or "all"), how many, the ``latest``.
 
     Each listed run says why it began, in which tenant, and how many of its
     requests were judged.
@@ -139,7 +139,7 @@ def runs_summary(
     return {
         "selected": "all" if selected is None else selected,
         "count": len(counts),
-        "list": listed,
+        "latest": listed,
     }
 
 

@@ -17,9 +17,9 @@ def _evidence(finding: dict[str, Any]) -> str:
 
 def _runs_line(summary: dict[str, Any]) -> str:
     """Which runs were judged: every rule judges within a run."""
-    runs = summary.get("runs", {"selected": "all", "count": 0, "list": []})
+    runs = summary.get("runs", {"selected": "all", "count": 0, "latest": []})
     if runs["selected"] != "all":
-        listed = runs["list"][0] if runs["list"] else None
+        listed = runs["latest"][0] if runs["latest"] else None
         why = f", begun by {listed['began_with']}" if listed and listed["began_with"] else ""
         return f"run {runs['selected']} only{why}"
     count = runs["count"]

@@ -60,7 +60,7 @@ function scope(runs) {
   if (runs.selected === "all") {
     return runs.count === 1 ? "Judged: one run." : `Judged: all ${number(runs.count)} runs, each on its own.`;
   }
-  const run = runs.list.find((r) => r.run === runs.selected);
+  const run = runs.latest.find((r) => r.run === runs.selected);
   const began = run && run.began_with ? ` (begun by ${run.began_with})` : "";
   return `Judged: run ${runs.selected} only${began}.`;
 }
