@@ -475,8 +475,8 @@ def _offence(
 ) -> Script:
     if episode.mutation == "early":
         # Spend the allowance (one a minute), meet a 429 that asks for a wait (one met a
-        # hair before the minute turns asks for none: wait it out and meet another), and
-        # come back early by a margin.
+        # hair before the minute turns asks for next to none: move past the turn and meet
+        # another), and come back early by a margin.
         told = 0.0
         for _ in range(8):
             reply = yield ("send", listing)
@@ -484,10 +484,11 @@ def _offence(
                 continue
             reference = reply.wall if frame() == "wall" else reply.scenario
             told = earliest_wait(reply.response, reference)
-            if told >= 1:
+            if told >= 0.5:
                 break
-            yield from wait(how, told + 0.001)
-        assert told >= 1, "never told to wait"
+            # Past the minute's turn by the scenario clock, on either clock kind.
+            yield ("advance", told + 0.001)
+        assert told >= 0.5, "never told to wait"
         wait_left = told - episode.mutant_margin
         yield from wait(how, wait_left if wait_left >= 1 else 0.0)
         yield ("send", listing)
@@ -684,8 +685,8 @@ def _server_wide_findings(server: MockServer) -> list[dict[str, Any]]:
 def test_obeying_populations_are_never_accused(
     simulated: tuple[MockServer, SimulatedTime],
 ) -> None:
-    tally = _populations(simulated, mutated=False, examples=60, name="obeying")
-    assert tally.tried >= 60 and tally.false_findings == 0
+    tally = _populations(simulated, mutated=False, examples=50, name="obeying")
+    assert tally.tried >= 50 and tally.false_findings == 0
     # Not an empty verdict: the clients met a few hundred 429s and did as they were told.
     assert tally.told >= 2 * tally.tried
     # And judged all at once, every run and every tenant: still nothing.
@@ -695,8 +696,8 @@ def test_obeying_populations_are_never_accused(
 def test_each_mutated_client_is_caught_by_its_rule(
     simulated: tuple[MockServer, SimulatedTime],
 ) -> None:
-    tally = _populations(simulated, mutated=True, examples=60, name="mutated")
-    assert tally.tried >= 60 and tally.missed == 0 and tally.false_findings == 0
+    tally = _populations(simulated, mutated=True, examples=50, name="mutated")
+    assert tally.tried >= 50 and tally.missed == 0 and tally.false_findings == 0
 
 
 @pytest.mark.slow

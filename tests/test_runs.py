@@ -121,19 +121,19 @@ def test_a_report_after_an_xdist_run_covers_every_workers_traffic(
     pytester: pytest.Pytester,
 ) -> None:
     with mock_server() as shared:
-        _suite(pytester, 6)
+        _suite(pytester, 4)
         result = pytester.runpytest_subprocess(
             "-p", "xdist", "-n", "2", "--mockstore-url", shared.url
         )
-        result.assert_outcomes(passed=6)
+        result.assert_outcomes(passed=4)
         with Control(shared.url) as control:
             assert control.tenants() == [], "the workers' tenants are gone"
             report = control.report().raw
         judged = _report(shared.url)
-    assert report["summary"]["requests"] == 24, "each worker's journal was kept for the report"
+    assert report["summary"]["requests"] == 16, "each worker's journal was kept for the report"
     assert report["findings"] == []
     assert judged.returncode == 0, judged.stdout + judged.stderr
-    assert "24 request(s)" in judged.stdout
+    assert "16 request(s)" in judged.stdout
 
 
 def test_a_deleted_tenants_journal_is_kept_for_reports_and_readable(
