@@ -144,7 +144,10 @@ class MockstoreApp(AppShell):
     """The shell with the Pet Store API, the whole control API and tenants: one mock.
 
     ``account`` is this mock's share of the memory budget (the server's own
-    share when not given; a tenant's is opened by ``_new_tenant``).
+    share when not given; a tenant's is opened by ``_new_tenant``). ``state``:
+    the URL of a Redis that holds the mock's state, shared with every process
+    given the same (``mockstore.shared``; it must be ``open``ed before serving);
+    such a server has no tenants.
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class MockstoreApp(AppShell):
         account: Account | None = None,
         timebase: Timebase = REAL_TIME,
         runs: RunCounter | None = None,
+        state: str | None = None,
     ) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario_source(scenario)
@@ -187,9 +191,13 @@ class MockstoreApp(AppShell):
                 self._new_tenant,
                 kept=KeptJournals(account=budget.open_share("kept", "kept journals")),
             )
-            if control and tenants
+            if control and tenants and state is None
             else None
         )
+        if state is not None:
+            from mockstore.shared import attach
+
+            attach(self.runtime, state)
         super().__init__(
             PetStoreAPI(
                 self.runtime, body_timeout=limits.body_timeout, connections=budget.connections
@@ -207,6 +215,8 @@ class MockstoreApp(AppShell):
             limits=limits,
             budget=budget,
         )
+        if self.runtime.shared is not None:
+            self.on_shutdown(self.runtime.shared.close)
 
     def _new_tenant(self, tenant_id: str) -> MockstoreApp:
         """A tenant on the running scenario, sharing its pets (copy on write).

@@ -265,6 +265,16 @@ class PetStoreService:
         return store.list_json(query["limit"], query["status"])
 
     def create_pet(self, store: PetStore, call: Call) -> bytes:
+        try:
+            _, encoded = store.create(self.pet_to_create(call), self._max_store_bytes)
+        except StoreFull as full:
+            raise ApiError("store_full", str(full)) from None
+        except OverBudget as over:
+            raise ApiError("memory_budget", f"{over}; nothing was stored") from None
+        return encoded
+
+    def pet_to_create(self, call: Call) -> dict[str, Any]:
+        """The NewPet a create would store, or the ApiError that refuses its body."""
         if not call.request_body.strip():
             raise ApiError("missing_body", "a request body is required: a JSON NewPet object")
         if not is_json_media_type(call.content_type):
@@ -275,13 +285,7 @@ class PetStoreService:
             )
         value = parse_json_body(call.request_body)
         validate_body(OPERATIONS["createPet"], value)
-        try:
-            _, encoded = store.create(self.new_pet(value), self._max_store_bytes)
-        except StoreFull as full:
-            raise ApiError("store_full", str(full)) from None
-        except OverBudget as over:
-            raise ApiError("memory_budget", f"{over}; nothing was stored") from None
-        return encoded
+        return self.new_pet(value)
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:
         """A valid NewPet as stored: its own fields (and others, if kept), the default status."""

@@ -6,8 +6,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.clock import format_time
-from mockstore.control.http import json_response
+from mockstore.control.http import json_response, state_unavailable
 from mockstore.memory import budget_of
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Runtime
 from mockstore.version import __version__
 
@@ -18,18 +19,33 @@ class StateEndpoints:
 
     async def health(self, request: Request) -> Response:
         state = self.runtime.state
-        return json_response(
-            {
-                "status": "ok",
-                "version": __version__,
-                "scenario": state.scenario.name,
-                "time": format_time(state.clock.now()),
-                "run": self.runtime.run,
-            }
-        )
+        body = {
+            "status": "ok",
+            "version": __version__,
+            "scenario": state.scenario.name,
+            "time": format_time(state.clock.now()),
+            "run": self.runtime.run,
+        }
+        shared = self.runtime.shared
+        if shared is None:
+            return json_response(body)
+        # With a shared state the mock answers only while Redis does: a replica
+        # that cannot reach it is not ready (503), and says why.
+        reachable = await shared.ping()
+        body["state"] = {"backend": "redis", "url": shared.url, "reachable": reachable}
+        if not reachable:
+            body["status"] = "state_unavailable"
+        return json_response(body, 200 if reachable else 503)
 
     async def reset(self, request: Request) -> Response:
-        self.runtime.reset()
+        shared = self.runtime.shared
+        if shared is None:
+            self.runtime.reset()
+        else:
+            try:
+                await shared.reset()
+            except StateUnavailable as exc:
+                return state_unavailable(exc)
         return json_response(
             {
                 "status": "reset",
