@@ -24,7 +24,7 @@ as soon as the last request that uses it ends.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
 from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.faults import FaultEngine, RouteTable
@@ -35,9 +35,6 @@ from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
 from mockstore.runs import Run, RunCounter, RunReason
 from mockstore.scenario.model import Scenario
 from mockstore.store import _LIST_CACHE_BYTES, PET_OVERHEAD, PetStore
-
-if TYPE_CHECKING:
-    from mockstore.shared.backend import SharedState
 
 # A ban policy that can never trigger, for scenarios with ``ban: {enabled: false}``.
 NO_BAN = BanPolicy(after_rejections=2**62, within_seconds=1, duration_seconds=0)
@@ -180,8 +177,9 @@ class Runtime:
             account=account,
         )
         self.runs = runs or RunCounter()
-        # The state in Redis this runtime answers from (``mockstore.shared``); None: in memory.
-        self.shared: SharedState | None = None
+        # The state in Redis this runtime answers from (a ``mockstore.shared.SharedState``,
+        # which builds on this module: not named here); None: in memory.
+        self.shared: Any = None
         self._begin_run(first_run)
 
     def _begin_run(self, reason: RunReason) -> Run:

@@ -21,6 +21,7 @@ from mockstore.cli.serving import (
     limits_from,
     open_control_warning,
     run_until_stopped,
+    run_workers,
     shown_host,
 )
 from mockstore.version import __version__
@@ -155,8 +156,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(banner(app, args.host, port, warnings), file=sys.stderr, flush=True)
     if args.workers > 1:
-        from mockstore.cli.workers import run_workers
-
         return run_workers(app, sock, args.log_level, args.workers)
     return run_until_stopped(app, sock, args.log_level)
 
