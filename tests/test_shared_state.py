@@ -251,6 +251,10 @@ def test_pets_bans_and_control_calls_reach_every_process(
             for url in (a.url, b.url, a.url, b.url)
         }
         assert len(ids) == 4 and pet["id"] not in ids
+        # The control API's pets are the same from either process, created ones included.
+        listed = httpx.get(b.url + "/__mockstore/pets").json()
+        assert listed == httpx.get(a.url + "/__mockstore/pets").json()
+        assert [p["id"] for p in listed[-5:]] == sorted([pet["id"], *ids])
         # Spend the free key's minute through a, get it banned through b...
         for index in range(60 + 5):
             httpx.get((a.url, b.url)[index % 2] + "/v1/pets", headers=free)

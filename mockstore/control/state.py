@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -58,8 +60,17 @@ class StateEndpoints:
     async def pets(self, request: Request) -> Response:
         """Every pet of a tenant (or the shared store), without touching any allowance."""
         tenant = request.query_params.get("tenant")
-        store = self.runtime.state.stores.store_for(tenant)
-        return json_response(list(store))
+        state = self.runtime.state
+        store = state.stores.store_for(tenant)
+        shared = self.runtime.shared
+        if shared is None:
+            return json_response(list(store))
+        group = tenant if state.stores.per_key else None
+        try:
+            created = await shared.created_pets(group)
+        except StateUnavailable as exc:
+            return state_unavailable(exc)
+        return json_response([*store, *(json.loads(pet) for pet in created)])
 
     async def memory(self, request: Request) -> Response:
         """The memory budget: the whole, what is held, this mock's share and the connections'."""

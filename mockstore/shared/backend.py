@@ -41,6 +41,7 @@ from typing import Any
 
 from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
+from mockstore.shared.batching import ScriptBatcher
 from mockstore.shared.scripts import CONTROL, REQUEST
 from mockstore.state import NO_BAN, Prepared, Runtime, release
 from mockstore.store import PetStore
@@ -99,15 +100,18 @@ class SharedState:
 
             # No retries: a request finds Redis gone at once and is answered 503;
             # the next one connects again (the pool reconnects by itself).
-            self._client = redis.Redis.from_url(
+            # A request waits for a connection rather than fail when all are busy.
+            pool = redis.BlockingConnectionPool.from_url(
                 self.url,
                 socket_connect_timeout=2,
                 socket_timeout=5,
                 retry=Retry(NoBackoff(), 0),
                 max_connections=64,
+                timeout=5,
             )
+            self._client = redis.Redis(connection_pool=pool)
             self._loop = loop
-            self._request = self._client.register_script(REQUEST)
+            self._request = ScriptBatcher(self._client, self._client.register_script(REQUEST))
             self._control = self._client.register_script(CONTROL)
             self._reloading = asyncio.Lock()
         return self._client
@@ -119,14 +123,16 @@ class SharedState:
             task.cancel()
         if client is not None:
             await client.aclose()
+            await client.connection_pool.disconnect()
 
     async def _call(self, script_of: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         import redis.exceptions
 
         self.client()
-        script = self._request if script_of == "request" else self._control
         try:
-            return await script(keys=keys, args=args)
+            if script_of == "request":
+                return await self._request.call(keys, args)
+            return await self._control(keys=keys, args=args)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StateUnavailable(self._unreachable(exc)) from exc
         except redis.exceptions.RedisError as exc:
@@ -425,6 +431,16 @@ class SharedState:
     async def lift_ban(self, key: str) -> bool:
         reply = await self._change({}, {"lift": key_bucket(key), "bump": False})
         return reply[3] == b"1"
+
+    async def created_pets(self, group: str | None) -> list[bytes]:
+        """The JSON of every pet created in a store (``group``: per-key isolation), in id order."""
+        keys = Operation("list", group, None, []).keys(PREFIX + self.epoch + ":")
+        client = self.client()
+        try:
+            ids = await client.lrange(keys[3], 0, -1)
+            return await client.hmget(keys[2], ids) if ids else []
+        except Exception as exc:
+            raise StateUnavailable(self._unreachable(exc)) from exc
 
     async def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
         """A bucket's standing (the control API's keys), read without counting anything."""
