@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import re
 import sys
@@ -136,6 +137,10 @@ def _kind(node: dict[str, Any]) -> str:
     if "oneOf" in node:
         return " or ".join(_kind(alternative) for alternative in node["oneOf"])
     kind = node.get("type", "any")
+    if isinstance(kind, list):
+        return " or ".join(_kind({**node, "type": one}) for one in kind)
+    if kind == "null":
+        return code("null")
     if kind == "array":
         return "list"
     if kind == "object":
@@ -198,8 +203,12 @@ def _default(node: dict[str, Any]) -> str:
     if "default" not in node:
         return ""
     value = node["default"]
+    if value is None:
+        return code("null")
     if isinstance(value, bool):
         return code(str(value).lower())
+    if isinstance(value, list | dict):
+        return code(json.dumps(value))
     if isinstance(value, int):
         return code(value)
     return code(value)

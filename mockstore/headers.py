@@ -44,16 +44,21 @@ class ResponseHeaders:
 
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
+        self.content_type: Header = (
+            JSON_CONTENT_TYPE
+            if behaviour.content_type == JSON_CONTENT_TYPE[1].decode()
+            else (b"content-type", behaviour.content_type.encode("latin-1"))
+        )
         self.retry_after_date = behaviour.retry_after == "http-date"
+        # A banned key's Retry-After: "same" as retry_after, or a form of its own.
+        banned = behaviour.retry_after_banned
+        self.banned_retry_after = None if banned == "same" else banned
         self.reset_delta = behaviour.ratelimit_reset == "delta"
+        self.reset_ms = behaviour.ratelimit_reset == "epoch-ms"
         self.draft = behaviour.ratelimit_draft_headers
-        self.deprecation: list[Header] = [
-            (b"deprecation", b"@%d" % int(behaviour.deprecated_since)),
-            (b"sunset", http_date(behaviour.sunset)),
-        ]
-        successor = _successor_path(scenario.base_path)
-        if successor is not None:
-            self.deprecation.append((b"link", b'<%s>; rel="successor-version"' % successor))
+        self.deprecation = deprecation_headers(scenario)
+        request_id = behaviour.request_id.header
+        self.request_id_name = request_id.lower().encode("latin-1") if request_id else None
         self._date_second = -1
         self._date_value = b""
 
@@ -86,7 +91,7 @@ class ResponseHeaders:
         if int(now) != self._date_second:
             self.date(now)
         headers: list[Header] = [
-            JSON_CONTENT_TYPE,
+            self.content_type,
             (b"content-length", b"%d" % length),
             (b"date", self._date_value),
         ]
@@ -97,11 +102,15 @@ class ResponseHeaders:
             if self.reset_delta:
                 # Seconds from now, rounded up like every figure: never early.
                 reset = max(0, math.ceil(reset - now))
+            elif self.reset_ms:
+                reset *= 1000
             headers.append((b"x-ratelimit-reset", b"%d" % reset))
             if self.draft:
                 headers.extend(draft_headers(decision, plan, now))
         if decision.retry_after:
-            headers.append((b"retry-after", self.retry_after(decision, now, clock)))
+            retry_after = self.retry_after(decision, now, clock)
+            if retry_after is not None:
+                headers.append((b"retry-after", retry_after))
         if deprecated:
             headers.extend(self.deprecation)
         if replaces:
@@ -109,12 +118,21 @@ class ResponseHeaders:
             names = {name for name, _ in extra}
             headers = [h for h in headers if h[0] not in names]
         headers.extend(extra)
-        headers.append((b"x-request-id", request_id))
+        if self.request_id_name is not None:
+            headers.append((self.request_id_name, request_id))
         return headers
 
-    def retry_after(self, decision: Decision, now: float, clock: Clock) -> bytes:
-        """``Retry-After`` for a refusal: whole seconds, or an HTTP-date on the wall clock."""
-        if not self.retry_after_date:
+    def retry_after(self, decision: Decision, now: float, clock: Clock) -> bytes | None:
+        """``Retry-After`` for a refusal: whole seconds, or an HTTP-date on the wall clock.
+
+        None for a banned key whose provider sends none (``retry_after_banned: none``).
+        """
+        as_date = self.retry_after_date
+        if self.banned_retry_after is not None and decision.verdict == "key_banned":
+            if self.banned_retry_after == "none":
+                return None
+            as_date = self.banned_retry_after == "http-date"
+        if not as_date:
             return b"%d" % decision.retry_after
         # The wall-clock instant the wait ends, rounded up to the second the
         # HTTP-date can name: never before the client may retry.
@@ -140,6 +158,28 @@ def draft_headers(decision: Decision, plan: Plan, now: float) -> list[Header]:
         day_t,
     )
     return [(b"ratelimit-policy", policy), (b"ratelimit", state)]
+
+
+def deprecation_headers(scenario: Scenario) -> list[Header]:
+    """``Deprecation``, ``Sunset`` and ``Link`` of a deprecated operation, as the scenario says."""
+    behaviour = scenario.behaviour
+    since = behaviour.deprecated_since
+    headers: list[Header] = []
+    form = behaviour.deprecation_format
+    if form == "sf-date":
+        headers.append((b"deprecation", b"@%d" % int(since)))
+    elif form == "http-date":
+        headers.append((b"deprecation", http_date(since)))
+    elif form == "true":
+        headers.append((b"deprecation", b"true"))
+    if behaviour.sunset_header:
+        headers.append((b"sunset", http_date(behaviour.sunset)))
+    link = behaviour.deprecation_link
+    successor = _successor_path(scenario.base_path)
+    if link is not None and (successor is not None or "{successor}" not in link):
+        text = link.replace("{successor}", (successor or b"").decode("latin-1"))
+        headers.append((b"link", text.encode("latin-1")))
+    return headers
 
 
 def _successor_path(base_path: str) -> bytes | None:

@@ -2,8 +2,10 @@
 
 A bucket is whatever the caller is counted as (an API key, or the anonymous
 bucket of one client address). Each bucket has a minute window aligned to the
-clock's minute and a day window aligned to UTC midnight. This module knows
-nothing of HTTP or of key strings: the caller passes a bucket id and a plan.
+clock's minute and a day window aligned to UTC midnight, or (a scenario's
+``ratelimit_windows: first_request``) windows that start at the bucket's first
+request after the last one ended. This module knows nothing of HTTP or of key
+strings: the caller passes a bucket id and a plan.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class BanPolicy:
     within_seconds: float
     duration_seconds: float
     status: int = 429
+    # within: after_rejections within within_seconds; consecutive: with no admitted
+    # request between them.
+    trigger: str = "within"
 
 
 Verdict = Literal["allowed", "rate_limited", "key_banned"]
@@ -129,17 +134,43 @@ class Bucket:
             self.day_used = 0
 
 
-class RateLimiter:
-    """Counts requests per bucket against a plan and bans persistent offenders."""
+class FirstRequestBucket(Bucket):
+    """A bucket whose windows start at its first request after the last one ended."""
 
-    def __init__(self, ban: BanPolicy) -> None:
+    __slots__ = ()
+
+    def roll(self, now: float) -> None:
+        if not self.minute_start <= now < self.minute_start + MINUTE:
+            self.minute_start = now  # type: ignore[assignment]
+            self.minute_used = 0
+        if not self.day_start <= now < self.day_start + DAY:
+            self.day_start = now  # type: ignore[assignment]
+            self.day_used = 0
+
+
+class RateLimiter:
+    """Counts requests per bucket against a plan and bans persistent offenders.
+
+    ``windows`` is ``clock`` (aligned windows) or ``first_request``;
+    ``describes`` the window an admitted request's figures state (``tightest``:
+    the one with fewer left, the minute on a tie; or always ``minute`` or ``day``).
+    """
+
+    def __init__(self, ban: BanPolicy, windows: str = "clock", describes: str = "tightest") -> None:
         self.ban = ban
         self._buckets: dict[str, Bucket] = {}
+        self._new_bucket: type[Bucket] = (
+            FirstRequestBucket if windows == "first_request" else Bucket
+        )
+        self._consecutive = ban.trigger == "consecutive"
+        self._describes = None if describes == "tightest" else describes
+        # Windows from a first request start at any instant: their resets are rounded up.
+        self._fractional = windows == "first_request"
 
     def _bucket(self, bucket_id: str, now: float) -> Bucket:
         bucket = self._buckets.get(bucket_id)
         if bucket is None:
-            bucket = self._buckets[bucket_id] = Bucket()
+            bucket = self._buckets[bucket_id] = self._new_bucket()
         bucket.roll(now)
         return bucket
 
@@ -174,10 +205,19 @@ class RateLimiter:
 
     def _record_rejection(self, bucket: Bucket, now: float) -> None:
         rejections = bucket.rejections
-        rejections.append(now)
-        horizon = now - self.ban.within_seconds
-        while rejections and rejections[0] <= horizon:
-            rejections.popleft()
+        if self._consecutive:
+            # A run of rejections with no admitted request between them: an admitted
+            # one moved the day's count, which each rejection notes (negated, so it
+            # is never mistaken for an instant).
+            mark = -float(bucket.day_used) - 1.0
+            if rejections and rejections[0] != mark:
+                rejections.clear()
+            rejections.append(mark)
+        else:
+            rejections.append(now)
+            horizon = now - self.ban.within_seconds
+            while rejections and rejections[0] <= horizon:
+                rejections.popleft()
         if len(rejections) >= self.ban.after_rejections:
             bucket.banned_until = now + self.ban.duration_seconds
 
@@ -188,10 +228,14 @@ class RateLimiter:
         day_left = max(0, plan.per_day - bucket.day_used)
         minute_reset = bucket.minute_start + MINUTE
         day_reset = bucket.day_start + DAY
+        if self._fractional:
+            minute_reset, day_reset = math.ceil(minute_reset), math.ceil(day_reset)
         if verdict == "rate_limited" and day_left == 0:
             window: Literal["minute", "day"] = "day"
         elif verdict == "rate_limited":
             window = "minute"
+        elif self._describes is not None:
+            window = self._describes  # type: ignore[assignment]
         else:
             window = "day" if day_left < minute_left else "minute"
         if window == "minute":

@@ -14,6 +14,7 @@ report at the end of a test run covers every test.
 from __future__ import annotations
 
 import random
+import uuid
 from typing import NamedTuple
 
 from mockstore.clock import Clock
@@ -66,8 +67,11 @@ class MockState:
         self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
-        self.limiter = RateLimiter(scenario.ban or NO_BAN)
-        self.stores = Stores(scenario, template or PetStore(scenario.initial_pets()))
+        behaviour = scenario.behaviour
+        self.limiter = RateLimiter(
+            scenario.ban or NO_BAN, behaviour.ratelimit_windows, behaviour.ratelimit_describes
+        )
+        self.stores = Stores(scenario, template or template_store(scenario))
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -78,9 +82,40 @@ class MockState:
             if spec.used_minute or spec.used_day:
                 self.limiter.preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day)
 
+        form = scenario.behaviour.request_id
+        if form.format != "counter" or form.prefix != "req-":
+            self.next_request_id = RequestIds(form.prefix, form.format, scenario.seed, self)
+
     def next_request_id(self) -> str:
         self.requests_served += 1
         return f"req-{self.requests_served:06d}"
+
+
+class RequestIds:
+    """Request ids in a provider's form (``behaviour.request_id``), for a state to hand out.
+
+    Random ids come from a generator of their own, seeded from the scenario's
+    seed: the same scenario gives the same ids, and the faults' draws are not moved.
+    """
+
+    def __init__(self, prefix: str, form: str, seed: int, state: MockState) -> None:
+        self._prefix = prefix
+        self._form = form
+        self._rng = random.Random(f"mockstore-request-ids-{seed}")
+        self._state = state
+
+    def __call__(self) -> str:
+        state = self._state
+        state.requests_served += 1
+        if self._form == "counter":
+            return f"{self._prefix}{state.requests_served:06d}"
+        value = uuid.UUID(int=self._rng.getrandbits(128), version=4)
+        return self._prefix + (str(value) if self._form == "uuid" else value.hex)
+
+
+def template_store(scenario: Scenario) -> PetStore:
+    """The store of a scenario's own pets, which every state's store is forked from."""
+    return PetStore(scenario.initial_pets(), order=scenario.behaviour.list_order)
 
 
 class Runtime:
@@ -92,7 +127,7 @@ class Runtime:
         self._clock_override = clock
         # The scenario's pets, built once: every state forks its store from them
         # (generating and encoding 100,000 pets again would take most of a second).
-        self._template = template or PetStore(scenario.initial_pets())
+        self._template = template or template_store(scenario)
         self.state = MockState(scenario, clock, self._template)
         self.journal = Journal(
             scenario.journal_size,
@@ -131,7 +166,7 @@ class Runtime:
         Safe in a worker thread: it only makes new objects, so the slow part
         of a swap (generating and encoding the pets) can run off the event loop.
         """
-        template = PetStore(scenario.initial_pets())
+        template = template_store(scenario)
         return Prepared(scenario, template, MockState(scenario, None, template))
 
     def install(self, prepared: Prepared) -> Prepared:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,7 @@ from mockstore.fidelity.replayer import call
 from mockstore.keys import key_alias
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.scenario import load_scenario, scenario_schema
+from tests.fidelity_apply import apply
 
 START = 1772366430.0  # 2026-03-01T12:00:30Z
 KEY = "drift-key"
@@ -74,21 +76,102 @@ REQUESTS: list[tuple[str, str, str, list[tuple[str, str]], bytes]] = [
     ("POST", "/v1/pets", "", JSON_BODY, b"{nope"),
     ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "' + b"x" * 300 + b'", "categoryId": 1}'),
     ("GET", "/v1/pets", "", [("authorization", "Bearer other-key")], b""),
+    ("GET", "/v1/pets", "limit=500", AUTH, b""),
+    ("HEAD", "/v1/pets/1", "", AUTH, b""),
+    ("GET", "/v1/pets/1", "", [], b""),
+    ("GET", "/v1/pets", "", [("authorization", "Basic eDp5")], b""),
 ]
 
-KNOBS = [
-    "behaviour: {validation_status: 422}",
-    "behaviour: {ratelimit_reset: delta}",
-    "behaviour: {serve_head: false}",
-    "behaviour: {path_check: before_auth}",
-    "behaviour: {unknown_fields: keep}",
-    "behaviour: {default_status: pending}",
-    "behaviour: {max_body_bytes: 200}",
-    "behaviour: {retry_after: http-date}",
-    "behaviour: {ratelimit_draft_headers: true}",
-    "behaviour: {error_codes: {bad_limit: BAD_LIMIT, rate_limited: SLOW_DOWN}}",
-    "behaviour: {deprecated_since: 2025-06-01T00:00:00Z, sunset: 2030-12-05T23:59:59Z}",
-]
+# Each knob (a scenario's behaviour beyond BASE), the requests that show it, and the
+# setting drift must name for it when the scenario lacks it.
+R = REQUESTS
+SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes]], str]] = {
+    "behaviour: {validation_status: 422}": ([R[2]], "behaviour.validation_status"),
+    "behaviour: {ratelimit_reset: delta}": ([R[0]], "behaviour.ratelimit_reset"),
+    "behaviour: {ratelimit_reset: epoch-ms}": ([R[0]], "behaviour.ratelimit_reset"),
+    "behaviour: {serve_head: false}": ([R[8]], "behaviour.serve_head"),
+    "behaviour: {serve_head: [listPets]}": ([R[23]], "behaviour.serve_head"),
+    "behaviour: {path_check: before_auth}": ([R[11]], "behaviour.path_check"),
+    "behaviour: {unknown_fields: keep}": ([R[17]], "behaviour.unknown_fields"),
+    "behaviour: {unknown_fields: refuse}": ([R[17]], "behaviour.unknown_fields"),
+    "behaviour: {default_status: pending}": ([R[15]], "behaviour.default_status"),
+    "behaviour: {max_body_bytes: 200}": ([R[20]], "behaviour.max_body_bytes"),
+    "behaviour: {retry_after: http-date}": ([R[0]] * 5, "behaviour.retry_after"),
+    "behaviour: {ratelimit_draft_headers: true}": ([R[0]], "behaviour.ratelimit_draft_headers"),
+    "behaviour: {error_codes: {bad_limit: BAD_LIMIT, rate_limited: SLOW_DOWN}}": (
+        [R[2]],
+        "behaviour.error_codes.bad_limit",
+    ),
+    "behaviour: {deprecated_since: 2025-06-01T00:00:00Z, sunset: 2030-12-05T23:59:59Z}": (
+        [R[5]],
+        "behaviour.deprecated_since",
+    ),
+    "behaviour: {content_type: application/json; charset=utf-8}": (
+        [R[0]],
+        "behaviour.content_type",
+    ),
+    "behaviour: {request_id: {header: X-Trace-Id, format: hex, prefix: ''}}": (
+        [R[0], R[1]],
+        "behaviour.request_id.header",
+    ),
+    "behaviour: {request_id: {format: uuid}}": ([R[0], R[1]], "behaviour.request_id.format"),
+    "behaviour: {headers: [{name: X-Api-Version, value: '2'}]}": ([R[0]], "behaviour.headers"),
+    "behaviour: {headers: [{name: X-Error-Source, value: gateway, status: 4xx}]}": (
+        [R[0], R[2]],
+        "behaviour.headers",
+    ),
+    "behaviour: {location: path}": ([R[15]], "behaviour.location"),
+    "behaviour: {location: url}": ([R[15]], "behaviour.location"),
+    "behaviour: {etag: {getPet: weak}}": ([R[5]], "behaviour.etag.getPet"),
+    "behaviour: {deprecation_format: http-date}": ([R[5]], "behaviour.deprecation_format"),
+    "behaviour: {deprecation_format: none}": ([R[5]], "behaviour.deprecation_format"),
+    "behaviour: {sunset_header: false}": ([R[5]], "behaviour.sunset_header"),
+    "behaviour: {deprecation_link: null}": ([R[5]], "behaviour.deprecation_link"),
+    "behaviour: {deprecation_link: '<https://example.com/sunset>; rel=\"sunset\"'}": (
+        [R[5]],
+        "behaviour.deprecation_link",
+    ),
+    "behaviour: {deprecation_on: all}": ([R[24]], "behaviour.deprecation_on"),
+    "behaviour: {deprecation_on: success}": ([R[5], R[6]], "behaviour.deprecation_on"),
+    "behaviour: {error_statuses: {bad_pet_id: 404, not_implemented: 403}}": (
+        [R[7], R[14]],
+        "behaviour.error_statuses.bad_pet_id",
+    ),
+    "behaviour: {error_fields: [{name: traceId, generate: request_id}]}": (
+        [R[2]],
+        "behaviour.error_fields",
+    ),
+    "behaviour: {error_fields: [{name: docs, value: 'https://example.com/e'}]}": (
+        [R[12]],
+        "behaviour.error_fields",
+    ),
+    "behaviour: {www_authenticate: {missing_key: null}}": (
+        [R[12]],
+        "behaviour.www_authenticate.missing_key",
+    ),
+    "behaviour: {www_authenticate: {malformed_authorization: "
+    '\'Bearer realm="api", error="invalid_request"\'}}': (
+        [R[25]],
+        "behaviour.www_authenticate.malformed_authorization",
+    ),
+    "behaviour: {ratelimit_describes: day}": ([R[0]], "behaviour.ratelimit_describes"),
+    "behaviour: {limit_above_maximum: clamp}": ([R[22]], "behaviour.limit_above_maximum"),
+    "behaviour: {list_order: descending}": ([R[0]], "behaviour.list_order"),
+    "behaviour: {retry_after_banned: http-date}": ([R[0]] * 9, "behaviour.retry_after_banned"),
+    "ban: {after_rejections: 2, within_seconds: 60, duration_seconds: 300}": (
+        [R[0]] * 8,
+        "ban.after_rejections",
+    ),
+}
+KNOBS = list(SHOWN_BY)
+
+
+def with_knob(knob: str) -> str:
+    """BASE with ``knob`` (a ban of its own replaces BASE's)."""
+    base = BASE
+    if knob.startswith("ban:"):
+        base = "".join(line + "\n" for line in BASE.splitlines() if not line.startswith("ban:"))
+    return base + knob + "\n"
 
 
 def record(scenario_text: str, steps: list[Step]) -> dict[str, Any]:
@@ -117,48 +200,57 @@ request_steps = st.lists(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=request_steps, knobs=st.lists(st.sampled_from(KNOBS), max_size=1))
 def test_a_mock_compared_with_itself_never_drifts(steps: list[Step], knobs: list[str]) -> None:
-    text = BASE + "".join(k + "\n" for k in knobs)
+    text = with_knob(knobs[0]) if knobs else BASE
     report = drift(record(text, steps), load_scenario(text))
     assert report.differences == [], [d.to_dict() for d in report.differences]
     assert report.compared == len(steps)
 
 
-# Requests that show each knob, and the setting drift must name for it.
-SHOWN_BY = {
-    "behaviour: {validation_status: 422}": ([REQUESTS[2]], "behaviour.validation_status"),
-    "behaviour: {ratelimit_reset: delta}": ([REQUESTS[0]], "behaviour.ratelimit_reset"),
-    "behaviour: {serve_head: false}": ([REQUESTS[8]], "behaviour.serve_head"),
-    "behaviour: {path_check: before_auth}": ([REQUESTS[11]], "behaviour.path_check"),
-    "behaviour: {unknown_fields: keep}": ([REQUESTS[17]], "behaviour.unknown_fields"),
-    "behaviour: {default_status: pending}": ([REQUESTS[15]], "behaviour.default_status"),
-    "behaviour: {max_body_bytes: 200}": ([REQUESTS[20]], "behaviour.max_body_bytes"),
-    "behaviour: {retry_after: http-date}": ([REQUESTS[0]] * 5, "behaviour.retry_after"),
-    "behaviour: {ratelimit_draft_headers: true}": (
-        [REQUESTS[0]],
-        "behaviour.ratelimit_draft_headers",
-    ),
-    "behaviour: {error_codes: {bad_limit: BAD_LIMIT, rate_limited: SLOW_DOWN}}": (
-        [REQUESTS[2]],
-        "behaviour.error_codes.bad_limit",
-    ),
-    "behaviour: {deprecated_since: 2025-06-01T00:00:00Z, sunset: 2030-12-05T23:59:59Z}": (
-        [REQUESTS[5]],
-        "behaviour.deprecated_since",
-    ),
-}
-
-
 @pytest.mark.parametrize("knob", KNOBS)
 def test_a_knob_the_scenario_lacks_is_drift_that_names_it(knob: str) -> None:
     requests, setting = SHOWN_BY[knob]
-    har = record(BASE + knob + "\n", [(*r, 0.0) for r in requests])
+    har = record(with_knob(knob), [(*r, 0.0) for r in requests])
     report = drift(har, load_scenario(BASE))
     assert report.drift
     assert setting in {d.setting for d in report.differences}, [
         d.to_dict() for d in report.differences
     ]
+    # Every difference a knob makes is one a setting removes.
+    assert {d.cause for d in report.differences} == {"setting"}, [
+        d.to_dict() for d in report.differences
+    ]
     # And the scenario that has it does not drift.
-    assert not drift(har, load_scenario(BASE + knob + "\n")).drift
+    assert not drift(har, load_scenario(with_knob(knob))).drift
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_each_setting_drift_names_removes_its_difference(knob: str) -> None:
+    """Drift's claim, checked: set each named setting as it says, and its difference goes."""
+    requests, _ = SHOWN_BY[knob]
+    har = record(with_knob(knob), [(*r, 0.0) for r in requests])
+    base = yaml.safe_load(BASE)
+    report = drift(har, load_scenario(BASE))
+    proposed = [d for d in report.differences if d.value]
+    assert proposed, [d.to_dict() for d in report.differences]
+    for difference in proposed:
+        fixed = drift(har, load_scenario(yaml.safe_dump(apply(base, difference))))
+        still = [
+            d.to_dict()
+            for d in fixed.differences
+            if (d.entry, d.kind, d.where) == (difference.entry, difference.kind, difference.where)
+        ]
+        assert not still, (difference.to_dict(), still)
+    # All of them, round after round (a header's name first, then its value's form):
+    # no drift is left.
+    data = base
+    for _ in range(4):
+        left = drift(har, load_scenario(yaml.safe_dump(data))).differences
+        if not left:
+            break
+        assert all(d.value for d in left), [d.to_dict() for d in left]
+        for difference in left:
+            data = apply(data, difference)
+    assert [d.to_dict() for d in drift(har, load_scenario(yaml.safe_dump(data))).differences] == []
 
 
 def test_a_recording_that_names_keys_by_alias_is_matched_to_the_scenarios_keys() -> None:
@@ -180,7 +272,7 @@ def test_what_is_compared_by_kind_is_counted_under_its_rule() -> None:
     report = drift(har, load_scenario(BASE)).to_json()
     rules = {(item["rule"], item["what"]) for item in report["ignored"]}
     assert ("per-run-values", "header date (compared as an HTTP-date)") in rules
-    assert ("per-run-values", "header x-request-id (compared by presence)") in rules
+    assert ("per-run-values", "header x-request-id (a request id: compared by its form)") in rules
     assert ("rate-limit-state", "header x-ratelimit-remaining (compared as an integer)") in rules
     assert ("store-dependent", "list contents and lengths (compared by shape)") in rules
     assert all(item["why"] for item in report["ignored"])
@@ -256,7 +348,10 @@ def test_exit_status_is_0_without_drift_and_1_with_it(files: tuple[Path, Path, P
     assert _run(str(har), "--scenario", str(same)).returncode == 0
     drifted = _run(str(har), "--scenario", str(scenario))
     assert drifted.returncode == 1
-    assert "status status: recorded 422, mock 400  [behaviour.validation_status]" in drifted.stdout
+    assert (
+        "status status: recorded 422, mock 400  [behaviour.validation_status: 422]"
+        in drifted.stdout
+    )
 
 
 def test_json_lists_each_difference_with_the_request_that_shows_it(
@@ -272,11 +367,14 @@ def test_json_lists_each_difference_with_the_request_that_shows_it(
     assert difference["request_id"] == "req-000001"
     assert difference["key"] == key_alias(KEY)
     assert (difference["recorded"], difference["mock"]) == ("422", "400")
+    assert (difference["cause"], difference["set_to"]) == ("setting", 422)
     assert report["summary"] == [
         {
             "kind": "status",
             "where": "status",
+            "cause": "setting",
             "setting": "behaviour.validation_status",
+            "reason": None,
             "count": 1,
         }
     ]

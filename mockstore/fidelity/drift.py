@@ -30,16 +30,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl
 
-from mockstore.fidelity.compare import RULES, Discrepancy, Request, Side, compare
-from mockstore.fidelity.formats import sf_list
-from mockstore.fidelity.recording import Recording, recording_of
+from mockstore.errors import VALIDATION_CONDITIONS
+from mockstore.fidelity import attribution
+from mockstore.fidelity.attribution import Context, Exchange
+from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
+from mockstore.fidelity.evidence import Seen, read, recorded_base
+from mockstore.fidelity.formats import id_form, sf_list
+from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
 from mockstore.keys import is_alias, key_alias, key_bucket
 from mockstore.reports.har import Recorded
@@ -60,6 +64,8 @@ NOT_ANSWERED = frozenset(
         "request_timeout",
     }
 )
+# Header names that say they carry a request id, when a recording has one answer only.
+_ID_NAME = re.compile(r"(request|trace|correlation|span)[-_]?id|-id$")
 
 # Answers that depend on what a body holds, not only on its size.
 _READ_THE_BODY = frozenset({400, 415, 422})
@@ -80,14 +86,42 @@ class DriftReport:
     # (entry, request, operation) of every compared exchange, in order.
     cases: list[tuple[int, str, str | None]] = field(default_factory=list)
 
+    rules: list[tuple[str, str]] = field(default_factory=list)  # (drift.accept[i], reason)
+
     @property
     def drift(self) -> bool:
         return bool(self.differences)
 
-    def summary(self) -> list[tuple[tuple[str, str, str | None], int]]:
-        """How often each (kind, where, setting) differs, most frequent first."""
-        counts = Counter((d.kind, d.where, d.setting) for d in self.differences)
+    def nothing_compared(self) -> str | None:
+        """Why no exchange was compared (a sentence), or None when one was."""
+        if self.compared:
+            return None
+        if not self.exchanges:
+            return f"{self.source} holds no exchange: nothing to compare"
+        reasons = Counter(reason for _, _, reason in self.skipped)
+        shown = "; ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+        return (
+            f"none of the {self.exchanges} exchange(s) of {self.source} could be compared"
+            + (f" ({shown})" if shown else "")
+            + ": a recording made while the upstream was down, or cut short, says nothing "
+            "about it"
+        )
+
+    def causes(self) -> Counter[str]:
+        """How many differences each cause has (accepted ones included)."""
+        return Counter(d.cause for d in [*self.differences, *self.accepted])
+
+    def summary(self) -> list[tuple[tuple[str, str, str, str | None, str | None], int]]:
+        """How often each (kind, where, cause, setting, reason) differs, most frequent first."""
+        counts = Counter((d.kind, d.where, d.cause, d.setting, d.reason) for d in self.differences)
         return sorted(counts.items(), key=lambda item: (-item[1], item[0][0], item[0][1]))
+
+    def hidden(self) -> list[tuple[str, str, list[Discrepancy]]]:
+        """Each accept rule of the scenario, its reason, and what it hid."""
+        return [
+            (rule, reason, [d for d in self.accepted if d.accepted_by == rule])
+            for rule, reason in self.rules
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,11 +131,23 @@ class DriftReport:
             "exchanges": self.exchanges,
             "compared": self.compared,
             "differences": [d.to_dict() for d in self.differences],
+            "causes": dict(sorted(self.causes().items())),
             "summary": [
-                {"kind": kind, "where": where, "setting": setting, "count": count}
-                for (kind, where, setting), count in self.summary()
+                {
+                    "kind": kind,
+                    "where": where,
+                    "cause": cause,
+                    "setting": setting,
+                    "reason": reason,
+                    "count": count,
+                }
+                for (kind, where, cause, setting, reason), count in self.summary()
             ],
             "accepted": [d.to_dict() for d in self.accepted],
+            "accept_rules": [
+                {"rule": rule, "reason": reason, "hid": [d.entry for d in hid], "count": len(hid)}
+                for rule, reason, hid in self.hidden()
+            ],
             "ignored": [
                 {"rule": rule, "what": what, "why": RULES[rule], "count": count}
                 for (rule, what), count in sorted(self.ignored.items())
@@ -197,22 +243,35 @@ def drift(
 ) -> DriftReport:
     """Compare a recording (or a HAR document) with ``scenario``.
 
-    Raises ``HarError`` for a document that is not a HAR.
+    Raises ``HarError`` for a document that is not a HAR, ``InputError`` for one
+    whose paths name no operation under any base path.
     """
     if not isinstance(recording, Recording):
         recording = recording_of(recording, source)
     recorded, meta = recording.exchanges, recording.meta
     report = DriftReport(recording.source, scenario.name, len(recorded))
+    report.rules = [
+        (f"drift.accept[{index}]", accept.reason)
+        for index, accept in enumerate(scenario.drift_accept)
+    ]
     if meta.get("dropped"):
         report.warnings.append(
             f"the recording had dropped {meta['dropped']} older exchanges: it starts mid-session"
         )
-    recorded_base = str(meta.get("base_path") or scenario.base_path)
     base = scenario.base_path
+    found = recorded_base(recording) if recorded else base
+    if found is None:
+        raise InputError(
+            f"{recording.source}: no path of its {len(recorded)} exchange(s) names an operation "
+            "of the Pet Store under any base path: not a recording of this API"
+        )
+    if found != base:
+        report.warnings.append(
+            f"the recording was made under the base path {found or '/'}; its paths are "
+            f"compared as if under the scenario's, {base or '/'}"
+        )
     paths = [
-        base + item.path[len(recorded_base) :]
-        if item.path.startswith(recorded_base + "/")
-        else item.path
+        base + item.path[len(found) :] if item.path.startswith(found + "/") else item.path
         for item in recorded
     ]
     operation_of = [_operation(r.method, p, base)[0] for r, p in zip(recorded, paths, strict=True)]
@@ -243,6 +302,9 @@ def drift(
         # recording's: generating after the recording's ids would shift the generated ones.
         kept = [p for p in scenario.initial_pets() if p["id"] not in before]
         pets = tuple(sorted([*kept, *before.values()], key=lambda p: p["id"]))
+        if scenario.behaviour.list_order == "insertion":
+            # The recording's pets in the order it first listed them, then the scenario's.
+            pets = (*before.values(), *kept)
         replayed = dataclasses.replace(scenario, pets=pets, generate_pets=0)
         shown = ", ".join(str(i) for i in sorted(before)[:10]) + (
             " ..." if len(before) > 10 else ""
@@ -256,10 +318,10 @@ def drift(
     replayer = Replayer(replayed, recorded, tokens)
     answers = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
 
-    error_codes = dict(scenario.behaviour.error_codes)
-    for index, (item, path, operation) in enumerate(
-        zip(recorded, paths, operation_of, strict=True)
-    ):
+    known = frozenset(alias for alias in tokens.known if is_alias(alias))
+    seen = {s.index: s for s in read(recording, found, known)}
+    context = _context(scenario, list(seen.values()))
+    for index, (item, operation) in enumerate(zip(recorded, operation_of, strict=True)):
         answer = answers.get(index)
         if answer is None:
             continue
@@ -273,22 +335,12 @@ def drift(
                     "connection",
                     f"a {item.status} answer",
                     f"broken ({answer.error})",
-                    None,
+                    reason="connection",
                     **where,
                 )
             )
             continue
-        query: dict[str, list[str]] = {}
-        for name, value in parse_qsl(item.query, keep_blank_values=True):
-            query.setdefault(name, []).append(value)
-        request = Request(
-            method=item.method,
-            path=path,
-            query=query,
-            operation=operation,
-            sent_body=_json(item.body) if item.body else None,
-            has_authorization=any(n.lower() == "authorization" for n, _ in item.headers),
-        )
+        exchange = _attributed(seen[index], answer, scenario, tokens)
         was = Side(
             item.status,
             _grouped(item.response_headers),
@@ -296,10 +348,10 @@ def drift(
             item.response_truncated,
         )
         now = Side(answer.status, _grouped(answer.headers), answer.body)
-        outcome = compare(request, was, now, error_codes)
+        outcome = compare(exchange, _json(item.body) if item.body else None, was, now, context)
         report.ignored.update(outcome.ignored)
-        for found in outcome.differences:
-            discrepancy = dataclasses.replace(found, **where)
+        for found_difference in outcome.differences:
+            discrepancy = dataclasses.replace(found_difference, **where)
             accepted = _accepted(scenario, discrepancy)
             if accepted is not None:
                 discrepancy.accepted_by = accepted
@@ -308,6 +360,80 @@ def drift(
             else:
                 report.differences.append(discrepancy)
     return report
+
+
+def _context(scenario: Scenario, seen: list[Seen]) -> Context:
+    """What the whole recording says, for attribution: constant headers, request ids."""
+    values: dict[str, set[str]] = {}
+    names: dict[str, str] = {}
+    deprecation_seen = False
+    for s in seen:
+        for name, value in s.item.response_headers:
+            lowered = name.lower()
+            names.setdefault(lowered, name)
+            values.setdefault(lowered, set()).add(value)
+        if s.facts.operation == "getPet" and "deprecation" in s.headers:
+            deprecation_seen = True
+    constants = {name: next(iter(v)) if len(v) == 1 else None for name, v in values.items()}
+    request_ids = frozenset(
+        name
+        for name, v in values.items()
+        if all(id_form(value)[1] is not None for value in v)
+        and (len(v) > 1 or _ID_NAME.search(name))
+        and name not in attribution.MANAGED
+    )
+    rules = {
+        name: found
+        for name in values
+        if name not in attribution.MANAGED and name not in request_ids
+        if (found := attribution.header_rules(name, seen)) is not None
+    }
+    validation = {
+        s.status for s in seen if s.condition in VALIDATION_CONDITIONS and s.status in (400, 422)
+    }
+    return Context(
+        scenario,
+        constants,
+        names,
+        rules,
+        deprecation_seen,
+        request_ids,
+        frozenset(validation),
+    )
+
+
+def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens) -> Exchange:
+    """The exchange as attribution reads it: the request's facts, both answers, the caller."""
+    body = _json(answer.body) if answer.body else None
+    code = body.get("code") if isinstance(body, dict) else None
+    ban_status = scenario.ban.status if scenario.ban else None
+    mock_condition = attribution.condition_of_answer(
+        seen.facts, answer.status, code if isinstance(code, str) else None, scenario.behaviour,
+        ban_status,
+    )  # fmt: skip
+    if seen.item.method == "HEAD" and answer.status == 405:
+        mock_condition = "method_not_allowed"
+    token = bearer(seen.item.headers)
+    key = tokens.known.get(token) if token is not None else None
+    spec = next((k for k in scenario.keys if k.key == key), None)
+    if spec is not None:
+        plan = scenario.plans.get(spec.plan)
+    else:
+        plan = scenario.plans.get(scenario.anonymous_plan)
+    return Exchange(
+        method=seen.item.method,
+        facts=seen.facts,
+        recorded_condition=seen.condition,
+        mock_condition=mock_condition,
+        recorded_status=seen.status,
+        mock_status=answer.status,
+        plan=plan,
+        key=spec.key if spec is not None else None,
+        authenticated=spec is not None and seen.keyed,
+        run_position=seen.run_position,
+        run_length=seen.run_length,
+        ban_after=seen.ban_after,
+    )
 
 
 def _exchange(index: int, item: Recorded, operation: str | None) -> dict[str, Any]:
@@ -459,14 +585,13 @@ def render_text(report: DriftReport) -> str:
             who = f"; key {d.key}" if d.key else ""
             rid = f"; {d.request_id}" if d.request_id else ""
             lines.append(f"#{d.entry} {d.request} -> {d.status}{who}{rid}")
-        setting = f"  [{d.setting}]" if d.setting else "  [no scenario setting]"
-        lines.append(f"  {d.kind} {d.where}: recorded {d.recorded}, mock {d.mock}{setting}")
-    if report.accepted:
-        lines.append("accepted (the scenario's drift.accept):")
-        for d in report.accepted:
+        lines.append(f"  {d.kind} {d.where}: recorded {d.recorded}, mock {d.mock}  {d.explained()}")
+    for rule, reason, hid in report.hidden():
+        lines.append(f"{rule} ({reason}) hid {len(hid)} difference(s)")
+        for d in hid:
             lines.append(
                 f"  #{d.entry} {d.request}: {d.kind} {d.where}: recorded {d.recorded}, "
-                f"mock {d.mock} ({d.accepted_by})"
+                f"mock {d.mock}"
             )
     if report.ignored:
         lines.append("compared by kind, not by value:")
@@ -476,16 +601,24 @@ def render_text(report: DriftReport) -> str:
         lines.append(f"skipped #{entry} {request}: {reason}")
     if report.differences:
         lines.append("by what differs:")
-        for (kind, where, setting), count in report.summary():
-            lines.append(f"  {count}x {kind} {where}  [{setting or 'no scenario setting'}]")
+        for (kind, where, _, setting, reason), count in report.summary():
+            shown = f"[{setting}]" if setting else f"[not expressible: {reason}]"
+            lines.append(f"  {count}x {kind} {where}  {shown}")
     entries = len({d.entry for d in report.differences})
+    causes = report.causes()
+    by_cause = ", ".join(
+        f"{causes[c]} {c}" for c in ("setting", "not_expressible", "accepted") if causes[c]
+    )
     if report.drift:
         lines.append(
             f"drift: {len(report.differences)} difference(s) in {entries} of "
-            f"{report.compared} compared exchange(s)"
+            f"{report.compared} compared exchange(s) ({by_cause})"
         )
     else:
-        lines.append(f"no drift: {report.compared} exchange(s) compared")
+        lines.append(
+            f"no drift: {report.compared} exchange(s) compared"
+            + (f" ({by_cause})" if by_cause else "")
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -520,8 +653,7 @@ def render_junit(report: DriftReport, now: datetime | None = None) -> str:
                 case, "failure", message=f"{len(found)} difference(s)", type="drift"
             )
             failure.text = "\n".join(
-                f"{d.kind} {d.where}: recorded {d.recorded}, mock {d.mock}"
-                + (f" [{d.setting}]" if d.setting else " [no scenario setting]")
+                f"{d.kind} {d.where}: recorded {d.recorded}, mock {d.mock} {d.explained()}"
                 for d in found
             )
     for entry, request, reason in report.skipped:

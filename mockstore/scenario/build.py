@@ -159,6 +159,7 @@ class _Builder:
                 within_seconds=self.get(("ban", "within_seconds")),
                 duration_seconds=self.get(("ban", "duration_seconds")),
                 status=self.get(("ban", "status")),
+                trigger=self.get(("ban", "trigger")),
             )
         key_names = set(self._key_names())
         faults = []
@@ -350,8 +351,10 @@ class _Builder:
 
     @staticmethod
     def _default(name: str) -> Any:
-        # error_codes has a default per condition, not one for the whole mapping.
-        return {} if name == "error_codes" else schema_default("behaviour", name)
+        # A mapping (error_codes, request_id, ...) has a default per entry, not one
+        # for the whole mapping.
+        spec = scenario_schema()["properties"]["behaviour"]["properties"][name]
+        return spec.get("default", {})
 
     def _check_reply(self, raw: Any, path: Path) -> None:
         """An error status needs an Error body whose status matches (unless raw)."""

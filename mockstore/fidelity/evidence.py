@@ -1,0 +1,263 @@
+"""What a recording shows: each exchange's request, and the condition its answer stands for.
+
+``mockstore calibrate --from`` learns a provider's settings from a recording,
+and ``mockstore drift`` names the setting behind each difference: both need to
+know, for each recorded answer, which of the spec's conditions it answers (a
+missing key, a bad ``limit``, a spent allowance, a ban, ...). The request alone
+says which conditions it meets (``conditions.classify``); the answer says which
+one the provider chose; and some answers can only be told apart across the
+recording: a ban is a run of refusals whose code (or status) changes while the
+caller keeps sending.
+
+``read`` turns a recording into ``Seen`` exchanges, each with its ``Facts``, its
+bucket (the key's alias, or the client address for a caller without a valid
+key) and the recorded ``condition`` (None for an answer that refuses nothing,
+``unexplained`` for a refusal no rule explains). A condition is given only on
+evidence of that condition: a ``429`` never stands for a missing key.
+
+Pure functions of a recording: no HTTP, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockstore.fidelity.conditions import Facts, classify, json_of
+from mockstore.fidelity.recording import Recording
+from mockstore.fidelity.replayer import bearer
+from mockstore.keys import is_alias, key_alias
+from mockstore.reports.har import Recorded
+from mockstore.routing import Router
+from mockstore.schemas import operations
+
+_ROUTER = Router(operations().values())
+# Exchanges the upstream never answered (the recorder did, or the client left).
+NOT_ANSWERED = frozenset(
+    {
+        "upstream_refused",
+        "upstream_timeout",
+        "upstream_tls_error",
+        "upstream_error",
+        "client_disconnected",
+        "request_timeout",
+        "upstream_broke",
+        "aborted",
+    }
+)
+AUTH_CONDITIONS = {
+    "missing": "missing_key",
+    "malformed": "malformed_authorization",
+    "bearer": "unknown_key",
+}
+# Statuses a provider may give a banned key (the spec names none).
+BAN_STATUSES = frozenset({403, 429, 503})
+
+
+@dataclass
+class Seen:
+    """One recorded exchange, classified."""
+
+    index: int  # 0-based, in the recording
+    item: Recorded
+    path: str  # relative to the recording's base path
+    facts: Facts
+    bucket: str  # "key-xxxxxxxx" or "address 127.0.0.1"
+    keyed: bool  # the caller sent a bearer token the upstream accepted (or may have)
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case, first value
+    body: Any = None
+    condition: str | None = None
+    run_position: int = 0  # 1-based place in a run of refusals for the allowance
+    # In a run: the allowance's refusals before the ban (None: the run ended unbanned).
+    ban_after: int | None = None
+    run_length: int = 0  # the refusals of the allowance in its run (before any ban)
+
+    @property
+    def status(self) -> int:
+        return self.item.status
+
+    @property
+    def code(self) -> str | None:
+        code = self.body.get("code") if isinstance(self.body, dict) else None
+        return code if isinstance(code, str) else None
+
+    @property
+    def is_error(self) -> bool:
+        """An Error body: code, message, and the HTTP status."""
+        body = self.body
+        return (
+            isinstance(body, dict)
+            and isinstance(body.get("code"), str)
+            and isinstance(body.get("message"), str)
+            and body.get("status") == self.status
+        )
+
+    def describe(self) -> str:
+        item = self.item
+        return f"#{self.index + 1} {item.method} {item.path}" + (
+            f"?{item.query}" if item.query else ""
+        )
+
+
+def recorded_base(recording: Recording) -> str | None:
+    """The base path the recording was made under: its own word, else what its paths show.
+
+    None when no path of the recording names an operation under any prefix.
+    """
+    stated = recording.meta.get("base_path")
+    if isinstance(stated, str) and stated.startswith("/"):
+        return stated.rstrip("/")
+    prefixes: Counter[str] = Counter()
+    for item in recording.exchanges:
+        segments = item.path.split("/")
+        for cut in range(1, len(segments)):
+            prefix = "/".join(segments[:cut])
+            if (
+                _ROUTER.resolve("GET", item.path[len(prefix) :]).allow
+                or _ROUTER.resolve(item.method, item.path[len(prefix) :]).operation
+            ):
+                prefixes[prefix] += 1
+                break
+    if not prefixes:
+        return None
+    return prefixes.most_common(1)[0][0]
+
+
+def read(recording: Recording, base: str, known_keys: frozenset[str] = frozenset()) -> list[Seen]:
+    """Every answered exchange of ``recording`` (paths under ``base``), classified.
+
+    ``known_keys`` are aliases known to be valid (the scenario's): a bearer token
+    the upstream refused with 401 is otherwise an unknown key.
+    """
+    seen: list[Seen] = []
+    for index, item in enumerate(recording.exchanges):
+        if item.outcome != "response" or item.status == 0:
+            continue
+        relative = item.path[len(base) :] if item.path.startswith(base + "/") else item.path
+        declared = _declared_size(item)
+        facts = classify(item.method, relative, item.query, item.headers, item.body, declared)
+        token = bearer(item.headers) if facts.auth == "bearer" else None
+        alias = (token if is_alias(token) else key_alias(token)) if token else None
+        headers: dict[str, str] = {}
+        for name, value in item.response_headers:
+            headers.setdefault(name.lower(), value)
+        body = json_of(item.response_body) if item.response_body else None
+        keyed = alias is not None and (alias in known_keys or item.status != 401)
+        bucket = alias if keyed and alias else f"address {item.client}"
+        seen.append(Seen(index, item, relative, facts, bucket, keyed, headers, body))
+    _conditions(seen)
+    return seen
+
+
+def _declared_size(item: Recorded) -> int | None:
+    for name, value in item.headers:
+        if name.lower() == "content-length" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _conditions(seen: list[Seen]) -> None:
+    """Each exchange's recorded condition (see the module's docstring)."""
+    # Keys the upstream accepted somewhere: a 401 to them later is not "unknown key".
+    accepted = {s.bucket for s in seen if s.keyed and s.status != 401}
+    for s in seen:
+        s.keyed = s.keyed and s.bucket in accepted
+        if not s.keyed and s.facts.auth == "bearer":
+            s.bucket = f"address {s.item.client}"
+    _rate_conditions(seen)
+    for s in seen:
+        if s.condition is not None:
+            continue
+        s.condition = _condition(s)
+
+
+def _rate_conditions(seen: list[Seen]) -> None:
+    """Refusals for the caller's allowance: 429s, and a ban's answers, bucket by bucket.
+
+    In a run of refusals to one bucket (no admitted request between them), the
+    first is the allowance's (``rate_limited``). Where the code or the status
+    changes during the run, the caller was banned from there on, until the run
+    ends: the ban is ``key_banned``, whatever status the provider gives it.
+    """
+    runs: dict[str, tuple[str | None, int] | None] = {}  # bucket -> (code, status) of the run
+    banned: dict[str, bool] = {}
+    length: dict[str, int] = {}
+    for s in seen:
+        run = runs.get(s.bucket)
+        if not _rate_refusal(s, run):
+            runs[s.bucket] = None
+            banned[s.bucket] = False
+            length[s.bucket] = 0
+            continue
+        length[s.bucket] = s.run_position = length.get(s.bucket, 0) + 1
+        shape = (s.code, s.status)
+        if run is None:
+            runs[s.bucket] = shape
+            banned[s.bucket] = s.status != 429
+            s.condition = "key_banned" if s.status != 429 else "rate_limited"
+            continue
+        if shape != run or banned.get(s.bucket):
+            banned[s.bucket] = True
+            s.condition = "key_banned"
+        else:
+            s.condition = "rate_limited"
+    _run_figures(seen)
+
+
+def _run_figures(seen: list[Seen]) -> None:
+    """Each run's length before its ban, and whether a ban ended it, on every member."""
+    runs: dict[str, list[Seen]] = {}
+    finished: list[list[Seen]] = []
+    for s in seen:
+        if s.run_position == 1 and s.bucket in runs:
+            finished.append(runs.pop(s.bucket))
+        if s.run_position:
+            runs.setdefault(s.bucket, []).append(s)
+        elif s.bucket in runs:
+            finished.append(runs.pop(s.bucket))
+    finished.extend(runs.values())
+    for run in finished:
+        limited = sum(1 for s in run if s.condition == "rate_limited")
+        banned = any(s.condition == "key_banned" for s in run)
+        for s in run:
+            s.run_length = limited
+            s.ban_after = limited if banned else None
+
+
+def _rate_refusal(s: Seen, run: tuple[str | None, int] | None) -> bool:
+    """Whether ``s`` refuses its caller's allowance (or a ban) rather than the request."""
+    if s.status == 429:
+        return True
+    if s.status not in BAN_STATUSES or run is None:
+        return False
+    # A 403 or 503 during a run of 429s, to a request that is otherwise fine.
+    return s.facts.problem is None and (s.keyed or s.facts.auth != "bearer")
+
+
+def _condition(s: Seen) -> str | None:
+    facts, status = s.facts, s.status
+    if s.item.method == "HEAD" and status == 405:
+        return "method_not_allowed"
+    if status < 400:
+        return None
+    if status == 401:
+        return AUTH_CONDITIONS[facts.auth] if not s.keyed else "unknown_key"
+    if facts.route is not None:
+        return facts.route
+    if status == 413:
+        return "payload_too_large"
+    if facts.operation == "listOrders":
+        return "not_implemented"
+    if status == 507 and facts.operation == "createPet":
+        return "store_full"
+    problems = facts.problems
+    if facts.operation == "getPet" and not problems and status in (404, 410):
+        return "pet_not_found" if status == 404 else "gone"
+    if problems:
+        # Where the request meets several, mockstore's order is the best guess.
+        return problems[0]
+    if facts.operation == "createPet" and status in (400, 413, 422):
+        # A valid NewPet refused: only its size can be wrong with it.
+        return "payload_too_large"
+    return "unexplained"
