@@ -153,10 +153,17 @@ class RateLimiter:
 
     ``windows`` is ``clock`` (aligned windows) or ``first_request``;
     ``describes`` the window an admitted request's figures state (``tightest``:
-    the one with fewer left, the minute on a tie; or always ``minute`` or ``day``).
+    the one with fewer left, the minute on a tie; or always ``minute`` or ``day``),
+    and ``refusals`` a 429's: the window that ``blocks``, or the ``described`` one.
     """
 
-    def __init__(self, ban: BanPolicy, windows: str = "clock", describes: str = "tightest") -> None:
+    def __init__(
+        self,
+        ban: BanPolicy,
+        windows: str = "clock",
+        describes: str = "tightest",
+        refusals: str = "blocking",
+    ) -> None:
         self.ban = ban
         self._buckets: dict[str, Bucket] = {}
         self._new_bucket: type[Bucket] = (
@@ -164,6 +171,8 @@ class RateLimiter:
         )
         self._consecutive = ban.trigger == "consecutive"
         self._describes = None if describes == "tightest" else describes
+        # A refusal's figures: the window that blocks, or the one always described.
+        self._refusals_described = refusals == "described" and self._describes is not None
         # Windows from a first request start at any instant: their resets are rounded up.
         self._fractional = windows == "first_request"
 
@@ -230,8 +239,10 @@ class RateLimiter:
         day_reset = bucket.day_start + DAY
         if self._fractional:
             minute_reset, day_reset = math.ceil(minute_reset), math.ceil(day_reset)
-        if verdict == "rate_limited" and day_left == 0:
-            window: Literal["minute", "day"] = "day"
+        if verdict == "rate_limited" and self._refusals_described:
+            window: Literal["minute", "day"] = self._describes  # type: ignore[assignment]
+        elif verdict == "rate_limited" and day_left == 0:
+            window = "day"
         elif verdict == "rate_limited":
             window = "minute"
         elif self._describes is not None:

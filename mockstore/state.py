@@ -69,7 +69,10 @@ class MockState:
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
         behaviour = scenario.behaviour
         self.limiter = RateLimiter(
-            scenario.ban or NO_BAN, behaviour.ratelimit_windows, behaviour.ratelimit_describes
+            scenario.ban or NO_BAN,
+            behaviour.ratelimit_windows,
+            behaviour.ratelimit_describes,
+            behaviour.ratelimit_describes_refusals,
         )
         self.stores = Stores(scenario, template or template_store(scenario))
         # One seeded generator for every random choice made while serving.

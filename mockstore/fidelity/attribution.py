@@ -151,6 +151,7 @@ ROUTES = _named("routes")
 RATELIMIT_RESET = _named("behaviour.ratelimit_reset")
 RATELIMIT_WINDOWS = _named("behaviour.ratelimit_windows")
 RATELIMIT_DESCRIBES = _named("behaviour.ratelimit_describes")
+RATELIMIT_DESCRIBES_REFUSALS = _named("behaviour.ratelimit_describes_refusals")
 RETRY_AFTER = _named("behaviour.retry_after")
 RETRY_AFTER_BANNED = _named("behaviour.retry_after_banned")
 RATELIMIT_DRAFT = _named("behaviour.ratelimit_draft_headers")
@@ -194,6 +195,7 @@ SETTINGS: tuple[str, ...] = (
     RATELIMIT_RESET,
     RATELIMIT_WINDOWS,
     RATELIMIT_DESCRIBES,
+    RATELIMIT_DESCRIBES_REFUSALS,
     RETRY_AFTER,
     RETRY_AFTER_BANNED,
     RATELIMIT_DRAFT,
@@ -250,6 +252,8 @@ class Context:
     request_ids: frozenset[str] = frozenset()  # header names that carry an id per answer
     # The statuses the recording's validation refusals have (one: validation_status decides).
     validation_statuses: frozenset[int] = frozenset()
+    # Pet ids the provider gave pets created during the recording -> the mock's.
+    ids: dict[int, int] = field(default_factory=dict)
 
     @property
     def behaviour(self) -> Behaviour:
@@ -503,6 +507,10 @@ def header_rules(
     if any(len(v) > 1 for v in groups.values()):
         return None
     value_of = {where: next(iter(v)) for where, v in groups.items()}
+    values = {value for value in value_of.values() if value is not None}
+    if len(values) > 1 and all(_counted(value) for value in values):
+        # Figures or instants that differ: a counter or a clock, not a constant per group.
+        return None
     present = {where for where, value in value_of.items() if value is not None}
 
     def fits(members: set[tuple[str | None, int]]) -> str | None:
@@ -529,6 +537,16 @@ def header_rules(
                 rule["operation"] = operation
         rules[where] = rule
     return rules
+
+
+def _counted(value: str) -> bool:
+    """A number, a date or an id: a value that changes on its own."""
+    text = value.strip()
+    return (
+        bool(re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", text))
+        or http_date(text) is not None
+        or id_form(text)[1] is not None
+    )
 
 
 def _header_rule(name: str, ex: Exchange, ctx: Context) -> Cause:
@@ -634,11 +652,15 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
 def _limit(ex: Exchange, was: int | None, now: int | None, ctx: Context) -> Cause:
     """An X-RateLimit-Limit (or draft policy) that differs: the window shown, or the plan."""
     plan = ex.plan
-    if plan is not None and was is not None:
-        if was == plan.per_day and now == plan.per_minute:
-            return setting(RATELIMIT_DESCRIBES, "day")
-        if was == plan.per_minute and now == plan.per_day:
-            return setting(RATELIMIT_DESCRIBES, "minute")
+    if plan is not None and was is not None and {was, now} == {plan.per_minute, plan.per_day}:
+        shown = "day" if was == plan.per_day else "minute"
+        if ex.mock_condition == "rate_limited":
+            # A refusal's figures: the window that blocks, or the one always described.
+            if ctx.behaviour.ratelimit_describes == shown:
+                return setting(RATELIMIT_DESCRIBES_REFUSALS, "described")
+            if ctx.behaviour.ratelimit_describes_refusals == "described":
+                return setting(RATELIMIT_DESCRIBES_REFUSALS, "blocking")
+        return setting(RATELIMIT_DESCRIBES, shown)
     figures: tuple[Any, ...] = ()
     if plan is not None and was is not None and now == plan.per_minute:
         figures = ({"per_minute": was, "per_day": max(plan.per_day, was)},)

@@ -457,7 +457,7 @@ def _compare_bodies(
         elif ex.operation in ("createPet", "getPet"):
             _compare_pet(sent_body, was, now, out)
     elif isinstance(was, list) and isinstance(now, list) and ex.operation == "listPets":
-        _compare_lists(ex, was, now, out)
+        _compare_lists(ex, was, now, ctx, out)
 
 
 def _compare_errors(
@@ -535,8 +535,11 @@ def _compare_pet(sent_body: Any, was: dict[str, Any], now: dict[str, Any], out: 
         )
 
 
-def _order(items: list[Any]) -> str:
+def _order(items: list[Any], mapped: dict[int, int] | None = None) -> str:
     ids = [item.get("id") for item in items if isinstance(item, dict)]
+    if mapped:
+        # The provider's ids of pets created during the recording, as the mock gave them.
+        ids = [mapped.get(i, i) if isinstance(i, int) else i for i in ids]
     if len(ids) < 2 or not all(isinstance(i, int) for i in ids):
         return "any"
     if ids == sorted(ids):
@@ -546,9 +549,11 @@ def _order(items: list[Any]) -> str:
     return "unordered"
 
 
-def _compare_lists(ex: Exchange, was: list[Any], now: list[Any], out: Comparison) -> None:
+def _compare_lists(
+    ex: Exchange, was: list[Any], now: list[Any], ctx: Context, out: Comparison
+) -> None:
     out.ignore("store-dependent", "list contents and lengths (compared by shape)")
-    order_was, order_now = _order(was), _order(now)
+    order_was, order_now = _order(was, ctx.ids), _order(now)
     if "any" not in (order_was, order_now) and order_was != order_now:
         out.differ(
             "list-order", "list order", order_was, order_now, attribution.list_order(order_was)

@@ -41,7 +41,7 @@ from mockstore.errors import VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
-from mockstore.fidelity.evidence import Seen, read, recorded_base
+from mockstore.fidelity.evidence import Seen, pets_before, read, recorded_base
 from mockstore.fidelity.formats import id_form, sf_list
 from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
@@ -49,7 +49,7 @@ from mockstore.keys import is_alias, key_alias, key_bucket
 from mockstore.reports.har import Recorded
 from mockstore.routing import Router
 from mockstore.scenario import Scenario
-from mockstore.schemas import errors_of, operations, schema_validator
+from mockstore.schemas import operations
 
 ROUTER = Router(operations().values())
 # Exchanges the upstream never answered (the recorder did, or the client left): not
@@ -171,36 +171,6 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def pets_before(recorded: list[Recorded], operation_of: list[str | None]) -> dict[int, dict]:
-    """Pets the recording shows existed before it: listed or fetched, never created in it."""
-    created = set()
-    for item, operation in zip(recorded, operation_of, strict=True):
-        if operation == "createPet" and 200 <= item.status < 300:
-            body = _json(item.response_body)
-            if isinstance(body, dict) and isinstance(body.get("id"), int):
-                created.add(body["id"])
-    validator = schema_validator("Pet")
-    seen: dict[int, dict] = {}
-    for item, operation in zip(recorded, operation_of, strict=True):
-        if not 200 <= item.status < 300 or item.response_truncated:
-            continue
-        body = _json(item.response_body)
-        if operation == "listPets" and isinstance(body, list):
-            found = body
-        elif operation == "getPet" and isinstance(body, dict):
-            found = [body]
-        else:
-            continue
-        for pet in found:
-            if not isinstance(pet, dict) or not isinstance(pet.get("id"), int):
-                continue
-            if pet["id"] in created or pet["id"] in seen:
-                continue
-            if next(errors_of(validator, pet), None) is None:
-                seen[pet["id"]] = pet
-    return seen
-
-
 def spent_before(item: Recorded, per_minute: int, per_day: int) -> tuple[int, int] | None:
     """(minute, day) allowance a key had spent before its first recorded request, if shown."""
     headers = {name.lower(): value for name, value in item.response_headers}
@@ -316,11 +286,12 @@ def drift(
     # The mock's own journal would only cost time: drift reads the answers directly.
     replayed = dataclasses.replace(replayed, journal_size=0)
     replayer = Replayer(replayed, recorded, tokens)
-    answers = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
+    answers, created = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
 
     known = frozenset(alias for alias in tokens.known if is_alias(alias))
     seen = {s.index: s for s in read(recording, found, known)}
     context = _context(scenario, list(seen.values()))
+    context.ids = {int(was): int(now) for was, now in created.items()}
     for index, (item, operation) in enumerate(zip(recorded, operation_of, strict=True)):
         answer = answers.get(index)
         if answer is None:
@@ -475,8 +446,11 @@ async def _replay(
     operation_of: list[str | None],
     report: DriftReport,
     meta: dict[str, Any],
-) -> dict[int, Replayed]:
-    """Send each request the upstream answered, at its recorded instant; the answers by index."""
+) -> tuple[dict[int, Replayed], dict[str, str]]:
+    """Send each request the upstream answered, at its recorded instant.
+
+    The answers by index, and the ids of the pets created (the recorded one -> the mock's).
+    """
     # Keys a mock session issued through its control API (a HAR of mockstore's journal).
     report.warnings.extend(await replayer.issue(meta.get("issued_keys") or []))
     tokens = replayer.tokens
@@ -528,7 +502,7 @@ async def _replay(
             f"store-dependent: {len(created)} pet(s) created during the recording got ids of "
             "the mock's own; later requests for them were sent with those ids"
         )
-    return answers
+    return answers, created
 
 
 def _declared_size(item: Recorded) -> int | None:

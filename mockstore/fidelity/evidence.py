@@ -30,7 +30,7 @@ from mockstore.fidelity.replayer import bearer
 from mockstore.keys import is_alias, key_alias
 from mockstore.reports.har import Recorded
 from mockstore.routing import Router
-from mockstore.schemas import operations
+from mockstore.schemas import errors_of, operations, schema_validator
 
 _ROUTER = Router(operations().values())
 # Exchanges the upstream never answered (the recorder did, or the client left).
@@ -72,6 +72,7 @@ class Seen:
     # In a run: the allowance's refusals before the ban (None: the run ended unbanned).
     ban_after: int | None = None
     run_length: int = 0  # the refusals of the allowance in its run (before any ban)
+    label: str = "recorded"  # how a citation names it: "recorded #3", or "probe #3"
 
     @property
     def status(self) -> int:
@@ -124,11 +125,18 @@ def recorded_base(recording: Recording) -> str | None:
     return prefixes.most_common(1)[0][0]
 
 
-def read(recording: Recording, base: str, known_keys: frozenset[str] = frozenset()) -> list[Seen]:
+def read(
+    recording: Recording,
+    base: str,
+    known_keys: frozenset[str] = frozenset(),
+    trusted: bool = False,
+) -> list[Seen]:
     """Every answered exchange of ``recording`` (paths under ``base``), classified.
 
     ``known_keys`` are aliases known to be valid (the scenario's): a bearer token
-    the upstream refused with 401 is otherwise an unknown key.
+    the upstream refused with 401 is otherwise an unknown key. ``trusted``: the
+    recording is calibrate's own, whose exchanges may say what they meant
+    (``calibrate_condition``: a body probe refused for its size).
     """
     seen: list[Seen] = []
     for index, item in enumerate(recording.exchanges):
@@ -147,6 +155,41 @@ def read(recording: Recording, base: str, known_keys: frozenset[str] = frozenset
         bucket = alias if keyed and alias else f"address {item.client}"
         seen.append(Seen(index, item, relative, facts, bucket, keyed, headers, body))
     _conditions(seen)
+    if trusted:
+        for s in seen:
+            meant = s.item.extra.get("calibrate_condition")
+            if isinstance(meant, str):
+                s.condition = meant
+    return seen
+
+
+def pets_before(recorded: list[Recorded], operation_of: list[str | None]) -> dict[int, dict]:
+    """Pets the recording shows existed before it: listed or fetched, never created in it."""
+    created = set()
+    for item, operation in zip(recorded, operation_of, strict=True):
+        if operation == "createPet" and 200 <= item.status < 300:
+            body = json_of(item.response_body)
+            if isinstance(body, dict) and isinstance(body.get("id"), int):
+                created.add(body["id"])
+    validator = schema_validator("Pet")
+    seen: dict[int, dict] = {}
+    for item, operation in zip(recorded, operation_of, strict=True):
+        if not 200 <= item.status < 300 or item.response_truncated:
+            continue
+        body = json_of(item.response_body)
+        if operation == "listPets" and isinstance(body, list):
+            found = body
+        elif operation == "getPet" and isinstance(body, dict):
+            found = [body]
+        else:
+            continue
+        for pet in found:
+            if not isinstance(pet, dict) or not isinstance(pet.get("id"), int):
+                continue
+            if pet["id"] in created or pet["id"] in seen:
+                continue
+            if next(errors_of(validator, pet), None) is None:
+                seen[pet["id"]] = pet
     return seen
 
 

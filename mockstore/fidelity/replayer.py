@@ -139,6 +139,8 @@ class Tokens:
         for spec in scenario.keys:
             self.known[key_alias(spec.key)] = spec.key
             self.known[spec.key] = spec.key
+            if spec.recorded_as is not None:
+                self.known[spec.recorded_as] = spec.key
         self.scenario_keys = frozenset(spec.key for spec in scenario.keys)
         self._fresh = 0
 

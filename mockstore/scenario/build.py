@@ -295,7 +295,9 @@ class _Builder:
                 )
             if minute > day:
                 self.problem((*path, "used"), f"minute ({minute}) cannot exceed day ({day})")
-            keys.append(KeySpec(key, plan_name, raw.get("tenant", key), minute, day))
+            keys.append(
+                KeySpec(key, plan_name, raw.get("tenant", key), minute, day, raw.get("recorded_as"))
+            )
         return keys
 
     def _pets(self) -> list[dict[str, Any]]:

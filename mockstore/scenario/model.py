@@ -198,6 +198,7 @@ class Behaviour:
     www_authenticate: tuple[tuple[str, str | None], ...] = _default("www_authenticate")
     ratelimit_windows: str = _default("ratelimit_windows")
     ratelimit_describes: str = _default("ratelimit_describes")
+    ratelimit_describes_refusals: str = _default("ratelimit_describes_refusals")
     retry_after_banned: str = _default("retry_after_banned")
     limit_above_maximum: str = _default("limit_above_maximum")
     list_order: str = _default("list_order")
@@ -210,6 +211,7 @@ class KeySpec:
     tenant: str
     used_minute: int = 0
     used_day: int = 0
+    recorded_as: str | None = None  # the alias recordings show for it
 
 
 @dataclass(frozen=True, slots=True)
