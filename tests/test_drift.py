@@ -9,7 +9,6 @@ outputs and exit statuses are the documented ones.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -23,17 +22,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mockstore import __version__
-from mockstore.app import create_app
-from mockstore.clock import Clock
 from mockstore.fidelity.compare import CLASSES
 from mockstore.fidelity.drift import drift
 from mockstore.fidelity.formats import reset_kind, retry_after_kind, sf_list
-from mockstore.fidelity.replayer import call
 from mockstore.keys import key_alias
-from mockstore.reports.har import HarMeta, to_har
 from mockstore.scenario import load_scenario, scenario_schema
-from tests.fidelity_apply import apply
+from tests.fidelity_support import apply, record_mock
 
 START = 1772366430.0  # 2026-03-01T12:00:30Z
 KEY = "drift-key"
@@ -176,18 +170,7 @@ def with_knob(knob: str) -> str:
 
 def record(scenario_text: str, steps: list[Step]) -> dict[str, Any]:
     """Run ``steps`` against an in-process mock of ``scenario_text``; its journal as HAR."""
-    scenario = load_scenario(scenario_text)
-    clock = Clock(start=START, mode="manual", wall=lambda: START + 7200)
-    app = create_app(scenario, clock=clock)
-
-    async def send_all() -> None:
-        for method, path, query, headers, body, wait in steps:
-            clock.advance(wait)
-            await call(app, method, path, query, headers, body, "127.0.0.1")
-
-    asyncio.run(send_all())
-    meta = HarMeta(creator_version=__version__, scenario=scenario.name, base_path="/v1")
-    return to_har(app.runtime.journal.select(), meta)
+    return record_mock(scenario_text, steps, START)
 
 
 request_steps = st.lists(

@@ -198,7 +198,8 @@ class Calibrator:
         return self.prober.remaining.get(key_alias(self._spent_key), 0) + 1
 
     def _send(self, what: str, method: str, path: str, **kwargs: Any) -> Probe | None:
-        if self.prober.left - self._reserve() <= 0 and not kwargs.get("spend"):
+        reserve = self._reserve()
+        if reserve and self.prober.left - reserve <= 0 and not kwargs.get("spend"):
             self.prober.refused.append(
                 f"{what}: not sent, the rest of the budget is kept for the rate-limit probe"
             )
