@@ -145,6 +145,12 @@ def draft_headers(decision: Decision, plan: Plan, now: float) -> list[Header]:
     ``t`` is whole seconds to each window's reset, rounded up; during a ban
     every window says 0 remaining for as long as ``Retry-After`` says.
     """
+    if not plan.has_day:
+        minute_t = max(0, math.ceil(decision.minute_reset - now))
+        return [
+            (b"ratelimit-policy", b'"minute";q=%d;w=60' % plan.per_minute),
+            (b"ratelimit", b'"minute";r=%d;t=%d' % (decision.minute_remaining, minute_t)),
+        ]
     policy = b'"minute";q=%d;w=60, "day";q=%d;w=86400' % (plan.per_minute, plan.per_day)
     if decision.verdict == "key_banned":
         minute_t = day_t = decision.retry_after

@@ -17,6 +17,8 @@ from typing import Literal
 
 MINUTE = 60
 DAY = 86_400
+# The day allowance of a plan that has none (a scenario's plan without per_day): never reached.
+NO_DAY = 10**15
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +27,11 @@ class Plan:
 
     name: str
     per_minute: int
-    per_day: int
+    per_day: int = NO_DAY  # NO_DAY: no day allowance
+
+    @property
+    def has_day(self) -> bool:
+        return self.per_day < NO_DAY
 
 
 # The spec's table. Enterprise is "custom": the built-in figure is ours
@@ -246,7 +252,8 @@ class RateLimiter:
         elif verdict == "rate_limited":
             window = "minute"
         elif self._describes is not None:
-            window = self._describes  # type: ignore[assignment]
+            # A plan without a day allowance has only its minute to describe.
+            window = self._describes if plan.has_day else "minute"  # type: ignore[assignment]
         else:
             window = "day" if day_left < minute_left else "minute"
         if window == "minute":

@@ -82,7 +82,12 @@ def client_session(
             headers={**auth, "Content-Type": "text/plain"},
         )
         big = b'{"name": "' + b"a" * oversize + b'", "categoryId": 1}'
-        send("POST", "/pets", content=big, headers=json_type)
+        try:
+            send("POST", "/pets", content=big, headers=json_type)
+        except httpx.TransportError:
+            # A provider that answers before reading the body and closes may lose its
+            # answer in the reset (RFC 9112 section 9.6): a client sees it broken.
+            seen.append(("POST", "/pets", 0))
         if anonymous:
             send("GET", "/pets")
             send("GET", "/pets", headers={"Authorization": "Basic dXNlcjpwYXNz"})

@@ -42,7 +42,7 @@ from mockstore.fidelity import attribution
 from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
 from mockstore.fidelity.evidence import Seen, pets_before, read, recorded_base
-from mockstore.fidelity.formats import id_form, sf_list
+from mockstore.fidelity.formats import is_id, sf_list
 from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
 from mockstore.keys import is_alias, key_alias, key_bucket
@@ -349,7 +349,7 @@ def _context(scenario: Scenario, seen: list[Seen]) -> Context:
     request_ids = frozenset(
         name
         for name, v in values.items()
-        if all(id_form(value)[1] is not None for value in v)
+        if all(is_id(value) for value in v)
         and (len(v) > 1 or _ID_NAME.search(name))
         and name not in attribution.MANAGED
     )

@@ -53,6 +53,8 @@ AUTH_CONDITIONS = {
 }
 # Statuses a provider may give a banned key (the spec names none).
 BAN_STATUSES = frozenset({403, 429, 503})
+# Answers about the caller (its key, its allowance), not about what it asked.
+_CALLER_STATUSES = frozenset({401, *BAN_STATUSES})
 
 
 @dataclass
@@ -202,17 +204,20 @@ def _declared_size(item: Recorded) -> int | None:
 
 def _conditions(seen: list[Seen]) -> None:
     """Each exchange's recorded condition (see the module's docstring)."""
-    # Keys the upstream accepted somewhere: a 401 to them later is not "unknown key".
-    accepted = {s.bucket for s in seen if s.keyed and s.status != 401}
+    # Keys the upstream accepted somewhere (an answer about the request, not about the
+    # caller): a 401 to them later is not "unknown key". A token only ever refused, for
+    # its key or its allowance, is a caller without a valid key.
+    accepted = {s.bucket for s in seen if s.keyed and s.status not in _CALLER_STATUSES}
     for s in seen:
         s.keyed = s.keyed and s.bucket in accepted
         if not s.keyed and s.facts.auth == "bearer":
             s.bucket = f"address {s.item.client}"
     _rate_conditions(seen)
+    fetched = frozenset(s.path for s in seen if s.item.method == "GET" and s.status == 200)
     for s in seen:
         if s.condition is not None:
             continue
-        s.condition = _condition(s)
+        s.condition = _condition(s, fetched)
 
 
 def _rate_conditions(seen: list[Seen]) -> None:
@@ -274,13 +279,20 @@ def _rate_refusal(s: Seen, run: tuple[str | None, int] | None) -> bool:
         return True
     if s.status not in BAN_STATUSES or run is None:
         return False
-    # A 403 or 503 during a run of 429s, to a request that is otherwise fine.
-    return s.facts.problem is None and (s.keyed or s.facts.auth != "bearer")
+    # A 403 or 503 during a run of 429s: the ban, unless the caller's window came back
+    # (its answers then say requests are left) and this refuses the request itself.
+    remaining = s.headers.get("x-ratelimit-remaining", "").strip()
+    return remaining in ("", "0") or s.facts.problem is None
 
 
-def _condition(s: Seen) -> str | None:
+def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
     facts, status = s.facts, s.status
-    if s.item.method == "HEAD" and status == 405:
+    if s.item.method == "HEAD" and (
+        status == 405
+        or (status == 404 and (facts.operation in ("listPets", "listOrders") or s.path in fetched))
+    ):
+        # HEAD not served, answered 405 or as the provider answers a method it does not
+        # serve: a path its GET answered is not missing.
         return "method_not_allowed"
     if status < 400:
         return None

@@ -62,6 +62,18 @@ def id_form(value: str) -> tuple[str, str | None]:
     return "", None
 
 
+_ID_PREFIX = re.compile(r"[A-Za-z]{0,12}[-_.:]?")
+
+
+def is_id(value: str) -> bool:
+    """A value that looks like a per-answer id: an ``id_form`` behind a short word prefix.
+
+    ``req-000042`` and a UUID are ids; ``max-age=63072000`` is not.
+    """
+    prefix, kind = id_form(value)
+    return kind is not None and _ID_PREFIX.fullmatch(prefix) is not None
+
+
 def retry_after_kind(value: str) -> str:
     """``Retry-After`` (RFC 9110 section 10.2.3): ``seconds``, ``http-date`` or ``invalid``."""
     if re.fullmatch(r"[0-9]+", value.strip()):

@@ -19,7 +19,7 @@ from typing import Any
 from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
-from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
+from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -239,7 +239,7 @@ class _Builder:
         if isinstance(raw_plans, dict):
             for name, raw in raw_plans.items():
                 if self.clean(("plans", name)):
-                    plans[name] = Plan(name, raw["per_minute"], raw["per_day"])
+                    plans[name] = Plan(name, raw["per_minute"], raw.get("per_day", NO_DAY))
                 else:
                     # Refused by the schema, but named: keys using it are not "unknown".
                     plans[name] = Plan(name, 1, 1)
@@ -279,7 +279,9 @@ class _Builder:
             plan_value = raw["plan"]
             if isinstance(plan_value, dict):
                 plan_name = f"custom:{key}"
-                plans[plan_name] = Plan(plan_name, plan_value["per_minute"], plan_value["per_day"])
+                plans[plan_name] = Plan(
+                    plan_name, plan_value["per_minute"], plan_value.get("per_day", NO_DAY)
+                )
             plan = plans[plan_name]
             used = raw.get("used", {})
             minute, day = used.get("minute", 0), used.get("day", used.get("minute", 0))

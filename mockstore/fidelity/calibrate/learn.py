@@ -32,6 +32,7 @@ from mockstore.fidelity.formats import (
     deprecation_kind,
     http_date,
     id_form,
+    is_id,
     reset_kind,
     retry_after_kind,
     sf_list,
@@ -46,8 +47,6 @@ from mockstore.schemas import object_fields, operations
 _ROUTER = Router(operations().values())
 _PET_FIELDS = frozenset(object_fields("Pet"))
 _NEW_PET_FIELDS = frozenset(object_fields("NewPet"))
-# A day's allowance a provider never shows: the minute's, all day (never reached sooner).
-UNSHOWN_DAY = 1_000_000_000
 _SCHEMA = scenario_schema()
 _BEHAVIOUR = _SCHEMA["properties"]["behaviour"]["properties"]
 _ID_NAME = re.compile(r"(request|trace|correlation|span)[-_]?id|-id$")
@@ -255,9 +254,11 @@ class _Learner:
         buckets: dict[str, list[Seen]] = {}
         for s in self.seen:
             buckets.setdefault(s.bucket, []).append(s)
-        shown_windows: Counter[str] = Counter()
+        # Per bucket that has a day allowance: the windows its admitted answers show.
+        verdicts: dict[str, Seen] = {}
         for bucket, members in buckets.items():
-            figures = self._plan_of(members, shown_windows)
+            shown: dict[str, Seen] = {}
+            figures = self._plan_of(members, shown)
             if figures is None:
                 continue
             (minute, day), evidence = figures
@@ -267,17 +268,17 @@ class _Learner:
                 result.keys.append(Key(name, bucket, plan, evidence))
             elif result.anonymous is None:
                 result.anonymous = Setting(plan, evidence)
+            if day is not None and shown:
+                verdict = "tightest" if len(shown) > 1 else next(iter(shown))
+                verdicts.setdefault(verdict, next(iter(shown.values())))
         for alias, name in self.names.items():
             if result.key(alias) is None:
                 result.open(f"{name} ({alias}): the recording has no answer to this key")
-        if shown_windows["day"] and shown_windows["minute"]:
+        # A plan without a day shows its minute whatever the setting: the others decide.
+        if "tightest" in verdicts or len(verdicts) > 1:
             describes = "tightest"
-        elif shown_windows["day"]:
-            describes = "day"
-        elif shown_windows["minute"] and self._day_learned:
-            describes = "minute"
         else:
-            describes = None
+            describes = next(iter(verdicts), None)
         refusals = [
             s for s in self.seen
             if s.condition == "rate_limited"
@@ -292,21 +293,21 @@ class _Learner:
                      "the one that blocks"),
             )  # fmt: skip
         if describes is not None:
-            example = self._described_example
+            example = verdicts.get(describes) or next(iter(verdicts.values()))
             result.set(
                 "behaviour.ratelimit_describes",
                 describes,
-                *(
-                    [cite(example, "X-RateLimit-Limit", "X-RateLimit-Reset", code=False,
-                          note=f"X-RateLimit-* describe the {describes} window")]
-                    if example else []
-                ),
+                cite(example, "X-RateLimit-Limit", "X-RateLimit-Reset", code=False,
+                     note=f"X-RateLimit-* describe the {describes} window"),
             )  # fmt: skip
 
     def _plan_of(
-        self, members: list[Seen], shown: Counter[str]
-    ) -> tuple[tuple[int, int], list[str]] | None:
-        """A bucket's (per_minute, per_day) as its answers show them, and how."""
+        self, members: list[Seen], shown: dict[str, Seen]
+    ) -> tuple[tuple[int, int | None], list[str]] | None:
+        """A bucket's (per_minute, per_day or None) as its answers show them, and how.
+
+        ``shown`` gets the windows its admitted answers describe (one example each).
+        """
         minute = day = None
         evidence: list[str] = []
         for s in members:
@@ -319,21 +320,19 @@ class _Learner:
                 elif q.isdigit() and w == "86400" and day is None:
                     day = int(q)
         for s in members:
-            if s.condition in _RATE and s.condition == "key_banned":
+            if s.condition == "key_banned":
                 continue
             window = self._window(s)
             if window is None:
                 continue
             name, _, limit = window
             if s.condition not in _RATE:
-                shown[name] += 1
-                self._described_example = self._described_example or s
+                shown.setdefault(name, s)
             if name == "minute" and minute is None:
                 minute = limit
                 evidence.append(cite(s, "X-RateLimit-Limit", "X-RateLimit-Reset", code=False))
             elif name == "day" and day is None:
                 day = limit
-                self._day_learned = True
                 evidence.append(
                     cite(s, "X-RateLimit-Limit", "X-RateLimit-Reset", code=False,
                          note="the day's allowance")
@@ -352,11 +351,10 @@ class _Learner:
         if minute is None:
             return None
         if day is None:
-            day = max(UNSHOWN_DAY, minute)
             self.result.open(
-                f"{_who(members[0])}: the day's allowance is never shown; written as {day:,} (none)"
+                f"{_who(members[0])}: no day allowance is shown; written as none (per_day absent)"
             )
-        return (int(minute), int(day)), evidence
+        return (int(minute), day), evidence
 
     def _minute_from_refusal(self, members: list[Seen]) -> tuple[int, str] | None:
         """The minute's allowance of a provider that shows only the day: the requests
@@ -485,8 +483,11 @@ class _Learner:
                 own = ERROR_CODES[CONDITIONS[condition].code].status
             else:
                 own = None
-            if condition in attribution.ERROR_STATUS and status != own:
-                result.set(f"behaviour.error_statuses.{condition}", status, cite(first))
+            if condition in attribution.ERROR_STATUS:
+                if status != own:
+                    result.set(f"behaviour.error_statuses.{condition}", status, cite(first))
+                else:
+                    result.confirm(f"behaviour.error_statuses.{condition}")
         self._routing(by_condition)
         self._challenges(by_condition)
         self._error_fields()
@@ -581,7 +582,7 @@ class _Learner:
         return [
             name
             for name, found in values.items()
-            if all(id_form(value)[1] is not None for value in found)
+            if all(is_id(value) for value in found)
             and (len(found) > 1 or _ID_NAME.search(name))
             and name not in attribution.MANAGED
         ]
@@ -816,7 +817,7 @@ class _Learner:
             if resolved.operation is None:
                 continue
             name = resolved.operation.operation_id
-            if s.status == 405:
+            if s.condition == "method_not_allowed":
                 refused_head.setdefault(name, s)
             elif s.status < 500 and s.condition not in _RATE and s.status != 401:
                 served.setdefault(name, s)
@@ -942,10 +943,12 @@ def _round_within(low: int, high: int) -> int:
     return high
 
 
-def _plan_value(minute: int, day: int) -> Any:
+def _plan_value(minute: int, day: int | None) -> Any:
     for plan in BUILTIN_PLANS.values():
         if (plan.per_minute, plan.per_day) == (minute, day):
             return plan.name
+    if day is None:
+        return {"per_minute": minute}  # no day allowance
     return {"per_minute": minute, "per_day": day}
 
 

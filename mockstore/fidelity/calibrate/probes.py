@@ -299,19 +299,32 @@ class Calibrator:
     # -- without a key -------------------------------------------------------
 
     def _without_key(self) -> None:
+        """The probes without a valid key, while the anonymous allowance is not refused."""
+        probes: list[tuple[str, str, str | None]] = []
         if self.open("behaviour.error_codes.missing_key") or self.known.anonymous is None:
-            self._send("missing key", "GET", "/pets")
+            probes.append(("missing key", "/pets", None))
         if self.open("behaviour.path_check"):
-            self._send("unknown path, no key", "GET", "/mockstore-calibrate-nowhere")
+            probes.append(("unknown path, no key", "/mockstore-calibrate-nowhere", None))
         if self.open("behaviour.error_codes.malformed_authorization"):
-            self._send(
-                "malformed Authorization", "GET", "/pets", authorization="Basic Y2FsaWJyYXRlOm1l"
-            )
+            probes.append(("malformed Authorization", "/pets", "Basic Y2FsaWJyYXRlOm1l"))
         if self.open("behaviour.error_codes.unknown_key"):
-            self._send(
-                "unknown key", "GET", "/pets",
-                authorization=f"Bearer mockstore-calibrate-{secrets.token_hex(8)}",
-            )  # fmt: skip
+            token = f"Bearer mockstore-calibrate-{secrets.token_hex(8)}"
+            probes.append(("unknown key", "/pets", token))
+        for what, path, authorization in probes:
+            probe = self._send(what, "GET", path, authorization=authorization)
+            if (
+                probe is not None
+                and probe.status in (403, 429, 503)
+                and (probe.header("x-ratelimit-remaining") in (None, "0"))
+            ):
+                # Spent or banned before calibration began (a recorded session's doing):
+                # what it answers now says nothing of its refusals.
+                self.left_out.add(probe.number)
+                self.notes.append(
+                    "callers without a key: their allowance was spent (or they were banned) "
+                    f"when calibration began ({probe.status}); their refusals are not probed"
+                )
+                return
 
     # -- refusals and reads, with a key ---------------------------------------
 

@@ -64,6 +64,7 @@ class Calibration:
     unsettled: list[str] = field(default_factory=list)
     estimated: dict[str, str] = field(default_factory=dict)  # path -> why it is a guess
     varying: set[str] = field(default_factory=set)  # header names no constant reproduces
+    confirmed: set[str] = field(default_factory=set)  # settled at mockstore's default
 
     def set(self, path: str, value: Any, *evidence: str) -> None:
         """Settle ``path`` (a scenario setting) to ``value``, citing ``evidence``."""
@@ -75,8 +76,13 @@ class Calibration:
             return
         self.settings[path] = Setting(value, [one_line(e) for e in evidence])
 
+    def confirm(self, path: str) -> None:
+        """``path`` is settled at mockstore's own default: nothing to write, nothing to probe."""
+        assert _in_schema(path), f"{path} is not a scenario setting"
+        self.confirmed.add(path)
+
     def settled(self, path: str) -> bool:
-        return path in self.settings or path in self.items
+        return path in self.settings or path in self.items or path in self.confirmed
 
     def value(self, path: str, default: Any = None) -> Any:
         found = self.settings.get(path)
@@ -117,7 +123,11 @@ class Calibration:
 def merged(first: Calibration, then: Calibration) -> Calibration:
     """``first`` (a recording's), with what ``then`` (the probes') settled that it had not."""
     out = Calibration(first.target if first.settings or first.keys else then.target)
-    out.settings = {**then.settings, **first.settings}
+    out.settings = {
+        **{p: s for p, s in then.settings.items() if p not in first.confirmed},
+        **first.settings,
+    }
+    out.confirmed = first.confirmed | then.confirmed
     for path, text in first.estimated.items():
         if path in then.settings and path not in then.estimated:
             out.settings[path] = then.settings[path]  # measured beats guessed
