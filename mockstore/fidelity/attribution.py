@@ -510,7 +510,7 @@ def header_rules(
             if header.lower() == name:
                 shown, value = header, given
                 break
-        groups.setdefault((s.facts.operation, s.status), set()).add(value)
+        groups.setdefault((s.operation, s.status), set()).add(value)
     if any(len(v) > 1 for v in groups.values()):
         return None
     value_of = {where: next(iter(v)) for where, v in groups.items()}
@@ -551,7 +551,8 @@ def _header_rule(name: str, ex: Exchange, ctx: Context) -> Cause:
     rules = ctx.rules.get(name)
     if rules is None:
         return cannot("varying-header")
-    rule = rules.get((ex.operation, ex.recorded_status))
+    answered = None if ex.recorded_condition == "method_not_allowed" else ex.operation
+    rule = rules.get((answered, ex.recorded_status))
     return setting(HEADERS, rule) if rule is not None else setting(HEADERS)
 
 

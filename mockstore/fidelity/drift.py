@@ -41,7 +41,7 @@ from mockstore.errors import VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
-from mockstore.fidelity.evidence import Seen, pets_before, read, recorded_base
+from mockstore.fidelity.evidence import CALLER_STATUSES, Seen, pets_before, read, recorded_base
 from mockstore.fidelity.formats import is_id, sf_list
 from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
@@ -247,7 +247,8 @@ def drift(
     operation_of = [_operation(r.method, p, base)[0] for r, p in zip(recorded, paths, strict=True)]
 
     tokens = Tokens(scenario)
-    # Keys the upstream accepted (some answer other than 401) that the scenario lacks.
+    # Keys the upstream accepted (some answer about the request, not about the caller's
+    # key or allowance) that the scenario lacks.
     unknown = sorted(
         {
             t
@@ -255,7 +256,8 @@ def drift(
             if (t := bearer(r.headers))
             and is_alias(t)
             and t not in tokens.known
-            and r.status != 401
+            and r.status not in CALLER_STATUSES
+            and r.status != 0
         }
     )
     for alias in unknown:

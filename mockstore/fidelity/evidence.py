@@ -54,7 +54,7 @@ AUTH_CONDITIONS = {
 # Statuses a provider may give a banned key (the spec names none).
 BAN_STATUSES = frozenset({403, 429, 503})
 # Answers about the caller (its key, its allowance), not about what it asked.
-_CALLER_STATUSES = frozenset({401, *BAN_STATUSES})
+CALLER_STATUSES = frozenset({401, *BAN_STATUSES})
 
 
 @dataclass
@@ -79,6 +79,12 @@ class Seen:
     @property
     def status(self) -> int:
         return self.item.status
+
+    @property
+    def operation(self) -> str | None:
+        """The operation that answered: none for a method the provider does not serve
+        (HEAD where it is refused), whatever operation the path names."""
+        return None if self.condition == "method_not_allowed" else self.facts.operation
 
     @property
     def code(self) -> str | None:
@@ -207,7 +213,7 @@ def _conditions(seen: list[Seen]) -> None:
     # Keys the upstream accepted somewhere (an answer about the request, not about the
     # caller): a 401 to them later is not "unknown key". A token only ever refused, for
     # its key or its allowance, is a caller without a valid key.
-    accepted = {s.bucket for s in seen if s.keyed and s.status not in _CALLER_STATUSES}
+    accepted = {s.bucket for s in seen if s.keyed and s.status not in CALLER_STATUSES}
     for s in seen:
         s.keyed = s.keyed and s.bucket in accepted
         if not s.keyed and s.facts.auth == "bearer":

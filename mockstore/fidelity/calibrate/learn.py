@@ -639,9 +639,7 @@ class _Learner:
                 continue
             for where, rule in rules.items():
                 example = next(
-                    s
-                    for s in self.seen
-                    if (s.facts.operation, s.status) == where and name in s.headers
+                    s for s in self.seen if (s.operation, s.status) == where and name in s.headers
                 )
                 result.set("behaviour.headers", rule, cite(example, name, code=False))
         created = [s for s in self.seen if s.facts.operation == "createPet" and s.status == 201]
