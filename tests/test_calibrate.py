@@ -27,10 +27,12 @@ from tests.fidelity_support import record_mock
 from tests.upstream import new_key, recorder
 from tests.upstream.counting import counted
 from tests.upstream.echo import refused_upstream
-from tests.upstream.profiled import Plan
+from tests.upstream.profiled import Plan, Profile, RateLimits
 from tests.upstream.profiles import GATEWAY
 
 MAIN, TIGHT = new_key(), new_key()
+# A provider with one small plan (3 a minute, no day) and mockstore's other choices.
+_SMALL = Profile(rate_limits=RateLimits(plans=(("free", Plan(3)),), anonymous=Plan(3)))
 
 
 def _calibrate(*args: str) -> subprocess.CompletedProcess[str]:
@@ -169,25 +171,57 @@ def test_a_key_with_one_request_left_is_not_spent() -> None:
     assert f"it would spend the last request of {key_alias(tight)}" in done.stderr
 
 
-def test_an_allowance_spent_before_calibration_is_reported_or_waited_out() -> None:
+class Clock:
+    """The profiled stand-in's clock, moved by the test (or by calibrate's wait)."""
+
+    def __init__(self) -> None:
+        self.now = 1_772_366_430.0  # 2026-03-01T12:00:30Z
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _spend(url: str, key: str) -> None:
+    auth = {"Authorization": f"Bearer {key}"}
+    for _ in range(50):
+        if httpx.get(url + "/pets", headers=auth).status_code == 429:
+            return
+    raise AssertionError("no 429")
+
+
+def test_an_allowance_spent_before_calibration_is_reported() -> None:
     tight = new_key()
-    # A 2-second "minute": the allowance comes back within a test's time.
-    with counted("kennel", {tight: "sandbox"}, "--window-seconds", "2") as served:
-        auth = {"Authorization": f"Bearer {tight}"}
-        while httpx.get(served.url + "/pets", headers=auth).status_code != 429:
-            pass
-        reported = _calibrate("--target", served.url, "--key", tight, "--wait", "0")
-        assert reported.returncode == 0, reported.stderr
-        assert "spent (or it was banned) when calibration began" in reported.stderr
-        assert "left out, not waited for" in reported.stderr
-        while httpx.get(served.url + "/pets", headers=auth).status_code != 429:
-            pass
-        waited = _calibrate("--target", served.url, "--key", tight, "--wait", "10")
-    assert waited.returncode == 0, waited.stderr
-    assert "waited" in waited.stderr
-    scenario = load_scenario(waited.stdout)
-    (key,) = scenario.keys
-    assert scenario.plans[key.plan].per_minute == 10  # learned once the minute came back
+    clock = Clock()  # it never moves: the allowance stays spent
+    with counted("profiled", {tight: "free"}, profile=_SMALL, clock=clock) as served:
+        _spend(served.url, tight)
+        done = _calibrate("--target", served.url, "--key", tight, "--wait", "0")
+    assert done.returncode == 0, done.stderr
+    assert "spent (or it was banned) when calibration began" in done.stderr
+    assert "left out, not waited for (--wait 0)" in done.stderr
+
+
+def test_an_allowance_spent_before_calibration_is_waited_out(monkeypatch: Any) -> None:
+    from mockstore.fidelity.calibrate import probes
+    from mockstore.fidelity.calibrate.options import KeyOption, Options
+
+    tight = new_key()
+    clock = Clock()
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:  # calibrate's wait, on the stand-in's clock
+        waited.append(seconds)
+        clock.now += seconds
+
+    monkeypatch.setattr(probes.time, "sleep", sleep)
+    monkeypatch.setattr(probes.time, "time", clock)
+    with counted("profiled", {tight: "free"}, profile=_SMALL, clock=clock) as served:
+        _spend(served.url, tight)
+        options = Options(served.url, (KeyOption(tight),), wait=120)
+        result = probes.Calibrator(options).run()
+    assert waited and 0 < waited[0] <= 60
+    assert any("waited" in note for note in result.unsettled)
+    (key,) = result.keys
+    assert key.plan == {"per_minute": 3}  # learned once the minute came back
 
 
 @pytest.fixture(scope="module")

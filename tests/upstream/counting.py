@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -65,11 +65,16 @@ class Counting:
 
 
 def build(
-    module: str, keys: dict[str, str], profile: Any = None, args: tuple[str, ...] = ()
+    module: str,
+    keys: dict[str, str],
+    profile: Any = None,
+    args: tuple[str, ...] = (),
+    clock: Callable[[], float] | None = None,
 ) -> ASGIApp:
     """The stand-in ``module``'s application, built as its command line builds it.
 
-    ``args`` are more of its options (``--window-seconds 2``, for kennel and menagerie).
+    ``args`` are more of its options (``--window-seconds 2``, for kennel and menagerie);
+    ``clock`` the profiled stand-in's (the wall clock by default).
     """
     argv = [arg for key, plan in keys.items() for arg in ("--key", f"{key}={plan}")]
     if module == "kennel":
@@ -87,6 +92,8 @@ def build(
     if module == "profiled":
         from tests.upstream.profiled import Profile, ProfiledPetStore
 
+        if clock is not None:
+            return ProfiledPetStore(profile or Profile(), keys, clock=clock)
         return ProfiledPetStore(profile or Profile(), keys)
     raise ValueError(f"no stand-in {module!r}")
 
@@ -98,9 +105,15 @@ class Served:
 
 
 @contextmanager
-def counted(module: str, keys: dict[str, str], *args: str, profile: Any = None) -> Iterator[Served]:
+def counted(
+    module: str,
+    keys: dict[str, str],
+    *args: str,
+    profile: Any = None,
+    clock: Callable[[], float] | None = None,
+) -> Iterator[Served]:
     """Stand-in ``module`` behind a ``Counting`` middleware, served on a free loopback port."""
-    counting = Counting(build(module, keys, profile, args))
+    counting = Counting(build(module, keys, profile, args, clock))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
