@@ -15,6 +15,8 @@ writes, so a change to the code that does not regenerate the docs cannot be merg
 The sources, each read through the surface a user or the package itself uses:
 
 - ``error-codes``, ``conditions``: ``mockstore.errors.ERROR_CODES`` and ``CONDITIONS``;
+- ``not-expressible``: ``mockstore.fidelity.attribution.NOT_EXPRESSIBLE``, what drift
+  reports as not expressible, with the reason;
 - ``bundled-scenarios``: the bundled scenario files' ``description``;
 - ``scenario-settings``: the scenario JSON Schema (``mockstore schema``);
 - ``cli``, ``exit-codes``: the ``mockstore`` command's own argparse parsers, found
@@ -93,6 +95,13 @@ def conditions() -> str:
         meaning = schema[condition.name].get("description", "")
         rows.append([setting, code(default.code), cell(meaning)])
     return table(["Setting", "Default `code`", "The condition"], rows)
+
+
+def not_expressible() -> str:
+    from mockstore.fidelity.attribution import NOT_EXPRESSIBLE
+
+    rows = [[code(reason), cell(why)] for reason, why in NOT_EXPRESSIBLE.items()]
+    return table(["Reason", "What the provider does that no scenario setting reproduces"], rows)
 
 
 # --- bundled scenarios ----------------------------------------------------------------
@@ -425,6 +434,7 @@ def exit_codes() -> str:
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "error-codes": ("reference/error-codes.md", error_codes),
     "conditions": ("reference/error-codes.md", conditions),
+    "not-expressible": ("fidelity.md", not_expressible),
     "bundled-scenarios": ("scenarios.md", bundled_scenarios),
     "scenario-settings": ("reference/scenario-settings.md", scenario_settings),
     "cli": ("reference/cli.md", cli),
