@@ -33,6 +33,11 @@ class Plan:
     def has_day(self) -> bool:
         return self.per_day < NO_DAY
 
+    @property
+    def day(self) -> int | None:
+        """``per_day`` as a document shows it: None for a plan without a day allowance."""
+        return self.per_day if self.per_day < NO_DAY else None
+
 
 # The spec's table. Enterprise is "custom": the built-in figure is ours
 # (documented in the README) and a scenario sets its own.

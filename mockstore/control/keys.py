@@ -11,7 +11,7 @@ from starlette.responses import Response
 from mockstore.clock import format_time
 from mockstore.control.http import error_response, json_object, json_response
 from mockstore.keys import ApiKey, key_bucket
-from mockstore.ratelimit import Plan
+from mockstore.ratelimit import NO_DAY, Plan
 from mockstore.scenario.loader import Marks, schema_problems
 from mockstore.state import Runtime
 
@@ -28,7 +28,7 @@ class KeyEndpoints:
             "key": key.key,
             "plan": key.plan,
             "tenant": key.tenant,
-            "limits": {"per_minute": plan.per_minute, "per_day": plan.per_day},
+            "limits": {"per_minute": plan.per_minute, "per_day": plan.day},
             "minute": {
                 "used": usage.minute_used,
                 "remaining": usage.minute_remaining,
@@ -65,7 +65,8 @@ class KeyEndpoints:
         plan = body.get("plan", "free")
         if isinstance(plan, dict):
             name = f"custom:{key}"
-            state.plans[name] = Plan(name, plan["per_minute"], plan["per_day"])
+            # No per_day: no day allowance (as in a scenario).
+            state.plans[name] = Plan(name, plan["per_minute"], plan.get("per_day", NO_DAY))
             plan = name
         if plan not in state.plans:
             known = ", ".join(sorted(state.plans))

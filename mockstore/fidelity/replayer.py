@@ -178,8 +178,10 @@ def plan_for(key: dict[str, Any], scenario: Scenario) -> str | dict[str, int]:
     name = key.get("plan")
     plan = scenario.plans.get(name) if isinstance(name, str) else None
     minute, day = key.get("per_minute"), key.get("per_day")
-    if plan is not None and (minute is None or (plan.per_minute, plan.per_day) == (minute, day)):
+    if plan is not None and (minute is None or (plan.per_minute, plan.day) == (minute, day)):
         return plan.name
+    if minute is not None and day is None:
+        return {"per_minute": int(minute)}  # a plan without a day allowance
     return {"per_minute": int(minute or 60), "per_day": int(day or 1000)}
 
 

@@ -332,7 +332,7 @@ class Scenario:
             "isolation": self.isolation,
             "clock": {"start": self.clock_start, "mode": self.clock_mode},
             "plans": {
-                n: {"per_minute": p.per_minute, "per_day": p.per_day} for n, p in self.plans.items()
+                n: {"per_minute": p.per_minute, "per_day": p.day} for n, p in self.plans.items()
             },
             "keys": [{"key": k.key, "plan": k.plan, "tenant": k.tenant} for k in self.keys],
             "faults": len(self.faults),
