@@ -278,3 +278,69 @@ def test_an_invalid_scenario_exits_2_with_its_problems(
     done = _run(str(har), "--scenario", str(bad))
     assert done.returncode == 2
     assert f"{bad}:2:32: $.behaviour.validation_status" in done.stderr
+
+
+@given(st.integers(min_value=1_000_000_000_000, max_value=32_503_680_000_000))
+def test_any_unix_time_in_milliseconds_is_epoch_ms(when: int) -> None:
+    assert reset_kind(str(when)) == "epoch-ms"
+
+
+# -- nothing compared, another base path ----------------------------------------------
+
+
+def _har_file(tmp_path: Path, document: dict[str, Any]) -> Path:
+    path = tmp_path / "session.har"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_an_empty_recording_exits_2_saying_nothing_was_compared(tmp_path: Path) -> None:
+    har = record(BASE, [])
+    done = _run(str(_har_file(tmp_path, har)), "--scenario", "default")
+    assert done.returncode == 2, done.stdout
+    assert "holds no exchange: nothing to compare" in done.stderr
+
+
+def test_a_recording_of_an_upstream_that_was_down_exits_2(tmp_path: Path) -> None:
+    har = record(BASE, [(*REQUESTS[0], 0.0), (*REQUESTS[1], 0.0)])
+    for entry in har["log"]["entries"]:  # as mockstore record journals an upstream it cannot reach
+        entry["_mockstore"]["outcome"] = "upstream_refused"
+        entry["response"]["status"] = 502
+    done = _run(str(_har_file(tmp_path, har)), "--scenario", "default")
+    assert done.returncode == 2, done.stdout
+    assert "none of the 2 exchange(s)" in done.stderr
+    assert "2 the upstream did not answer it (upstream_refused)" in done.stderr
+
+
+def test_a_recording_under_another_base_path_is_mapped_with_a_warning(tmp_path: Path) -> None:
+    har = record(BASE, [(*REQUESTS[0], 0.0), (*REQUESTS[2], 0.0)])
+    har["log"]["_mockstore"].pop("base_path")
+    for entry in har["log"]["entries"]:
+        entry["request"]["url"] = entry["request"]["url"].replace("/v1/", "/api/v2/")
+    report = drift(har, load_scenario(BASE))
+    assert report.compared == 2 and not report.drift, [d.to_dict() for d in report.differences]
+    assert any("made under the base path /api/v2" in w for w in report.warnings)
+
+
+def test_a_recording_of_no_pet_store_is_refused(tmp_path: Path) -> None:
+    har = record(BASE, [(*REQUESTS[0], 0.0)])
+    har["log"]["_mockstore"].pop("base_path")
+    for entry in har["log"]["entries"]:
+        entry["request"]["url"] = entry["request"]["url"].replace("/v1/pets", "/v1/cats")
+    done = _run(str(_har_file(tmp_path, har)), "--scenario", "default")
+    assert done.returncode == 2
+    assert "names an operation of the Pet Store under any base path" in done.stderr
+
+
+def test_an_accept_rule_is_narrow_and_the_report_lists_what_it_hid() -> None:
+    har = record(BASE + KNOBS[0] + "\n", [(*REQUESTS[2], 0.0), (*REQUESTS[7], 0.0)])
+    accepting = BASE + (
+        "drift:\n  accept:\n"
+        "    - {class: status, where: status, status: 422, operation: listPets, reason: known}\n"
+    )
+    report = drift(har, load_scenario(accepting))
+    # listPets' 422 is accepted; getPet's (another operation) is still drift.
+    assert [(d.operation, d.cause) for d in report.accepted] == [("listPets", "accepted")]
+    assert {d.operation for d in report.differences if d.kind == "status"} == {"getPet"}
+    (rule,) = report.to_json()["accept_rules"]
+    assert rule == {"rule": "drift.accept[0]", "reason": "known", "hid": [1], "count": 1}

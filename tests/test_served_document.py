@@ -130,7 +130,7 @@ def test_schemathesis_finds_nothing_against_a_calibrated_mock(tmp_path: Path) ->
             *("run", server.url + "/__mockstore/openapi.json"),
             *("--checks", "all", "--mode", "all"),
             *("--header", "Authorization: Bearer st-key"),
-            *("--max-examples", "40", "--seed", "20261125"),
+            *("--max-examples", "25", "--seed", "20261125"),
             *("--generation-database", "none", "--workers", "1", "--no-color"),
         ]
         done = subprocess.run(
