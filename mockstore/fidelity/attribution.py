@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore.clock import format_time
-from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
+from mockstore.errors import VALIDATION_CONDITIONS
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import (
@@ -242,8 +242,8 @@ class Context:
     one value, or None where its value changes from answer to answer;
     ``names`` keeps each name as the recording spells it; ``rules`` maps a name
     rules can reproduce to the ``behaviour.headers`` rule for each (operation,
-    status) that carries it. ``deprecation_seen``
-    says whether any recorded getPet answer carried a Deprecation header.
+    status) that carries it. ``deprecation_seen`` says whether any recorded getPet
+    answer carried a Deprecation header.
     """
 
     scenario: Scenario
@@ -312,18 +312,6 @@ def condition_of_answer(
     if facts.operation == "getPet" and "pet_not_found" in candidates:
         return "pet_not_found"
     return candidates[0]
-
-
-def own_status(condition: str, behaviour: Behaviour, scenario: Scenario) -> int:
-    """The status the scenario gives ``condition``."""
-    statuses = dict(behaviour.error_statuses)
-    if condition in statuses:
-        return statuses[condition]
-    if condition == "key_banned":
-        return scenario.ban.status if scenario.ban else 429
-    if condition in VALIDATION_CONDITIONS:
-        return behaviour.validation_status
-    return ERROR_CODES[CONDITIONS[condition].code].status
 
 
 # -- status --------------------------------------------------------------------------

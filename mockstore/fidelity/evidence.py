@@ -74,6 +74,7 @@ class Seen:
     # In a run: the allowance's refusals before the ban (None: the run ended unbanned).
     ban_after: int | None = None
     run_length: int = 0  # the refusals of the allowance in its run (before any ban)
+    run_start: int = -1  # the index of its run's first refusal (-1: not in a run)
     label: str = "recorded"  # how a citation names it: "recorded #3", or "probe #3"
 
     @property
@@ -237,6 +238,7 @@ def _rate_conditions(seen: list[Seen]) -> None:
     runs: dict[str, tuple[str | None, int] | None] = {}  # bucket -> (code, status) of the run
     banned: dict[str, bool] = {}
     length: dict[str, int] = {}
+    starts: dict[str, int] = {}
     for s in seen:
         run = runs.get(s.bucket)
         if not _rate_refusal(s, run):
@@ -245,6 +247,9 @@ def _rate_conditions(seen: list[Seen]) -> None:
             length[s.bucket] = 0
             continue
         length[s.bucket] = s.run_position = length.get(s.bucket, 0) + 1
+        if s.run_position == 1:
+            starts[s.bucket] = s.index
+        s.run_start = starts[s.bucket]
         shape = (s.code, s.status)
         if run is None:
             runs[s.bucket] = shape

@@ -383,15 +383,25 @@ class _Learner:
                        "key_banned" and s.index > first.index)  # fmt: skip
             in_a_row = f"banned after {first.ban_after} refusal(s) for the allowance in a row"
             result.set("ban.after_rejections", first.ban_after, cite(ban, note=in_a_row))
-            if ban.status != 429 or _BAN_DEFAULT_STATUS != 429:
+            if ban.status != _BAN_DEFAULT_STATUS:
                 result.set("ban.status", ban.status, cite(ban))
             duration = self._ban_duration(ban)
             if duration is not None:
                 result.set("ban.duration_seconds", duration[0], duration[1])
-            result.open(
-                "ban.trigger: within (the recording's refusals came in one run: it cannot tell "
-                "'within a window' from 'in a row')"
-            )
+            unbanned_window = self._unbanned_window(first.ban_after)
+            if unbanned_window is not None:
+                result.set(
+                    "ban.trigger",
+                    "consecutive",
+                    cite(unbanned_window, note=f"{first.ban_after} refusals within "
+                         f"{_BAN_DEFAULT_WITHIN:g} s, across runs, and no ban: only refusals "
+                         "in a row ban"),
+                )  # fmt: skip
+            else:
+                result.open(
+                    "ban.trigger: within (no refusals across runs in the recording tell "
+                    "'within a window' from 'in a row')"
+                )
         elif unbanned:
             longest = max(unbanned, key=lambda s: s.run_length)
             if longest.run_length >= _BAN_DEFAULT_AFTER:
@@ -401,6 +411,27 @@ class _Learner:
                     cite(longest, note=f"{longest.run_length} refusals in a row, no ban"),
                 )
             result.open("ban: none was seen, so its status and duration keep mockstore's")
+
+    def _unbanned_window(self, threshold: int) -> Seen | None:
+        """A refusal that ends ``threshold`` refusals within the default window, across runs
+        of one bucket, with no ban after it: the provider counts refusals in a row."""
+        by_bucket: dict[str, list[Seen]] = {}
+        for s in self.seen:
+            by_bucket.setdefault(s.bucket, []).append(s)
+        for members in by_bucket.values():
+            refusals = [s for s in members if s.condition == "rate_limited"]
+            for index, s in enumerate(refusals):
+                window = [
+                    r for r in refusals[: index + 1]
+                    if r.item.wall > s.item.wall - _BAN_DEFAULT_WITHIN
+                ]  # fmt: skip
+                runs = {r.run_start for r in window}
+                if len(window) < threshold or len(runs) < 2:
+                    continue
+                after = [m for m in members if m.index > s.index]
+                if after and after[0].condition != "key_banned":
+                    return s
+        return None
 
     def _ban_duration(self, ban: Seen) -> tuple[int, str] | None:
         """How long a ban lasts: from its start (the refusal before it) to the end it states."""
@@ -952,6 +983,7 @@ def _plan_value(minute: int, day: int | None) -> Any:
 
 _BAN_DEFAULT_AFTER = _SCHEMA["properties"]["ban"]["properties"]["after_rejections"]["default"]
 _BAN_DEFAULT_STATUS = _SCHEMA["properties"]["ban"]["properties"]["status"]["default"]
+_BAN_DEFAULT_WITHIN = _SCHEMA["properties"]["ban"]["properties"]["within_seconds"]["default"]
 _DEFAULT_CHALLENGES = tuple(
     (name, spec["default"]) for name, spec in _BEHAVIOUR["www_authenticate"]["properties"].items()
 )
