@@ -563,11 +563,9 @@ def _deprecation_presence(
     behaviour = ctx.behaviour
     if was is None:
         # The mock announces where the provider does not.
-        if (
-            ctx.deprecation_seen
-            and not 200 <= ex.recorded_status < 300
-            and behaviour.deprecation_on != "success"
-        ):
+        if not 200 <= ex.recorded_status < 300 and behaviour.deprecation_on != "success":
+            # A refusal without them: they go on successes only (or nowhere, which a
+            # success without them would show).
             return setting(DEPRECATION_ON, "success")
         if ctx.deprecation_seen and not ex.authenticated:
             return setting(DEPRECATION_ON, "authenticated")

@@ -143,8 +143,9 @@ class _Learner:
         kind = reset_kind(reset)
         if not limit.isdigit() or kind == "invalid":
             return None
-        # The recorded instant (to the millisecond), not Date (to the second).
-        now = s.item.wall
+        # The recorded instant (to the millisecond), not Date (to the second): the service's
+        # time, which a recording of mockstore on a scenario clock keeps apart from the wall's.
+        now = s.item.time
         value = int(reset)
         end = {"epoch": value, "epoch-ms": value / 1000, "delta": now + value}[kind]
         left = end - now
@@ -423,7 +424,7 @@ class _Learner:
             for index, s in enumerate(refusals):
                 window = [
                     r for r in refusals[: index + 1]
-                    if r.item.wall > s.item.wall - _BAN_DEFAULT_WITHIN
+                    if r.item.time > s.item.time - _BAN_DEFAULT_WITHIN
                 ]  # fmt: skip
                 runs = {r.run_start for r in window}
                 if len(window) < threshold or len(runs) < 2:
@@ -436,13 +437,14 @@ class _Learner:
     def _ban_duration(self, ban: Seen) -> tuple[int, str] | None:
         """How long a ban lasts: from its start (the refusal before it) to the end it states."""
         previous = [s for s in self.seen if s.bucket == ban.bucket and s.index < ban.index]
-        start = previous[-1].item.wall if previous else ban.item.wall
+        start = previous[-1].item.time if previous else ban.item.time
         value = ban.headers.get("retry-after")
         end = None
         if value is not None and retry_after_kind(value) == "seconds":
-            end = ban.item.wall + int(value)
+            end = ban.item.time + int(value)
         elif value is not None and http_date(value) is not None:
-            end = http_date(value)
+            # An HTTP-date names the wall clock's instant: the same distance on the service's.
+            end = ban.item.time + (http_date(value) or 0.0) - ban.item.wall
         else:
             window = self._window(ban)
             if window is not None:
@@ -706,6 +708,7 @@ class _Learner:
             return
         if not carrying:
             success = [s for s in answers if 200 <= s.status < 300]
+            refusals = [s for s in answers if s.keyed and not 200 <= s.status < 300]
             if success:
                 note = "no Deprecation, Sunset or Link on a getPet answer"
                 result.set(
@@ -716,6 +719,16 @@ class _Learner:
                 )
                 result.set(
                     "behaviour.deprecation_link", None, cite(success[0], code=False, note=note)
+                )
+            elif refusals:
+                result.set(
+                    "behaviour.deprecation_on",
+                    "success",
+                    cite(refusals[0], code=False, note="no Deprecation on a refusal"),
+                )
+                result.open(
+                    "the deprecation headers: no getPet answer succeeded in the recording, so "
+                    "their form is mockstore's"
                 )
             return
         first = carrying[0]
