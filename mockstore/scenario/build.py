@@ -84,6 +84,28 @@ def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
     return scenario
 
 
+# Headers mockstore writes on every answer (or some), and the setting that decides each:
+# a constant header (behaviour.headers) may not name one.
+_WRITTEN = {
+    "content-type": "behaviour.content_type",
+    "content-length": "the body",
+    "transfer-encoding": "the server",
+    "connection": "the server",
+    "date": "the scenario clock",
+    "x-ratelimit-limit": "plans",
+    "x-ratelimit-remaining": "plans",
+    "x-ratelimit-reset": "behaviour.ratelimit_reset",
+    "retry-after": "behaviour.retry_after",
+    "ratelimit": "behaviour.ratelimit_draft_headers",
+    "ratelimit-policy": "behaviour.ratelimit_draft_headers",
+    "www-authenticate": "behaviour.www_authenticate",
+    "deprecation": "behaviour.deprecation_format",
+    "sunset": "behaviour.sunset_header",
+    "link": "behaviour.deprecation_link",
+    "location": "behaviour.location",
+    "etag": "behaviour.etag",
+    "allow": "behaviour.serve_head",
+}
 # Headers that frame the message: the server derives them, a scenario may not.
 _FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -149,6 +171,7 @@ class _Builder:
         base_path = self.get(("base_path",))
         if is_control_path(base_path):
             self.problem(("base_path",), f"must not be under {CONTROL_PREFIX} (the control API)")
+        self._check_profile()
         start_text = self.get(("clock", "start"), None)
         start = parse_time(start_text) if start_text is not None else None
         mode = self.get(("clock", "mode"))
@@ -199,6 +222,47 @@ class _Builder:
             source=source,
             file=self.file,
         )
+
+    def _check_profile(self) -> None:
+        """What the schema cannot say of a provider's profile (``behaviour``)."""
+        request_id = self.get(("behaviour", "request_id", "header"))
+        written = dict(_WRITTEN)
+        if isinstance(request_id, str):
+            written[request_id.lower()] = "behaviour.request_id"
+        for index, rule in self._behaviour_items("headers"):
+            name = rule.get("name")
+            if isinstance(name, str) and name.lower() in written:
+                self.problem(
+                    ("behaviour", "headers", index, "name"),
+                    f"mockstore writes {name} itself: set it with {written[name.lower()]}",
+                )
+        for index, item in self._behaviour_items("error_fields"):
+            if item.get("name") in ("code", "message", "status"):
+                self.problem(
+                    ("behaviour", "error_fields", index, "name"),
+                    f"{item['name']!r} is one of the Error's own fields (code, message, status)",
+                )
+        banned = self.get(("behaviour", "retry_after_banned"))
+        if banned == "none" and self.get(("ban", "status")) == 429:
+            self.problem(
+                ("behaviour", "retry_after_banned"),
+                "a 429 carries Retry-After: 'none' needs ban.status other than 429",
+            )
+        link = self.get(("behaviour", "deprecation_link"))
+        if isinstance(link, str):
+            unknown = sorted(set(re.findall(r"\{([^{}]*)\}", link)) - {"successor"})
+            if unknown:
+                self.problem(
+                    ("behaviour", "deprecation_link"),
+                    f"{{{unknown[0]}}} names nothing: {{successor}} is the only placeholder",
+                )
+
+    def _behaviour_items(self, name: str) -> list[tuple[int, dict[str, Any]]]:
+        behaviour = self.data.get("behaviour")
+        items = behaviour.get(name) if isinstance(behaviour, dict) else None
+        if not isinstance(items, list):
+            return []
+        return [(index, raw) for index, raw in enumerate(items) if isinstance(raw, dict)]
 
     def _drift_accept(self) -> tuple[DriftAccept, ...]:
         drift = self.data.get("drift")
