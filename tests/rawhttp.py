@@ -24,8 +24,8 @@ class RawResponse:
     reason: str
     headers: list[tuple[str, str]]
     body: bytes
-    # The server closed the connection before the response was complete, or
-    # while it was read. False says nothing: ask ``closes(sock)`` for that.
+    # The read saw the server close the connection. False does not say it stays
+    # open: ``closes(sock)`` answers that, for the tests that ask.
     closed: bool = False
     raw: bytes = field(default=b"", repr=False)
 
