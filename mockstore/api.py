@@ -36,7 +36,8 @@ from mockstore.errors import ApiError
 from mockstore.faults import Needs, RequestFacts
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
-from mockstore.limits import HEAD_BYTES, Limits
+from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
+from mockstore.memory import Account, format_size
 from mockstore.profile import AnswerProfile
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
@@ -48,6 +49,10 @@ access_log = logging.getLogger("mockstore.access")
 log = logging.getLogger("mockstore.api")
 
 _NOWHERE = Resolved(None, {}, "")
+# An answer larger than this is charged to the connections' share of the memory
+# budget while it is being written (a slow reader can keep it for the write
+# timeout), and sent in pieces; a smaller one goes to the socket's buffer at once.
+HELD_ANSWER_BYTES = WRITE_CHUNK
 # An answer after which the rest of the request may still be on its way.
 _CLOSE: tuple[Header, ...] = ((b"connection", b"close"),)
 
@@ -144,12 +149,20 @@ class PetStoreAPI:
     """The ASGI app serving the Pet Store interface from a ``Runtime``.
 
     ``body_timeout`` is how long a request body may take to arrive, from the
-    first read (the server's ``--timeout-body``).
+    first read (the server's ``--timeout-body``). ``connections`` is the share
+    of the memory budget that bodies being read and large answers being
+    written draw on (507 ``memory_budget`` when it has no room).
     """
 
-    def __init__(self, runtime: Runtime, body_timeout: float = Limits().body_timeout) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        body_timeout: float = Limits().body_timeout,
+        connections: Account | None = None,
+    ) -> None:
         self.runtime = runtime
         self.body_timeout = body_timeout
+        self.connections = connections
         self._compiled: Compiled | None = None
 
     def _compiled_for(self, scenario: Scenario) -> Compiled:
@@ -253,6 +266,10 @@ class PetStoreAPI:
             raise service.body_too_large()
         chunks: list[bytes] = []
         size = 0
+        # What the body holds while it arrives is charged to the memory budget
+        # (many slow uploads at once would hold their bodies for the body timeout).
+        connections = self.connections
+        charged = 0
         try:
             async with asyncio.timeout(self.body_timeout):
                 while True:
@@ -263,6 +280,10 @@ class PetStoreAPI:
                     size += len(chunk)
                     if size > limit:
                         raise service.body_too_large()
+                    if connections is not None:
+                        if not connections.reserve(len(chunk)):
+                            raise _over_budget(connections, "this request body")
+                        charged += len(chunk)
                     chunks.append(chunk)
                     if not message.get("more_body", False):
                         break
@@ -275,6 +296,8 @@ class PetStoreAPI:
             ) from None
         finally:
             ex.request_body = b"".join(chunks)
+            if charged:
+                connections.release(charged)  # type: ignore[union-attr]
 
     async def _fail(self, send: Send, ex: Exchange, exc: Exception) -> None:
         """Log an unexpected exception with its traceback and answer 500, if still possible."""
@@ -318,7 +341,7 @@ class PetStoreAPI:
         store = state.stores.store_for(ex.caller.key.tenant)
         service = ex.compiled.service
         try:
-            body = service.handlers[operation.operation_id](store, ex)
+            body = service.handlers[operation.operation_id](service, store, ex)
         except ApiError as refusal:
             return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None
@@ -387,8 +410,12 @@ class PetStoreAPI:
             request_id.encode(),
         )
 
-    async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> str:
+    async def _respond(
+        self, send: Send, ex: Exchange, answer: Answer, charged: bool = False
+    ) -> str:
         """Send ``answer`` and journal the exchange; returns the request id it carried."""
+        if len(answer.body) > HELD_ANSWER_BYTES and not charged and self.connections is not None:
+            return await self._respond_held(send, ex, answer, self.connections)
         request_id = ex.state.next_request_id()
         body = answer.body
         profile = ex.compiled.profile
@@ -398,9 +425,25 @@ class PetStoreAPI:
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if ex.scope["method"] == "HEAD" else body
-        await send({"type": "http.response.body", "body": sent})
+        if len(sent) > WRITE_CHUNK:
+            await transport.send_in_pieces(send, sent)
+        else:
+            await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, headers, sent, "response")
         return request_id
+
+    async def _respond_held(
+        self, send: Send, ex: Exchange, answer: Answer, connections: Account
+    ) -> str:
+        """``_respond`` for a large answer: charged to the budget while it is written, or 507."""
+        size = len(answer.body)
+        if not connections.reserve(size):
+            refusal = _over_budget(connections, "this answer")
+            return await self._respond(send, ex, Answer.refusal(refusal))
+        try:
+            return await self._respond(send, ex, answer, charged=True)
+        finally:
+            connections.release(size)
 
     async def _break(self, send: Send, ex: Exchange, fault: str, route: Route | None) -> None:
         """Answer with a connection-level fault instead of a well-formed response.
@@ -505,6 +548,16 @@ def _origin(scope: Scope) -> str | None:
         if name == b"host":
             return f"{scope.get('scheme', 'http')}://{value.decode('latin-1')}"
     return None
+
+
+def _over_budget(connections: Account, what: str) -> ApiError:
+    return ApiError(
+        "memory_budget",
+        f"{what} does not fit in the server's memory budget for connections "
+        f"({format_size(connections.available)} left of {format_size(connections.ceiling)}, "
+        f"--memory-budget) while other clients hold it; retry shortly",
+        headers=_CLOSE,
+    )
 
 
 async def pause(seconds: float) -> None:

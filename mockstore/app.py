@@ -22,6 +22,7 @@ from mockstore.clock import Clock
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
 from mockstore.limits import Limits
+from mockstore.memory import Account, MemoryBudget
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
@@ -46,7 +47,9 @@ class AppShell:
 
     ``limits`` are what the server allows a client (``mockstore.server`` reads
     them); ``graceful_shutdown`` is how long requests in flight may take to
-    finish once the server is told to stop.
+    finish once the server is told to stop. ``budget`` is the server's one
+    memory budget (``mockstore.memory``; made from ``limits.memory_budget``
+    when not given), which its connections draw on too.
     """
 
     graceful_shutdown = 1.0
@@ -58,11 +61,13 @@ class AppShell:
         *,
         tenants: TenantRegistry | None = None,
         limits: Limits | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self.api = api
         self.control = control
         self.tenants = tenants
         self.limits = limits or Limits()
+        self.budget = budget if budget is not None else MemoryBudget(self.limits.memory_budget)
         # Tasks that run while the server serves (``serve --watch``), started and
         # stopped by the ASGI lifespan, and what to close once it stops.
         self._background: list[Background] = []
@@ -100,12 +105,14 @@ class AppShell:
                 )
                 return
             if control:
-                if (
-                    self.tenants is not None
-                    and path.startswith(TENANTS_PREFIX)
-                    and await self.tenants.dispatch(scope, receive, send)
-                ):
-                    return
+                if self.tenants is not None and path.startswith(TENANTS_PREFIX):
+                    # Checked before the tenant is looked up: ids cannot be probed.
+                    refusal = self.control.tenant_refusal(scope, path) if self.control else None
+                    if refusal is not None:
+                        await refusal(scope, receive, send)
+                        return
+                    if await self.tenants.dispatch(scope, receive, send):
+                        return
                 if self.control is None:
                     await _not_found(send, f"no such path: {path} (the control API is off)")
                     return
@@ -132,7 +139,11 @@ class AppShell:
 
 
 class MockstoreApp(AppShell):
-    """The shell with the Pet Store API, the whole control API and tenants: one mock."""
+    """The shell with the Pet Store API, the whole control API and tenants: one mock.
+
+    ``account`` is this mock's share of the memory budget (the server's own
+    share when not given; a tenant's is opened by ``_new_tenant``).
+    """
 
     def __init__(
         self,
@@ -145,17 +156,24 @@ class MockstoreApp(AppShell):
         template: PetStore | None = None,
         limits: Limits | None = None,
         allowed_hosts: Iterable[str] = (),
+        budget: MemoryBudget | None = None,
+        account: Account | None = None,
     ) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario_source(scenario)
         limits = limits or Limits()
+        budget = budget if budget is not None else MemoryBudget(limits.memory_budget)
+        if account is None:
+            account = budget.open_share("server", "the server's mock")
         self.allowed_hosts = tuple(allowed_hosts)
-        self.runtime = Runtime(scenario, clock, template=template)
+        self.runtime = Runtime(scenario, clock, template=template, account=account)
         self.control_token = control_token
         # Tenants are made and reached through the control API: off with it.
         registry = TenantRegistry(self._new_tenant) if control and tenants else None
         super().__init__(
-            PetStoreAPI(self.runtime, body_timeout=limits.body_timeout),
+            PetStoreAPI(
+                self.runtime, body_timeout=limits.body_timeout, connections=budget.connections
+            ),
             ControlAPI(
                 self.runtime,
                 control_token,
@@ -167,18 +185,40 @@ class MockstoreApp(AppShell):
             else None,
             tenants=registry,
             limits=limits,
+            budget=budget,
         )
 
-    def _new_tenant(self) -> MockstoreApp:
-        """A tenant on the running scenario, sharing its pets (copy on write)."""
-        return MockstoreApp(
-            self.runtime.scenario,
-            control_token=self.control_token,
-            tenants=False,
-            template=self.runtime.template,
-            limits=self.limits,
-            allowed_hosts=self.allowed_hosts,
-        )
+    def _new_tenant(self, tenant_id: str) -> MockstoreApp:
+        """A tenant on the running scenario, sharing its pets (copy on write).
+
+        It has a share of the memory budget of its own (``OverBudget`` when the
+        budget cannot give its floor).
+        """
+        account = self.budget.open_share("tenant", f"tenant {tenant_id!r}")
+        try:
+            return MockstoreApp(
+                self.runtime.scenario,
+                control_token=self.control_token,
+                tenants=False,
+                template=self.runtime.template,
+                limits=self.limits,
+                allowed_hosts=self.allowed_hosts,
+                budget=self.budget,
+                account=account,
+            )
+        except BaseException:
+            account.close()
+            raise
+
+    def close(self) -> None:
+        """Give back everything this app's mock holds to the memory budget (a deleted tenant).
+
+        Nothing of it is left in a reference cycle: its memory goes when the
+        last request that uses it ends, not at the next cyclic collection.
+        """
+        self.runtime.close()
+        if self.control is not None:
+            self.control.close()
 
 
 async def _not_found(send: Any, message: str) -> None:

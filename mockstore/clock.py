@@ -84,3 +84,30 @@ def format_time(when: float) -> str:
     moment = datetime.fromtimestamp(when, UTC)
     text = moment.isoformat(timespec="milliseconds" if when % 1 else "seconds")
     return text.replace("+00:00", "Z")
+
+
+# The instants a clock may be set to, or a scenario name: from the Unix epoch
+# to the start of the year 9000. Every date mockstore writes from the clock
+# (RFC 3339 in the journal and HARs, a window's end a day later in
+# X-RateLimit-Reset, a ban's end) must stay within what a date can say, the
+# year 9999; a running clock started at the latest would need a thousand
+# years to get there.
+EARLIEST_TIME = 0.0  # 1970-01-01T00:00:00Z
+LATEST_TIME = 221845392000.0  # 9000-01-01T00:00:00Z
+TIME_RANGE = "between 1970-01-01T00:00:00Z and 9000-01-01T00:00:00Z"
+
+
+def outside_range(when: float) -> str | None:
+    """Why ``when`` cannot be a clock's time (a sentence), or None if it can."""
+    if when != when or not EARLIEST_TIME <= when <= LATEST_TIME:
+        shown = "not a number" if when != when else format_time_or_number(when)
+        return f"a time must be {TIME_RANGE}; {shown} is not"
+    return None
+
+
+def format_time_or_number(when: float) -> str:
+    """``format_time(when)``, or the number of seconds where no date can say it."""
+    try:
+        return format_time(when)
+    except (ValueError, OverflowError, OSError):
+        return f"{when:g} seconds from 1970"

@@ -56,6 +56,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode(
             "store_full", 507, "No int64 id is left, or `behaviour.max_store_bytes` is used up."
         ),
+        ErrorCode(
+            "memory_budget",
+            507,
+            "The server's memory budget (`--memory-budget`) has no room for what this needs.",
+        ),
     )
 }
 

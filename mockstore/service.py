@@ -20,6 +20,7 @@ from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket, key_bucket
+from mockstore.memory import OverBudget
 from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
@@ -76,7 +77,7 @@ class Call(Protocol):
     content_type: bytes | None
 
 
-Handler = Callable[[PetStore, Call], bytes]
+Handler = Callable[["PetStoreService", PetStore, Call], bytes]
 
 
 def _error_styles(
@@ -128,6 +129,17 @@ def _clamped(query: bytes) -> bytes:
     ).encode("latin-1")
 
 
+def _sunset_rule(operation: schemas.Operation, handler: Handler, sunset: float) -> Handler:
+    """A deprecated operation's handler: 410 gone from the sunset on."""
+
+    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes:
+        if call.now >= sunset:
+            raise service._gone(operation)
+        return handler(service, store, call)
+
+    return until_sunset
+
+
 def human_date(when: float) -> str:
     """``5 December 2030`` for a midnight UTC instant, else the RFC 3339 instant."""
     moment = datetime.fromtimestamp(when, UTC)
@@ -170,15 +182,19 @@ class PetStoreService:
         )
         self._challenges = _challenges(behaviour.www_authenticate)
         operations: dict[str, Handler] = {
-            "listPets": self.list_pets,
-            "createPet": self.create_pet,
-            "getPet": self.get_pet,
-            "listOrders": self.list_orders,
+            "listPets": PetStoreService.list_pets,
+            "createPet": PetStoreService.create_pet,
+            "getPet": PetStoreService.get_pet,
+            "listOrders": PetStoreService.list_orders,
         }
-        # Each operation's handler, the sunset rule wrapped around deprecated ones.
+        # Each operation's handler, the sunset rule wrapped around deprecated ones:
+        # ``handlers[name](service, store, call)``. Functions, not methods bound to
+        # this service: a service holding its own bound methods is a reference
+        # cycle, and a replaced scenario (or a deleted tenant) would wait for the
+        # cyclic collector to be freed.
         self.handlers: dict[str, Handler] = {
-            name: self._sunset_rule(OPERATIONS[name], handler)
-            if OPERATIONS[name].deprecated
+            name: _sunset_rule(OPERATIONS[name], handler, self._sunset)
+            if OPERATIONS[name].deprecated and self._gone_after_sunset
             else handler
             for name, handler in operations.items()
         }
@@ -289,18 +305,6 @@ class PetStoreService:
 
     # -- the operations -------------------------------------------------------
 
-    def _sunset_rule(self, operation: schemas.Operation, handler: Handler) -> Handler:
-        """A deprecated operation's handler: 410 gone from the sunset on (unless kept)."""
-        if not self._gone_after_sunset:
-            return handler
-
-        def until_sunset(store: PetStore, call: Call) -> bytes:
-            if call.now >= self._sunset:
-                raise self._gone(operation)
-            return handler(store, call)
-
-        return until_sunset
-
     def list_pets(self, store: PetStore, call: Call) -> bytes:
         try:
             query = self._list_query(call.query)
@@ -332,6 +336,8 @@ class PetStoreService:
             _, encoded = store.create(self.new_pet(value), self._max_store_bytes)
         except StoreFull as full:
             raise ApiError("store_full", str(full)) from None
+        except OverBudget as over:
+            raise ApiError("memory_budget", f"{over}; nothing was stored") from None
         return encoded
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:

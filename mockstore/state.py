@@ -9,6 +9,15 @@ number of pets. A swap can be built in a worker thread (``prepare``) and only
 assigned on the event loop (``install``).
 The journal is not part of the state: it outlives resets and swaps, so a
 report at the end of a test run covers every test.
+
+**Memory.** A runtime given a share of the process's memory budget
+(``mockstore.memory``) charges everything it holds for its callers to it:
+the journal, the scenario in service and its pets, and each state's stores
+(a per-key store has a share of its own, ``SHARES["key"]``) and issued keys.
+What a state or a scenario held is given back the moment it is replaced
+(``reset``, ``install``) and a runtime's all at once when it is closed (a
+deleted tenant); nothing here is a reference cycle, so the memory itself goes
+as soon as the last request that uses it ends.
 """
 
 from __future__ import annotations
@@ -21,12 +30,26 @@ from mockstore.clock import Clock
 from mockstore.faults import FaultEngine, RouteTable
 from mockstore.journal import Journal
 from mockstore.keys import ApiKey, KeyRing, key_bucket
+from mockstore.memory import SHARES, Account
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
 from mockstore.scenario.model import Scenario
-from mockstore.store import PetStore
+from mockstore.store import _LIST_CACHE_BYTES, PET_OVERHEAD, PetStore
 
 # A ban policy that can never trigger, for scenarios with ``ban: {enabled: false}``.
 NO_BAN = BanPolicy(after_rejections=2**62, within_seconds=1, duration_seconds=0)
+
+# What a mock holds whatever it serves, charged when it opens: its service's
+# caches of parsed queries (validation.QUERY_CACHE_BYTES) and compiled tables.
+MOCK_COST = 2 * 1024 * 1024
+# What an issued key holds: the key, its bucket, and its own store when isolated.
+KEY_COST = 4 * 1024
+# What a scenario in service holds beyond its pets, per byte of its text: the
+# text itself (kept for HAR exports) and the model built from it (measured:
+# 1.6 bytes per byte for 10,000 listed pets, more for short values; plus
+# VALUE_COST per value).
+SCENARIO_TEXT_FACTOR = 2
+# A generated pet, in the inventory (measured with 200,000: 590 bytes each).
+GENERATED_PET_COST = 640
 
 
 class Stores:
@@ -35,11 +58,17 @@ class Stores:
     A group is the keys that name the same ``tenant`` in the scenario (each key
     on its own by default). Not to be confused with a server's tenants
     (``mockstore.tenants``), which are whole isolated mocks.
+
+    Given a share of the memory budget, the shared store draws on it and each
+    group's store on a share of its own within it (``SHARES["key"]``).
     """
 
-    def __init__(self, scenario: Scenario, template: PetStore) -> None:
+    def __init__(
+        self, scenario: Scenario, template: PetStore, account: Account | None = None
+    ) -> None:
         self.per_key = scenario.isolation == "per_key"
-        self.shared = template.fork()
+        self.account = account
+        self.shared = template.fork(account)
         # With per_key isolation the shared store is never written: it is the
         # template each group's store is copied from.
         self._stores: dict[str, PetStore] = {}
@@ -53,17 +82,29 @@ class Stores:
             return self.shared
         store = self._stores.get(group)
         if store is None:
-            store = self._stores[group] = self.shared.fork()
+            store = self._stores[group] = self.shared.fork(self._key_share(group))
         return store
+
+    def _key_share(self, group: str) -> Account | None:
+        if self.account is None:
+            return None
+        ceiling = int(self.account.root.ceiling * SHARES["key"].ceiling)
+        return self.account.share(f"the store of keys {group!r}", ceiling)
 
 
 class MockState:
     """Everything that changes while the mock serves: store, counters, bans, clock."""
 
     def __init__(
-        self, scenario: Scenario, clock: Clock | None = None, template: PetStore | None = None
+        self,
+        scenario: Scenario,
+        clock: Clock | None = None,
+        template: PetStore | None = None,
+        account: Account | None = None,
     ) -> None:
         self.scenario = scenario
+        # What this state holds (its stores and issued keys), given back when it is replaced.
+        self.account = account
         self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
@@ -74,7 +115,7 @@ class MockState:
             behaviour.ratelimit_describes,
             behaviour.ratelimit_describes_refusals,
         )
-        self.stores = Stores(scenario, template or template_store(scenario))
+        self.stores = Stores(scenario, template or template_store(scenario), account)
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -92,6 +133,11 @@ class MockState:
     def next_request_id(self) -> str:
         self.requests_served += 1
         return f"req-{self.requests_served:06d}"
+
+    def close(self) -> None:
+        """Give back what this state held to the memory budget (it is being replaced)."""
+        if self.account is not None:
+            self.account.close()
 
 
 class RequestIds:
@@ -122,22 +168,57 @@ def template_store(scenario: Scenario) -> PetStore:
 
 
 class Runtime:
-    """Holds the current state, the journal, and what the control API may change."""
+    """Holds the current state, the journal, and what the control API may change.
+
+    ``account``: its share of the process's memory budget (None: nothing is
+    charged, as for a mock used in process without a server).
+    """
 
     def __init__(
-        self, scenario: Scenario, clock: Clock | None = None, *, template: PetStore | None = None
+        self,
+        scenario: Scenario,
+        clock: Clock | None = None,
+        *,
+        template: PetStore | None = None,
+        account: Account | None = None,
     ) -> None:
+        self.account = account
         self._clock_override = clock
+        self._closed = False
+        if account is not None:
+            account.take(MOCK_COST, "a mock")
         # The scenario's pets, built once: every state forks its store from them
         # (generating and encoding 100,000 pets again would take most of a second).
+        # A template given is someone else's (a tenant shares the server's pets).
+        self._scenario_share = self._share("the scenario in service")
+        if self._scenario_share is not None:
+            self._scenario_share.take(_text_cost(scenario), "the scenario in service")
         self._template = template or template_store(scenario)
-        self.state = MockState(scenario, clock, self._template)
+        if template is None and self._scenario_share is not None:
+            self._scenario_share.take(self._template.inventory.cost, "the scenario's pets")
+        self.state = MockState(scenario, clock, self._template, self._state_share())
         self.journal = Journal(
             scenario.journal_size,
             scenario.journal_body_bytes,
             max_bytes=scenario.journal_max_bytes,
             header_bytes=scenario.journal_header_bytes,
+            account=account,
         )
+
+    def _share(self, name: str, floor: int = 0) -> Account | None:
+        """A share of this runtime's account, closed when what it holds is replaced."""
+        if self.account is None:
+            return None
+        return self.account.share(name, self.account.ceiling, floor)
+
+    def _state_share(self) -> Account | None:
+        """A state's share: a quarter of the mock's floor is kept for its stores and keys.
+
+        So a journal filling up cannot leave a client's creates without room:
+        the journal lets its oldest entries go instead.
+        """
+        floor = self.account.floor // 4 if self.account is not None else 0
+        return self._share("state", floor)
 
     @property
     def template(self) -> PetStore:
@@ -153,7 +234,9 @@ class Runtime:
         clock = self._clock_override
         if clock is not None:
             clock.set(clock.start)
-        self.state = MockState(self.state.scenario, clock, self._template)
+        replaced = self.state
+        replaced.close()  # first: its floor goes to the new state
+        self.state = MockState(replaced.scenario, clock, self._template, self._state_share())
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
@@ -162,25 +245,45 @@ class Runtime:
         self.install(prepared)
         return prepared.state
 
-    @staticmethod
-    def prepare(scenario: Scenario) -> Prepared:
+    def prepare(self, scenario: Scenario) -> Prepared:
         """Build the state of ``scenario`` without touching the running one.
 
         Safe in a worker thread: it only makes new objects, so the slow part
         of a swap (generating and encoding the pets) can run off the event loop.
+        Its cost is charged to the memory budget before the pets are built (an
+        estimate, made exact once they are): ``OverBudget`` if it cannot be.
+        The ``Prepared`` must be installed, or ``discard``ed.
         """
-        template = template_store(scenario)
-        return Prepared(scenario, template, MockState(scenario, None, template))
+        share = self._share("a scenario being put in service")
+        try:
+            estimate = _text_cost(scenario) + _pets_estimate(scenario)
+            if share is not None:
+                share.take(estimate, f"scenario {scenario.name!r} and its pets")
+            template = template_store(scenario)
+            if share is not None:
+                actual = _text_cost(scenario) + template.inventory.cost
+                if actual > estimate:
+                    share.take(actual - estimate, f"scenario {scenario.name!r} and its pets")
+                else:
+                    share.release(estimate - actual)
+            state = MockState(scenario, None, template, self._state_share())
+        except BaseException:
+            if share is not None:
+                share.close()
+            raise
+        return Prepared(scenario, template, state, share)
 
     def install(self, prepared: Prepared) -> Prepared:
         """Swap a prepared state in: on the event loop, one assignment, so atomic.
 
-        Returns the state it replaced, for ``release`` to free off the loop.
+        Returns the state it replaced, for ``release`` to free off the loop;
+        what it held is given back to the memory budget at once.
         """
-        replaced = Prepared(self.state.scenario, self._template, self.state)
+        replaced = Prepared(self.state.scenario, self._template, self.state, self._scenario_share)
         scenario = prepared.scenario
         self._clock_override = None
         self._template = prepared.template
+        self._scenario_share = prepared.share
         self.state = prepared.state
         self.journal.resize(
             scenario.journal_size,
@@ -188,15 +291,55 @@ class Runtime:
             max_bytes=scenario.journal_max_bytes,
             header_bytes=scenario.journal_header_bytes,
         )
+        replaced.discard()
         return replaced
+
+    def close(self, *, keep_journal: bool = False) -> None:
+        """Give back what this runtime holds to the memory budget (its mock is deleted).
+
+        With ``keep_journal`` the journal stays, and stays charged to the
+        runtime's share (a deleted tenant's journal kept for a report); call
+        ``close()`` again once it is no longer kept.
+        """
+        self.state.close()
+        if self._scenario_share is not None:
+            self._scenario_share.close()
+        if self.account is not None and not self._closed:
+            self.account.release(MOCK_COST)
+        self._closed = True
+        if keep_journal:
+            return
+        self.journal.close()
+        if self.account is not None:
+            self.account.close()
 
 
 class Prepared(NamedTuple):
-    """A scenario's state, built and ready to swap in (or just swapped out)."""
+    """A scenario's state, built and ready to swap in (or just swapped out).
+
+    ``share``: what it holds of the memory budget (its pets and scenario).
+    """
 
     scenario: Scenario
     template: PetStore
     state: MockState
+    share: Account | None = None
+
+    def discard(self) -> None:
+        """Give back what it holds to the memory budget (it will not be, or is no longer, used)."""
+        self.state.close()
+        if self.share is not None:
+            self.share.close()
+
+
+def _text_cost(scenario: Scenario) -> int:
+    return SCENARIO_TEXT_FACTOR * len(scenario.source)
+
+
+def _pets_estimate(scenario: Scenario) -> int:
+    """What the scenario's pets will cost in an inventory, before it is built."""
+    listed = sum(PET_OVERHEAD + 2 * (len(str(pet)) + 16) for pet in scenario.pets)
+    return _LIST_CACHE_BYTES + listed + GENERATED_PET_COST * scenario.generate_pets
 
 
 def release(box: list[Prepared]) -> None:

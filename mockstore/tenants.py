@@ -9,6 +9,10 @@ running scenario (sharing its pets, copy on write: creating one costs the same
 for 20 pets as for 100,000) and may load another.
 
 The registry is bounded (``MAX_TENANTS``): each tenant holds its own journal.
+Each tenant has a share of the server's memory budget (``mockstore.memory``):
+one the budget cannot give its floor is not created (507 ``memory_budget``),
+and a deleted one gives everything back at once (nothing of it is a reference
+cycle, so its memory goes as soon as the last request that uses it ends).
 Requests reach a tenant after one prefix check and one dict lookup; requests
 outside ``/__mockstore`` never look here.
 """
@@ -21,6 +25,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockstore.errors import ApiError
+from mockstore.memory import OverBudget
 from mockstore.urls import TENANT_ID, TENANTS_PREFIX
 
 MAX_TENANTS = 32
@@ -44,9 +49,12 @@ class Tenant:
 
 
 class TenantRegistry:
-    """The tenants of one server; ``factory`` builds a tenant's app from the server's state."""
+    """The tenants of one server; ``factory(id)`` builds a tenant's app from the server's state.
 
-    def __init__(self, factory: Callable[[], Any], limit: int = MAX_TENANTS) -> None:
+    An app may have ``close()``, called when its tenant is deleted.
+    """
+
+    def __init__(self, factory: Callable[[str], Any], limit: int = MAX_TENANTS) -> None:
         self._factory = factory
         self.limit = limit
         self._tenants: dict[str, Tenant] = {}
@@ -83,14 +91,24 @@ class TenantRegistry:
                 f"DELETE {TENANTS_PREFIX}<id> the ones no longer used",
                 status=507,
             )
-        tenant = self._tenants[tenant_id] = Tenant(tenant_id, self._factory())
+        try:
+            app = self._factory(tenant_id)
+        except OverBudget as exc:
+            raise ApiError(
+                "memory_budget", f"tenant {tenant_id!r} was not created: {exc}", status=507
+            ) from None
+        tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
         return tenant
 
     def get(self, tenant_id: str) -> Tenant | None:
         return self._tenants.get(tenant_id)
 
     def delete(self, tenant_id: str) -> Tenant | None:
-        return self._tenants.pop(tenant_id, None)
+        """Remove a tenant and give back what it held to the memory budget."""
+        tenant = self._tenants.pop(tenant_id, None)
+        if tenant is not None:
+            _close(tenant.app)
+        return tenant
 
     async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve a request under ``/__mockstore/tenants/<id>/``; False if it is not one."""
@@ -113,6 +131,12 @@ class TenantRegistry:
         inner_scope["root_path"] = scope.get("root_path", "") + prefix
         await app(inner_scope, receive, send)
         return True
+
+
+def _close(app: Any) -> None:
+    close = getattr(app, "close", None)
+    if close is not None:
+        close()
 
 
 def _unknown_tenant(tenant_id: str) -> ASGIApp:

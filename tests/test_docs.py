@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mockstore.errors import ERROR_CODES
+from mockstore.memory import parse_size
 from mockstore.scenario import bundled_names, read_scenario_source
 from tests.docs_pages import (
     DOCS,
@@ -102,8 +103,11 @@ def test_the_security_limits_state_the_defaults_serve_has() -> None:
     defaults = {a.option_strings[0]: a.default for a in serve._actions if a.option_strings}
     table = section(page("security.md"), "## Limits on every client")
     rows = re.findall(r"^\| `(--[a-z-]+)` \(`(MOCKSTORE_[A-Z_]+)`\) \| (\d+)", table, re.M)
-    assert len(rows) == 5
+    assert len(rows) == 7
     for flag, variable, default in rows:
+        if flag == "--memory-budget":  # a size, documented in MiB
+            assert parse_size(defaults[flag]) == int(default) * 2**20
+            continue
         assert float(defaults[flag]) == float(default), flag
         assert variable == "MOCKSTORE_" + flag[2:].upper().replace("-", "_")
 

@@ -36,6 +36,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.journal",
         "mockstore.keys",
         "mockstore.limits",
+        "mockstore.memory",
         "mockstore.document",
         "mockstore.profile",
         "mockstore.ratelimit",

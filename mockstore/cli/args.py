@@ -72,6 +72,26 @@ def positive(kind: type, env: str | None = None) -> Any:
     return check
 
 
+def size(env: str) -> Any:
+    """A size such as 256MiB or 1GiB, at least the smallest memory budget a server runs on."""
+    from mockstore.memory import MIN_MEMORY_BUDGET, format_size, parse_size
+
+    def check(text: str) -> int:
+        try:
+            value = parse_size(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (from the flag or {env})") from None
+        if value < MIN_MEMORY_BUDGET:
+            raise argparse.ArgumentTypeError(
+                f"{text} is below the smallest budget a server runs on, "
+                f"{format_size(MIN_MEMORY_BUDGET)} (from the flag or {env})"
+            )
+        return value
+
+    check.__name__ = env
+    return check
+
+
 def one_of(env: str, *allowed: str) -> Any:
     """Like ``choices=``, but also applied to the default taken from ``env``."""
 

@@ -89,13 +89,19 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     limits, limits_warning = limits_from(args)
-    app = MockstoreApp(
-        scenario,
-        control=not args.no_control,
-        control_token=args.control_token,
-        limits=limits,
-        allowed_hosts=args.allowed_host,
-    )
+    from mockstore.memory import OverBudget
+
+    try:
+        app = MockstoreApp(
+            scenario,
+            control=not args.no_control,
+            control_token=args.control_token,
+            limits=limits,
+            allowed_hosts=args.allowed_host,
+        )
+    except OverBudget as exc:
+        print(f"mockstore: {exc}; not starting", file=sys.stderr)
+        return 1
     if args.watch:
         from mockstore.watch import ScenarioWatcher
 

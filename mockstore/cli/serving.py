@@ -15,7 +15,7 @@ import os
 import signal
 from typing import Any
 
-from mockstore.cli.args import env_list, one_of, pipe_closed, port, positive
+from mockstore.cli.args import env_list, one_of, pipe_closed, port, positive, size
 from mockstore.cli.logs import log_handler
 from mockstore.limits import Limits
 
@@ -59,6 +59,8 @@ LIMIT_OPTIONS = (
      "a request's body must arrive within this long of its headers; else 408"),
     ("--max-connections", int, "max_connections", "N",
      "open connections; past it the one idle longest is closed, or 503"),
+    ("--timeout-write", float, "write_timeout", "SECONDS",
+     "a client that stops reading its answer is dropped after this long"),
 )  # fmt: skip
 
 
@@ -75,13 +77,23 @@ def add_limits(parser: argparse.ArgumentParser) -> None:
             metavar=metavar,
             help=f"{text} (default {default:g}; env {env})",
         )
+    parser.add_argument(
+        "--memory-budget",
+        type=size("MOCKSTORE_MEMORY_BUDGET"),
+        default=os.environ.get("MOCKSTORE_MEMORY_BUDGET", "256MiB"),
+        metavar="SIZE",
+        help="every byte held for callers (journals, stores, tenants, scenarios being built, "
+        "bodies and answers in flight) draws on this one budget; past it, 507 memory_budget "
+        "(default 256MiB, which fits a 512 MiB container; env MOCKSTORE_MEMORY_BUDGET)",
+    )
 
 
 def limits_from(args: argparse.Namespace) -> tuple[Limits, str | None]:
     """The limits the options give, fitted to the file descriptors (and a warning if cut)."""
-    chosen = Limits(
-        **{field: getattr(args, flag[2:].replace("-", "_")) for flag, _, field, *_ in LIMIT_OPTIONS}
-    )
+    given = {
+        field: getattr(args, flag[2:].replace("-", "_")) for flag, _, field, *_ in LIMIT_OPTIONS
+    }
+    chosen = Limits(**given, memory_budget=args.memory_budget)
     return chosen.within_descriptors()
 
 
@@ -134,7 +146,9 @@ def run_until_stopped(app: Any, sock: Any, log_level: str) -> int:
     """Serve ``app`` on ``sock`` until SIGTERM or Ctrl-C (0), or nobody reads the log (141)."""
     import uvicorn
 
-    from mockstore.server import uvicorn_config
+    from mockstore.server import tune_allocator, uvicorn_config
+
+    tune_allocator()
 
     server = uvicorn.Server(uvicorn_config(app, log_level=log_level))
     # Once nobody reads the log (`mockstore serve | head`), stop as every command does.

@@ -27,8 +27,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from mockstore.control.events import JournalStream, StreamSlots
-from mockstore.control.http import error_response, int_param, json_response
-from mockstore.control.journal import report_context
+from mockstore.control.http import PiecewiseResponse, error_response, int_param, json_response
+from mockstore.control.journal import charged, report_context
 from mockstore.reports.html import render_html
 from mockstore.reports.report import build_report
 from mockstore.scenario import bundled_names
@@ -159,8 +159,13 @@ class DashboardEndpoints:
     async def html_report(self, request: Request) -> Response:
         entries = self.runtime.journal.select()
         context = report_context(self.runtime, None)
-        page = await run_in_threadpool(
-            lambda: render_html(build_report(entries, context, timeline=True))
-        )
         headers = {**SECURITY_HEADERS, "content-security-policy": REPORT_POLICY}
-        return Response(page, media_type="text/html; charset=utf-8", headers=headers)
+        return await charged(
+            self.runtime,
+            entries,
+            "this report",
+            lambda: render_html(build_report(entries, context, timeline=True)),
+            lambda page: PiecewiseResponse(
+                page, media_type="text/html; charset=utf-8", headers=headers
+            ),
+        )

@@ -71,6 +71,33 @@ def _is_body_type(content_type: bytes | None) -> bool:
     return media in _BODY_TYPES or media.endswith((b"+json", b"+yaml"))
 
 
+def _host_not_allowed(host: str, host_name: str) -> ApiError:
+    return ApiError(
+        "host_not_allowed",
+        f"Host {host!r} is not a name of this server, so the control API does not "
+        "answer it (a DNS-rebinding page would come with such a name): use a loopback "
+        f"name or an IP address, or start mockstore with --allowed-host {host_name} "
+        "(MOCKSTORE_ALLOWED_HOSTS)",
+        status=403,
+    )
+
+
+def is_remote_client(scope: Scope) -> bool:
+    """True when the request came over the network from another machine.
+
+    A loopback address is this machine; a client that is not an address at
+    all (an in-process client such as Starlette's TestClient) is this process.
+    """
+    client = scope.get("client")
+    if not client:
+        return False
+    try:
+        address = ipaddress.ip_address(str(client[0]).split("%", 1)[0])
+    except ValueError:
+        return False
+    return not address.is_loopback
+
+
 class ControlGuard:
     """Checks one control request; ``allowed_hosts`` are the names given with ``--allowed-host``."""
 
@@ -104,14 +131,7 @@ class ControlGuard:
                 named_client = True
         host_name, host_port = _split_host(host) if host is not None else ("", None)
         if host is not None and path != "/health" and not self.host_allowed(host_name, scope):
-            raise ApiError(
-                "host_not_allowed",
-                f"Host {host!r} is not a name of this server, so the control API does not "
-                "answer it (a DNS-rebinding page would come with such a name): use a loopback "
-                f"name or an IP address, or start mockstore with --allowed-host {host_name} "
-                "(MOCKSTORE_ALLOWED_HOSTS)",
-                status=403,
-            )
+            raise _host_not_allowed(host, host_name)
         method = scope["method"]
         if method not in STATE_CHANGING:
             return
@@ -131,6 +151,15 @@ class ControlGuard:
                 f"the header {CLIENT_HEADER}: <your tool>",
                 status=403,
             )
+
+    def check_host(self, scope: Scope) -> None:
+        """The ``Host`` check alone, for every path (raises the 403 ApiError that refuses it)."""
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1")
+                host_name, _ = _split_host(host)
+                if not self.host_allowed(host_name, scope):
+                    raise _host_not_allowed(host, host_name)
 
     @staticmethod
     def _same_origin(origin: str, host: str, port: int | None, scope: Scope) -> bool:

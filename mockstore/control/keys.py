@@ -13,7 +13,7 @@ from mockstore.control.http import error_response, json_object, json_response
 from mockstore.keys import ApiKey, key_bucket
 from mockstore.ratelimit import NO_DAY, Plan
 from mockstore.scenario.loader import Marks, schema_problems
-from mockstore.state import Runtime
+from mockstore.state import KEY_COST, Runtime
 
 
 class KeyEndpoints:
@@ -62,6 +62,15 @@ class KeyEndpoints:
         key = body["key"]
         if key in state.keys:
             return error_response("key_exists", f"key {key!r} already exists", 409)
+        # An issued key holds memory (and, isolated, a store of its own): charged
+        # to the mock's share of the memory budget, so keys cannot be issued without end.
+        if state.account is not None and not state.account.reserve(KEY_COST):
+            return error_response(
+                "memory_budget",
+                f"key {key!r} was not issued: the memory budget has no room for another key "
+                f"({len(state.keys)} held); revoke keys no longer used, or reset",
+                507,
+            )
         plan = body.get("plan", "free")
         if isinstance(plan, dict):
             name = f"custom:{key}"
@@ -69,6 +78,8 @@ class KeyEndpoints:
             state.plans[name] = Plan(name, plan["per_minute"], plan.get("per_day", NO_DAY))
             plan = name
         if plan not in state.plans:
+            if state.account is not None:
+                state.account.release(KEY_COST)
             known = ", ".join(sorted(state.plans))
             return error_response("unknown_plan", f"unknown plan {plan!r} (known: {known})", 400)
         issued = ApiKey(key, plan, body.get("tenant") or key)
@@ -86,6 +97,8 @@ class KeyEndpoints:
         key = request.path_params["key"]
         if state.keys.revoke(key) is None:
             return error_response("unknown_key", f"no key {key!r}", 404)
+        if state.account is not None and all(k.key != key for k in state.scenario.keys):
+            state.account.release(KEY_COST)  # an issued key: charged when issued
         state.limiter.forget(key_bucket(key))
         return Response(status_code=204)
 

@@ -56,6 +56,7 @@ def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> l
     tenant = TenantEndpoints(tenants)
     return [
         route("/health", GET=state.health),
+        route("/memory", GET=state.memory),
         route("/openapi.json", GET=documents.openapi),
         route("/schema", GET=documents.scenario_schema),
         route("/scenario", GET=scenario.show, PUT=scenario.swap),

@@ -14,6 +14,12 @@ while it scans (100-200 ms per collection, measured), so it is paused for the
 duration of the build (nothing the build makes is cyclic garbage; requests
 served meanwhile make little, collected once the build is done), and the GIL
 is handed over more often (``_loop_first``).
+
+A build is priced: it draws on the memory budget's share for builds while it
+reads the document (``loader.NODE_COST`` a node, refused with 507 as soon as
+the share has no room, before the rest is read), and the scenario and pets it
+puts in service on the mock's share (``Runtime.prepare``). Builds take turns
+across the whole process (``MemoryBudget.building``), tenants included.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.control.http import error_response, json_response
+from mockstore.memory import OverBudget, budget_of
 from mockstore.scenario import ScenarioError, load_scenario
+from mockstore.scenario.loader import priced
 from mockstore.state import Prepared, Runtime, release
 
 
@@ -63,13 +71,21 @@ class ScenarioEndpoints:
                     problems=[str(p) for p in exc.problems],
                     details=[p.as_dict() for p in exc.problems],
                 )
+            except OverBudget as exc:
+                return error_response(
+                    "memory_budget", f"{exc}; the running scenario is unchanged", 507
+                )
             replaced = [self.runtime.install(prepared)]
             await run_in_threadpool(release, replaced)
         return json_response(prepared.scenario.to_json())
 
     def _prepare(self, raw: bytes, name: str) -> Prepared:
         """Decode, parse, validate and build the new state: in a worker thread."""
-        with _loop_first():
+        budget = budget_of(self.runtime.account)
+        if budget is None:
+            with _loop_first():
+                return self.runtime.prepare(load_scenario(raw.decode("utf-8"), name))
+        with budget.building(f"building {name}") as share, priced(share), _loop_first():
             return self.runtime.prepare(load_scenario(raw.decode("utf-8"), name))
 
 

@@ -7,6 +7,7 @@ from starlette.responses import Response
 
 from mockstore.clock import format_time
 from mockstore.control.http import json_response
+from mockstore.memory import budget_of
 from mockstore.state import Runtime
 from mockstore.version import __version__
 
@@ -41,3 +42,21 @@ class StateEndpoints:
         tenant = request.query_params.get("tenant")
         store = self.runtime.state.stores.store_for(tenant)
         return json_response(list(store))
+
+    async def memory(self, request: Request) -> Response:
+        """The memory budget: the whole, what is held, this mock's share and the connections'."""
+        account = self.runtime.account
+        budget = budget_of(account)
+        if account is None or budget is None:
+            return json_response({"budget": None})
+        journal = self.runtime.journal
+        return json_response(
+            {
+                "budget": budget.ceiling,
+                "used": budget.used,
+                "available": budget.available,
+                "mock": account.to_json(),
+                "connections": budget.connections.to_json(),
+                "journal": {"bytes": journal.bytes, "max_bytes": journal.max_bytes},
+            }
+        )

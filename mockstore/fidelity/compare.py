@@ -50,6 +50,7 @@ from mockstore.fidelity.formats import (
     retry_after_kind,
     sf_list,
 )
+from mockstore.validation import loads_bounded
 
 # The kinds of difference, as ``drift.accept`` entries name them.
 CLASSES = (
@@ -141,7 +142,7 @@ class Side:
 
     def json(self) -> tuple[bool, Any]:
         try:
-            return True, json.loads(self.body)
+            return True, loads_bounded(self.body)
         except ValueError:
             return False, None
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -50,6 +49,7 @@ from mockstore.reports.har import Recorded
 from mockstore.routing import Router
 from mockstore.scenario import Scenario
 from mockstore.schemas import operations
+from mockstore.validation import loads_bounded
 
 ROUTER = Router(operations().values())
 # Exchanges the upstream never answered (the recorder did, or the client left): not
@@ -62,6 +62,7 @@ NOT_ANSWERED = frozenset(
         "upstream_error",
         "client_disconnected",
         "request_timeout",
+        "not_forwarded",
     }
 )
 # Header names that say they carry a request id, when a recording has one answer only.
@@ -166,7 +167,7 @@ class DriftReport:
 
 def _json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        return loads_bounded(body)
     except ValueError:
         return None
 
@@ -470,6 +471,7 @@ async def _replay(
             )
             continue
         body = item.body
+        declared = None
         if item.request_truncated:
             size = _declared_size(item)
             if size is None or item.status < 300 or item.status in _READ_THE_BODY:
@@ -479,7 +481,13 @@ async def _replay(
                 continue
             # Refused before its content mattered (413 for its size, 401, 429, ...):
             # a body of the recorded size gets the same answer, whatever it holds.
-            body = body + b" " * (size - len(body))
+            # Past what the scenario accepts, the mock refuses it by its
+            # Content-Length before reading a byte: only that is re-sent, never
+            # the claimed size itself (a HAR may claim 10**13 bytes).
+            if size > scenario.behaviour.max_body_bytes:
+                declared = size
+            else:
+                body = body + b" " * (size - len(body))
             report.ignored[("transport", "a body cut short, re-sent at its recorded size")] += 1
         token = bearer(item.headers)
         key = tokens.known.get(token) if token is not None else None
@@ -488,7 +496,7 @@ async def _replay(
             _preload(replayer, key, item, report)
         if operation is not None and created:
             path = _rewrite_ids(item.method, path, scenario.base_path, created)
-        answer = await replayer.send(item, path=path, body=body)
+        answer = await replayer.send(item, path=path, body=body, declared=declared)
         if item.status == 0 or item.outcome != "response":
             # A broken answer (a mock's connection fault, an upstream that broke off):
             # replayed for its effects, not compared.

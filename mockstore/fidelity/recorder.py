@@ -14,12 +14,21 @@ the same uvicorn settings and serving limits (``mockstore.server``): heads over
 the limit get 431, slow heads 408, and past the connection cap the connection
 idle longest is closed, before the proxy sees anything.
 
+Only paths under the base path are forwarded, with their dot segments
+resolved first (``forwarded_path``): ``/v1/../../admin`` would reach the
+upstream's ``/admin``, outside what the recording is of. A path that leaves the
+base path, or hides a dot, slash or backslash in percent-encoding, is answered
+by the proxy itself (404, journaled as ``not_forwarded``, never replayed).
+
 Every exchange is journaled with ``Journal.record``, so the control API's
 ``/requests``, ``/requests.har`` and ``/report`` work during a recording, and
 ``--out`` writes the HAR on shutdown. A real service's keys are secrets: what
 is journaled (and so every HAR, report and log line) carries each key's alias
-(``keys.key_alias``) in its place, in headers and bodies alike; the upstream
-gets the real key, the journal never does.
+(``keys.key_alias``) in its place, in headers, bodies and URLs alike (a key in
+a query parameter named like one, or in the path, as sent or percent-encoded;
+the proxy remembers the last ``REMEMBERED_SECRETS`` keys it saw, so a key sent
+in a header once is aliased in any later URL too); the upstream gets the real
+key, the journal never does.
 
 Buffers: a body passes through one chunk at a time (uvicorn and httpx apply
 back-pressure); the journal keeps at most ``journal.body_bytes`` of each body.
@@ -31,12 +40,14 @@ import asyncio
 import json
 import logging
 import os
+import re
 import ssl
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, unquote_to_bytes
 
 import httpx
 from starlette.types import Message, Receive, Scope, Send
@@ -51,6 +62,7 @@ from mockstore.errors import error_body
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
 from mockstore.limits import Limits
+from mockstore.memory import MemoryBudget
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.routing import Router
 from mockstore.scenario import load_scenario
@@ -82,6 +94,43 @@ SECRET_REQUEST_HEADERS = frozenset(
 SECRET_RESPONSE_HEADERS = frozenset({b"set-cookie"})
 # Shorter strings are not scrubbed from bodies: too likely to occur by chance.
 _MIN_SCRUBBED = 8
+# Query parameters whose values are credentials (lower-case, '-' read as '_').
+SECRET_QUERY_PARAMETERS = frozenset(
+    {"api_key", "apikey", "key", "access_token", "token", "auth", "secret", "password"}
+)
+# Keys seen lately, aliased in every later URL (a key sent once in a header, then in a path).
+REMEMBERED_SECRETS = 4096
+# A dot, slash or backslash hidden in percent-encoding: an upstream may decode it into a
+# path segment, after the proxy decided the path stays under the base path.
+_HIDDEN_SEPARATOR = re.compile(rb"%(2e|2f|5c)", re.IGNORECASE)
+
+
+def forwarded_path(raw_path: bytes, base: str) -> bytes | None:
+    """``raw_path`` with its dot segments resolved (RFC 3986 5.2.4), if it stays under ``base``.
+
+    None for a path outside ``base`` after resolution, or one with a backslash
+    or a percent-encoded dot, slash or backslash (which an upstream may resolve
+    differently).
+    """
+    if b"\\" in raw_path or _HIDDEN_SEPARATOR.search(raw_path):
+        return None
+    segments: list[bytes] = []
+    parts = raw_path.split(b"/")[1:]
+    for segment in parts:
+        if segment == b"..":
+            if segments:
+                segments.pop()
+        elif segment != b".":
+            segments.append(segment)
+    resolved = b"/" + b"/".join(segments)
+    if parts and parts[-1] in (b".", b"..") and not resolved.endswith(b"/"):
+        resolved += b"/"
+    prefix = base.encode()
+    if resolved != prefix and not resolved.startswith(prefix + b"/"):
+        return None
+    return resolved
+
+
 ROUTER = Router(operations().values())
 
 
@@ -124,15 +173,36 @@ class _Scrubber:
         self.pairs: list[tuple[bytes, bytes]] = []
 
     def learn(self, name: bytes, value: bytes) -> None:
-        secret = _secret_of(name, value)
-        if len(secret) >= _MIN_SCRUBBED:
-            self.pairs.append((secret, key_alias(secret.decode("latin-1")).encode()))
+        self.add(_secret_of(name, value))
+
+    def add(self, secret: bytes) -> None:
+        """Alias ``secret`` (as sent and percent-encoded) in all this exchange journals."""
+        if len(secret) < _MIN_SCRUBBED or any(secret == known for known, _ in self.pairs):
+            return
+        alias = key_alias(secret.decode("latin-1")).encode()
+        self.pairs.append((secret, alias))
+        escaped = quote(secret, safe="").encode()
+        if escaped != secret:
+            self.pairs.append((escaped, alias))
+        # The longest first: a key that holds another is aliased whole.
+        self.pairs.sort(key=lambda pair: -len(pair[0]))
 
     def __call__(self, data: bytes) -> bytes:
         for secret, alias in self.pairs:
             if secret in data:
                 data = data.replace(secret, alias)
         return data
+
+    def url(self, data: bytes, remembered: Iterable[bytes] = ()) -> bytes:
+        """A path or query with every secret aliased: this exchange's, and any remembered.
+
+        A remembered key found in the URL is this exchange's from then on, so
+        an answer that echoes the URL is aliased too.
+        """
+        for secret in remembered:
+            if secret in data or quote(secret, safe="").encode() in data:
+                self.add(secret)
+        return self(data)
 
 
 class _Capped:
@@ -195,6 +265,15 @@ class RecordingProxy:
         self.body_timeout = body_timeout
         self._client: httpx.AsyncClient | None = None
         self._served = 0
+        # Keys seen lately (oldest first), aliased in any later URL.
+        self._secrets: OrderedDict[bytes, None] = OrderedDict()
+
+    def _remember(self, secrets: Iterable[bytes]) -> None:
+        for secret in secrets:
+            self._secrets[secret] = None
+            self._secrets.move_to_end(secret)
+        while len(self._secrets) > REMEMBERED_SECRETS:
+            self._secrets.popitem(last=False)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -231,6 +310,10 @@ class RecordingProxy:
                 scrub.learn(name, value)
                 if name == b"authorization" and value[:7].lower() == b"bearer ":
                     alias = key_alias(_secret_of(name, value).decode("latin-1"))
+        for name, value in parse_qsl(scope["query_string"].decode("latin-1")):
+            if name.lower().replace("-", "_") in SECRET_QUERY_PARAMETERS:
+                scrub.learn(b"x-api-key", value.encode("latin-1"))
+        self._remember(secret for secret, _ in scrub.pairs)  # both forms: a URL may hold either
         journaled = [
             (name, _aliased(name, value) if name in SECRET_REQUEST_HEADERS else scrub(value))
             for name, value in raw_headers
@@ -244,9 +327,19 @@ class RecordingProxy:
             streamed_body = streamed_body or name == b"content-length"
             forward.append((name, value))
 
+        raw_path = forwarded_path(
+            scope.get("raw_path") or quote(scope["path"]).encode(), self.upstream.base_path
+        )
+        remembered = list(self._secrets)
+        # What is journaled and logged: the path as resolved (as sent when refused).
+        shown = unquote_to_bytes(raw_path) if raw_path is not None else scope["path"].encode()
+        path = scrub.url(shown, remembered).decode("utf-8", "replace")
+        query = scrub.url(scope["query_string"], remembered)
+        if raw_path is None:
+            await self._not_forwarded(scope, send, now, started, journaled, path, query, alias)
+            return
         request_copy = _Capped(cap)
         content = self._request_body(receive, request_copy) if streamed_body else None
-        raw_path = scope.get("raw_path") or quote(scope["path"]).encode()
         target = self.upstream.prefix.encode() + raw_path
         if scope["query_string"]:
             target += b"?" + scope["query_string"]
@@ -324,8 +417,41 @@ class RecordingProxy:
                 ],
                 scrub(_decoded(response_copy.value(), encoding, outcome == "response")),
                 outcome,
-                scrub(scope["query_string"]),
+                query,
+                path,
             )
+
+    async def _not_forwarded(
+        self,
+        scope: Scope,
+        send: Send,
+        now: float,
+        started: float,
+        journaled: list[tuple[bytes, bytes]],
+        path: str,
+        query: bytes,
+        alias: str | None,
+    ) -> None:
+        """Answer a path outside the base path (404) without forwarding it; journal it so."""
+        base = self.upstream.base_path
+        answer = error_body(
+            "not_found",
+            f"not forwarded: the recorder forwards only paths under {base} (dot segments "
+            f"resolved; no percent-encoded dot, slash or backslash); got {path[:200]}",
+        )
+        request_id = self._next_id()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(answer)),
+            (b"x-request-id", request_id.encode()),
+            (b"connection", b"close"),  # its body, if any, is not read
+        ]
+        await send({"type": "http.response.start", "status": 404, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+        self._journal(
+            scope, now, started, request_id, journaled, b"", alias, 404, headers, answer,
+            "not_forwarded", query, path,
+        )  # fmt: skip
 
     async def _request_body(self, receive: Receive, copy: _Capped) -> Any:
         """The client's body, one chunk at a time, as httpx uploads it, within the deadline."""
@@ -384,8 +510,8 @@ class RecordingProxy:
         response_body: bytes,
         outcome: str,
         query: bytes,
+        path: str,
     ) -> None:
-        path: str = scope["path"]
         base = self.upstream.base_path
         operation = None
         if path.startswith(base + "/"):
@@ -470,7 +596,9 @@ class RecordApp(AppShell):
             f"journal: {json.dumps(journal)}\n",
             "<record>",
         )
-        self.runtime = Runtime(scenario)
+        # One memory budget, as ``serve``'s: the journal and the connections draw on it.
+        budget = MemoryBudget(limits.memory_budget)
+        self.runtime = Runtime(scenario, account=budget.open_share("server", "the recording"))
         self.proxy = RecordingProxy(upstream, self.runtime, timeout, limits.body_timeout)
         control = ControlAPI(
             self.runtime,
@@ -479,7 +607,7 @@ class RecordApp(AppShell):
             limits=limits,
             allowed_hosts=allowed_hosts,
         )
-        super().__init__(self.proxy, control, limits=limits)
+        super().__init__(self.proxy, control, limits=limits, budget=budget)
         self.on_shutdown(self.proxy.aclose)
         # An exchange in flight waits for the upstream up to ``timeout``: let it finish.
         self.graceful_shutdown = max(AppShell.graceful_shutdown, timeout)

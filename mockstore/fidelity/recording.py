@@ -2,14 +2,17 @@
 
 Every way the input can be unusable ends here, as an ``InputError`` whose
 message is a sentence the command prints before exiting 2: a file that cannot
-be read, text that is not JSON, JSON that is not a HAR (or has an entry that is
-not one), a scenario name that names nothing ("did you mean"), a scenario that
-is not valid (every problem, with file, line and column). Never a traceback.
+be read, a file larger than ``MAX_HAR_BYTES`` (refused from its size, before a
+byte of it is read), text that is not JSON or is nested deeper than
+``MAX_JSON_DEPTH`` (checked before it is parsed: Python's parser recurses),
+JSON that is not a HAR (or has an entry that is not one), a scenario name that
+names nothing ("did you mean"), a scenario that is not valid (every problem,
+with file, line and column). Never a traceback.
 """
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +24,12 @@ from mockstore.scenario import (
     load_scenario,
     load_scenario_source,
 )
+from mockstore.validation import loads_bounded
+
+# The largest HAR replay and drift read: parsed, a HAR takes several times its
+# size, and a full journal's (48 MiB of entries) is about 150 MB. A larger one
+# is refused before it is read; export it in parts (requests.har?since=N).
+MAX_HAR_BYTES = 256 * 1024 * 1024
 
 
 class InputError(Exception):
@@ -49,11 +58,23 @@ def recording_of(document: Any, source: str = "<har>") -> Recording:
 def read_recording(path: str) -> Recording:
     """The recording in the HAR file at ``path``; raises ``InputError`` saying why not."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
+        size = os.stat(path).st_size
+        if size > MAX_HAR_BYTES:
+            raise InputError(
+                f"{path} is {size:,} bytes, over the {MAX_HAR_BYTES:,} a HAR may have "
+                "(export it in parts: requests.har?since=N)"
+            )
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_HAR_BYTES + 1)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:  # not JSON, or not UTF-8
+    if len(data) > MAX_HAR_BYTES:  # it grew since it was measured
+        raise InputError(f"{path} is over the {MAX_HAR_BYTES:,} bytes a HAR may have")
+    try:
+        document = loads_bounded(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not JSON: not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:  # not JSON, or nested too deep
         raise InputError(f"{path} is not JSON: {exc}") from None
     try:
         return recording_of(document, path)

@@ -16,7 +16,6 @@ Exit status: 0 identical, 1 different, 2 unreadable input.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from mockstore.fidelity.recording import Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens
 from mockstore.reports.har import ALIASES, Recorded
 from mockstore.scenario import Scenario
+from mockstore.validation import loads_bounded
 
 IGNORED_HEADERS = frozenset({"x-request-id", "content-length"})
 BROKEN = frozenset({"connection_reset", "empty_response", "truncated_body", "connection_error"})
@@ -108,7 +108,7 @@ def _same_json(a: bytes, b: bytes, truncated: bool) -> bool:
     if truncated:
         return False
     try:
-        return bool(json.loads(a) == json.loads(b))
+        return bool(loads_bounded(a) == loads_bounded(b))
     except ValueError:
         return False
 

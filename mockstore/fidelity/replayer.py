@@ -57,15 +57,21 @@ async def call(
     headers: list[tuple[str, str]],
     body: bytes,
     client: str,
+    declared: int | None = None,
 ) -> Replayed:
-    """One request to an ASGI app, with exactly these headers and this client address."""
+    """One request to an ASGI app, with exactly these headers and this client address.
+
+    ``declared``: the Content-Length to send instead of the body's own (a body
+    the app refuses by its length, which it never reads).
+    """
     raw_headers = [
         (_octets(name.lower()), _octets(value))
         for name, value in headers
         if name.lower() not in _NOT_FORWARDED
     ]
-    if body:
-        raw_headers.append((b"content-length", b"%d" % len(body)))
+    if body or declared is not None:
+        length = len(body) if declared is None else declared
+        raw_headers.append((b"content-length", b"%d" % length))
     scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -228,7 +234,12 @@ class Replayer:
         return warnings
 
     async def send(
-        self, item: Recorded, *, path: str | None = None, body: bytes | None = None
+        self,
+        item: Recorded,
+        *,
+        path: str | None = None,
+        body: bytes | None = None,
+        declared: int | None = None,
     ) -> Replayed:
         """Re-send ``item`` at its recorded instant (to ``path``, with ``body``, if given)."""
         self.clock.set(item.time)
@@ -242,4 +253,5 @@ class Replayer:
             headers,
             item.body if body is None else body,
             item.client,
+            declared,
         )

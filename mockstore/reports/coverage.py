@@ -80,6 +80,7 @@ NOT_PER_OPERATION: dict[str, str] = {
     "internal_error": "a bug in mockstore, on any operation: not a response to cover",
     "unknown_field": "only a scenario whose provider refuses unknown NewPet fields sends it "
     "(behaviour.unknown_fields: refuse)",
+    "memory_budget": "the mock's own memory is full (--memory-budget): not the service's answer",
 }
 
 

@@ -220,6 +220,25 @@ def _har_entry(entry: Entry, masked: bool) -> dict[str, Any]:
 
 def to_har(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, Any]:
     """A HAR 1.2 document of ``entries`` (journal order)."""
+    document = har_shell(entries, meta)
+    document["log"]["entries"] = [
+        har_entry(e, document["log"]["_mockstore"]["masked"]) for e in entries
+    ]
+    return document
+
+
+def har_entry(entry: Entry, masked: bool = True) -> dict[str, Any]:
+    """One journal entry as a HAR entry (its token masked unless ``masked`` is False)."""
+    return _har_entry(entry, masked)
+
+
+def har_shell(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, Any]:
+    """The HAR document of ``entries`` without them: ``log.entries`` is empty.
+
+    For a document written a piece at a time (the control API streams a HAR
+    rather than hold a full journal's three times over): the shell, then each
+    ``har_entry`` in its place.
+    """
     meta = meta or HarMeta()
     keys = [_masked_key(k) if meta.mask else dict(k) for k in meta.issued_keys]
     return {
@@ -227,7 +246,7 @@ def to_har(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, A
             "version": "1.2",
             "creator": {"name": "mockstore", "version": meta.creator_version},
             "pages": [],
-            "entries": [_har_entry(e, meta.mask) for e in entries],
+            "entries": [],
             "comment": f"mockstore journal, scenario {meta.scenario!r} (scenario time)",
             "_mockstore": {
                 "scenario": meta.scenario,

@@ -9,7 +9,6 @@ then work on facts only. Nothing here knows HTTP frameworks.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 from mockstore.journal import Entry, mask
 from mockstore.keys import client_bucket, key_bucket, parse_authorization
 from mockstore.scenario.loader import schema_default
+from mockstore.validation import loads_bounded
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 FAIL_ON: tuple[str, ...] = (*SEVERITIES, "never")
@@ -199,7 +199,7 @@ def facts_of(entries: Iterable[Entry]) -> list[Fact]:
         code = message = None
         if e.status >= 400 and e.response_body[:1] == b"{":
             try:
-                body = json.loads(e.response_body)
+                body = loads_bounded(e.response_body)
             except ValueError:
                 body = None
             if isinstance(body, dict):
