@@ -113,6 +113,7 @@ class Exchange:
     """One request on its way through the pipeline, and what was decided for it."""
 
     __slots__ = (
+        "arrived_after",
         "caller",
         "compiled",
         "content_type",
@@ -174,6 +175,9 @@ class PetStoreAPI:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.runtime.state  # read once: a scenario swap cannot split a request
         ex = Exchange(scope, state, self._compiled_for(state.scenario))
+        # What had been answered when it arrived: the etiquette report tells a
+        # request already in flight when a 429 was sent from one sent after it.
+        ex.arrived_after = self.runtime.journal.last_seq
         # The whole pipeline in one try (free in Python 3.11 until something raises):
         # anything unexpected is still answered, with the caller's headers.
         try:
@@ -518,9 +522,10 @@ class PetStoreAPI:
                 latency_ms,
                 ex.rule,
                 outcome,
-                ex.state.clock.wall(),
+                ex.now + ex.state.clock.wall_offset(),  # wall: the headers' "now"
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),
+                ex.arrived_after,
             )
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(

@@ -18,11 +18,13 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from mockstore.api import PetStoreAPI
-from mockstore.clock import Clock
+from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
+from mockstore.kept_journals import KeptJournals
 from mockstore.limits import Limits
 from mockstore.memory import Account, MemoryBudget
+from mockstore.runs import RunCounter
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
@@ -158,6 +160,8 @@ class MockstoreApp(AppShell):
         allowed_hosts: Iterable[str] = (),
         budget: MemoryBudget | None = None,
         account: Account | None = None,
+        timebase: Timebase = REAL_TIME,
+        runs: RunCounter | None = None,
     ) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario_source(scenario)
@@ -166,10 +170,26 @@ class MockstoreApp(AppShell):
         if account is None:
             account = budget.open_share("server", "the server's mock")
         self.allowed_hosts = tuple(allowed_hosts)
-        self.runtime = Runtime(scenario, clock, template=template, account=account)
+        # A tenant's runs are numbered by its server's counter (``runs``).
+        self.runtime = Runtime(
+            scenario,
+            clock,
+            template=template,
+            account=account,
+            timebase=timebase,
+            runs=runs,
+            first_run="start" if runs is None else "tenant",
+        )
         self.control_token = control_token
         # Tenants are made and reached through the control API: off with it.
-        registry = TenantRegistry(self._new_tenant) if control and tenants else None
+        registry = (
+            TenantRegistry(
+                self._new_tenant,
+                kept=KeptJournals(account=budget.open_share("kept", "kept journals")),
+            )
+            if control and tenants
+            else None
+        )
         super().__init__(
             PetStoreAPI(
                 self.runtime, body_timeout=limits.body_timeout, connections=budget.connections
@@ -192,7 +212,8 @@ class MockstoreApp(AppShell):
         """A tenant on the running scenario, sharing its pets (copy on write).
 
         It has a share of the memory budget of its own (``OverBudget`` when the
-        budget cannot give its floor).
+        budget cannot give its floor), and its runs are numbered by this server's
+        counter.
         """
         account = self.budget.open_share("tenant", f"tenant {tenant_id!r}")
         try:
@@ -205,6 +226,8 @@ class MockstoreApp(AppShell):
                 allowed_hosts=self.allowed_hosts,
                 budget=self.budget,
                 account=account,
+                timebase=self.runtime.timebase,
+                runs=self.runtime.runs,
             )
         except BaseException:
             account.close()
@@ -244,10 +267,12 @@ def create_app(
     clock: Clock | None = None,
     limits: Limits | None = None,
     allowed_hosts: Iterable[str] = (),
+    timebase: Timebase = REAL_TIME,
 ) -> MockstoreApp:
     """An ASGI app serving ``scenario``: a bundled name, a path, YAML text, or a loaded Scenario.
 
-    Use it in-process with ``httpx.ASGITransport(app=create_app())``.
+    Use it in-process with ``httpx.ASGITransport(app=create_app())``. ``timebase``
+    is where every clock it builds reads the time (tests that simulate waiting).
     """
     return MockstoreApp(
         scenario,
@@ -256,4 +281,5 @@ def create_app(
         clock=clock,
         limits=limits,
         allowed_hosts=allowed_hosts,
+        timebase=timebase,
     )

@@ -10,10 +10,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 ClockMode = Literal["running", "manual"]
+
+
+@dataclass(frozen=True, slots=True)
+class Timebase:
+    """Where clocks read the time: a wall clock and a monotonic one.
+
+    Every clock a server builds (at start, reset, scenario load, for a tenant)
+    reads these two, so a test can hand a server its own and simulate hours of
+    waiting without spending them (``tests/test_client_populations.py``).
+    """
+
+    wall: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+
+    def clock(self, start: float | None = None, mode: ClockMode = "running") -> Clock:
+        return Clock(start, mode, wall=self.wall, monotonic=self.monotonic)
+
+
+REAL_TIME = Timebase()
 
 
 class Clock:
@@ -24,7 +44,7 @@ class Clock:
     ``advance`` or ``set`` moves it.
     """
 
-    __slots__ = ("_base", "_mode", "_monotonic", "_started_at", "start", "wall")
+    __slots__ = ("_base", "_mode", "_monotonic", "_offset", "_started_at", "start", "wall")
 
     def __init__(
         self,
@@ -41,9 +61,13 @@ class Clock:
         # attribute, not a method: the journal reads it on every request.
         self.wall: Callable[[], float] = wall
         self._mode: ClockMode = mode
-        self.start: float = wall() if start is None else float(start)
+        wall_now = wall()
+        self.start: float = wall_now if start is None else float(start)
         self._base = self.start
         self._started_at = monotonic()
+        # How far the wall clock is ahead of this one, fixed when it is set (a
+        # running clock runs at the wall clock's rate): 0 for real time.
+        self._offset = wall_now - self._base
 
     @property
     def mode(self) -> ClockMode:
@@ -65,7 +89,21 @@ class Clock:
     def set(self, when: float) -> float:
         self._base = float(when)
         self._started_at = self._monotonic()
+        self._offset = self.wall() - self._base
         return self._base
+
+    def wall_offset(self) -> float:
+        """Seconds from this clock to the wall clock: an instant ``t`` of this
+        clock is ``t + wall_offset()`` on the wall clock, as far ahead of the
+        wall's now as ``t`` is ahead of this clock's now.
+
+        A running clock keeps the offset it was set with (so an instant maps to
+        the same wall instant on every answer); a manual clock's grows as wall
+        time passes while it stands still. Real time: 0.
+        """
+        if self._mode == "manual":
+            return self.wall() - self._base
+        return self._offset
 
 
 def parse_time(text: str) -> float:

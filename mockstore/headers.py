@@ -1,19 +1,23 @@
 """What the headers of an API answer say, under one scenario: one story per response.
 
-Every answer carries ``Date`` (the scenario clock) and, unless a scripted
-answer turns them off, the rate-limit figures of the limiter's ``Decision``;
-a refusal adds ``Retry-After``; a deprecated operation adds ``Deprecation``,
-``Sunset`` and ``Link`` for an authenticated caller. All of them describe the
-same decision, rounded the same way: no header names an instant before the one
-from which the client may really retry.
+Every answer carries ``Date`` and, unless a scripted answer turns them off,
+the rate-limit figures of the limiter's ``Decision``; a refusal adds
+``Retry-After``; a deprecated operation adds ``Deprecation``, ``Sunset`` and
+``Link`` for an authenticated caller. All of them describe the same decision,
+rounded the same way: no header names an instant before the one from which
+the client may really retry, nor a sunset after the one it really comes at.
 
-Times are the scenario clock's, except an HTTP-date ``Retry-After``: it is the
-one value a client acts on by *its own* clock (urllib3, requests, httpx-retries,
-tenacity, stamina and backoff all subtract ``time.time()`` from it), so it is
-written on the wall clock, as ``wall now + the wait``. With a clock that runs
-(real time, or a chosen start), the client then waits exactly as long as the
-mock will refuse it, and the etiquette report, which reads the wait back with
-the wall time journaled beside it, agrees.
+**Whose clock.** A client computes a wait from a header by subtracting either
+its own clock or the answer's ``Date``. Waits written as seconds
+(``Retry-After: 30``, ``X-RateLimit-Reset`` as a delta, the draft ``RateLimit``
+header's ``t``) need neither. For instants, the scenario's ``clock.headers``
+chooses: ``wall`` (the default) writes every instant as far from the wall
+clock's now as it lies from the scenario clock's now (``t + offset``, where
+``offset`` is ``Clock.wall_offset()``), and ``Date`` as the wall clock's now,
+so both kinds of client wait the scenario's remaining time, on any clock;
+``scenario`` writes them as the scenario clock names them (``offset`` 0), for
+clients and tests that read the dates themselves. On a clock that runs in real
+time the two are the same.
 
 Pure Python over bytes: no Starlette, no ASGI. The parts that never change are
 encoded once per scenario.
@@ -34,9 +38,31 @@ Header = tuple[bytes, bytes]
 JSON_CONTENT_TYPE: Header = (b"content-type", b"application/json")
 
 
+# What a header can state: an instant from 1970 to the end of the year 9999 (an
+# IMF-fixdate has four digits of year). Written on the wall clock, an instant of a
+# scenario clock far from it (set to the year 9000, or 1970) can fall outside:
+# it is written as the nearest one that can be stated, which is as far in the
+# past (or the future) as any client can tell.
+_LATEST_STATED = 253402300799  # 9999-12-31T23:59:59Z
+
+
+def _stated(when: float) -> float:
+    return min(max(when, 0), _LATEST_STATED)
+
+
 def http_date(when: float) -> bytes:
     """An IMF-fixdate (RFC 9110 section 5.6.7) for a Unix time, whole seconds."""
-    return formatdate(when, usegmt=True).encode()
+    return formatdate(_stated(when), usegmt=True).encode()
+
+
+def _after(instant: float, offset: float) -> int:
+    """An instant a client must not act before, on the headers' clock: rounded up."""
+    return math.ceil(_stated(instant + offset))
+
+
+def _before(instant: float, offset: float) -> int:
+    """An instant a client must act by (a sunset), on the headers' clock: rounded down."""
+    return math.floor(_stated(instant + offset))
 
 
 class ResponseHeaders:
@@ -56,19 +82,56 @@ class ResponseHeaders:
         self.reset_delta = behaviour.ratelimit_reset == "delta"
         self.reset_ms = behaviour.ratelimit_reset == "epoch-ms"
         self.draft = behaviour.ratelimit_draft_headers
-        self.deprecation = deprecation_headers(scenario)
         request_id = behaviour.request_id.header
         self.request_id_name = request_id.lower().encode("latin-1") if request_id else None
+        # Instants written on the wall clock (see the module docstring).
+        self.on_wall_clock = scenario.clock_headers == "wall"
+        self._deprecated_since = behaviour.deprecated_since
+        self._sunset = behaviour.sunset
+        self._deprecation_form = behaviour.deprecation_format
+        self._sunset_header = behaviour.sunset_header
+        successor = _successor_path(scenario.base_path)
+        self._link: list[Header] = []
+        link = behaviour.deprecation_link
+        if link is not None and (successor is not None or "{successor}" not in link):
+            text = link.replace("{successor}", (successor or b"").decode("latin-1"))
+            self._link.append((b"link", text.encode("latin-1")))
+        self._deprecation_at: tuple[int, int] | None = None
+        self.deprecation = self.deprecation_headers(0.0)
         self._date_second = -1
         self._date_value = b""
 
+    def offset(self, clock: Clock) -> float:
+        """Seconds added to a scenario instant to write it in a header (0: the scenario's)."""
+        return clock.wall_offset() if self.on_wall_clock else 0.0
+
     def date(self, now: float) -> bytes:
-        """The ``Date`` header from the scenario clock, formatted once per second."""
+        """The ``Date`` header for an instant on the headers' clock, formatted once per second."""
         second = int(now)
         if second != self._date_second:
             self._date_second = second
             self._date_value = http_date(second)
         return self._date_value
+
+    def deprecation_headers(self, offset: float) -> list[Header]:
+        """``Deprecation``, ``Sunset`` and ``Link``, rebuilt only when their seconds change."""
+        since = _before(self._deprecated_since, offset)
+        sunset = _before(self._sunset, offset)
+        if self._deprecation_at != (since, sunset):
+            self._deprecation_at = (since, sunset)
+            headers: list[Header] = []
+            form = self._deprecation_form
+            if form == "sf-date":
+                headers.append((b"deprecation", b"@%d" % since))
+            elif form == "http-date":
+                headers.append((b"deprecation", http_date(since)))
+            elif form == "true":
+                headers.append((b"deprecation", b"true"))
+            if self._sunset_header:
+                headers.append((b"sunset", http_date(sunset)))
+            headers.extend(self._link)
+            self.deprecation = headers
+        return self.deprecation
 
     def build(
         self,
@@ -88,8 +151,10 @@ class ResponseHeaders:
 
         Positional: it runs once per request, and named arguments cost more.
         """
-        if int(now) != self._date_second:
-            self.date(now)
+        offset = clock.wall_offset() if self.on_wall_clock else 0.0
+        moment = now + offset
+        if int(moment) != self._date_second:
+            self.date(moment)
         headers: list[Header] = [
             self.content_type,
             (b"content-length", b"%d" % length),
@@ -102,17 +167,19 @@ class ResponseHeaders:
             if self.reset_delta:
                 # Seconds from now, rounded up like every figure: never early.
                 reset = max(0, math.ceil(reset - now))
-            elif self.reset_ms:
+            elif offset:
+                reset = _after(reset, offset)
+            if self.reset_ms:
                 reset *= 1000
             headers.append((b"x-ratelimit-reset", b"%d" % reset))
             if self.draft:
                 headers.extend(draft_headers(decision, plan, now))
         if decision.retry_after:
-            retry_after = self.retry_after(decision, now, clock)
+            retry_after = self.retry_after(decision, offset)
             if retry_after is not None:
                 headers.append((b"retry-after", retry_after))
         if deprecated:
-            headers.extend(self.deprecation)
+            headers.extend(self.deprecation_headers(offset))
         if replaces:
             # A scripted header replaces the default of the same name.
             names = {name for name, _ in extra}
@@ -122,8 +189,8 @@ class ResponseHeaders:
             headers.append((self.request_id_name, request_id))
         return headers
 
-    def retry_after(self, decision: Decision, now: float, clock: Clock) -> bytes | None:
-        """``Retry-After`` for a refusal: whole seconds, or an HTTP-date on the wall clock.
+    def retry_after(self, decision: Decision, offset: float) -> bytes | None:
+        """``Retry-After`` for a refusal: whole seconds, or an HTTP-date on the headers' clock.
 
         None for a banned key whose provider sends none (``retry_after_banned: none``).
         """
@@ -134,9 +201,7 @@ class ResponseHeaders:
             as_date = self.banned_retry_after == "http-date"
         if not as_date:
             return b"%d" % decision.retry_after
-        # The wall-clock instant the wait ends, rounded up to the second the
-        # HTTP-date can name: never before the client may retry.
-        return http_date(math.ceil(clock.wall() + (decision.retry_at - now)))
+        return http_date(_after(decision.retry_at, offset))
 
 
 def draft_headers(decision: Decision, plan: Plan, now: float) -> list[Header]:
@@ -164,28 +229,6 @@ def draft_headers(decision: Decision, plan: Plan, now: float) -> list[Header]:
         day_t,
     )
     return [(b"ratelimit-policy", policy), (b"ratelimit", state)]
-
-
-def deprecation_headers(scenario: Scenario) -> list[Header]:
-    """``Deprecation``, ``Sunset`` and ``Link`` of a deprecated operation, as the scenario says."""
-    behaviour = scenario.behaviour
-    since = behaviour.deprecated_since
-    headers: list[Header] = []
-    form = behaviour.deprecation_format
-    if form == "sf-date":
-        headers.append((b"deprecation", b"@%d" % int(since)))
-    elif form == "http-date":
-        headers.append((b"deprecation", http_date(since)))
-    elif form == "true":
-        headers.append((b"deprecation", b"true"))
-    if behaviour.sunset_header:
-        headers.append((b"sunset", http_date(behaviour.sunset)))
-    link = behaviour.deprecation_link
-    successor = _successor_path(scenario.base_path)
-    if link is not None and (successor is not None or "{successor}" not in link):
-        text = link.replace("{successor}", (successor or b"").decode("latin-1"))
-        headers.append((b"link", text.encode("latin-1")))
-    return headers
 
 
 def _successor_path(base_path: str) -> bytes | None:

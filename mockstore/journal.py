@@ -33,8 +33,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
-from mockstore.keys import is_alias
+from mockstore.keys import is_alias, key_alias
 from mockstore.memory import Account, format_size
+from mockstore.runs import Run
 from mockstore.scenario.loader import schema_default
 
 log = logging.getLogger("mockstore.journal")
@@ -63,9 +64,11 @@ class Entry(NamedTuple):
     ``key`` is the full API key the request was counted against (None without
     a valid key); ``status`` is 0 when a connection fault left no response;
     bodies are cut at the journal's ``body_bytes``. ``time`` is the scenario
-    clock and ``wall`` the wall clock when the exchange was answered (None in
-    entries read from a recording that did not say). Entries are immutable, so
-    readers may share them across threads.
+    clock and ``wall`` the wall clock when the request arrived (the "now" its
+    answer's headers were written from; None in entries read from a recording
+    that did not say); ``run``
+    is the run it belongs to (``mockstore.runs``; 0 when not known). Entries
+    are immutable, so readers may share them across threads.
     """
 
     seq: int
@@ -88,6 +91,8 @@ class Entry(NamedTuple):
     rule: str | None
     outcome: str = "response"  # or the name of a connection fault
     wall: float | None = None
+    run: int = 0
+    arrived_after: int = -1  # the last seq answered when it arrived (-1: not known)
 
     def header(self, name: str) -> str | None:
         """The first request header of that name, as sent (the token unmasked)."""
@@ -109,6 +114,8 @@ class Entry(NamedTuple):
             "seq": self.seq,
             "request_id": self.request_id,
             "time": self.time,
+            "wall": self.wall,
+            "run": self.run,
             "elapsed": round(self.elapsed, 6),
             "operation": self.operation,
             "key": mask(self.key) if self.key else None,
@@ -134,15 +141,17 @@ class Entry(NamedTuple):
 
 
 def mask(secret: str) -> str:
-    """Keep enough of a key to tell keys apart, never the whole of it.
+    """A key as the journal shows it: never the whole of it, and never two keys alike.
 
-    A key alias (``key_alias``) reveals nothing and is shown as it is.
+    Its first four characters (none for a key that short) and its alias
+    (``key_alias``: 32 bits of its digest), e.g. ``test*** (key-1a2b3c4d)``, so
+    ``test-key-one`` and ``test-key-two`` are told apart. A key alias reveals
+    nothing and is shown as it is.
     """
     if is_alias(secret):
         return secret
-    if len(secret) <= 4:
-        return "****"
-    return secret[:4] + "*" * min(8, len(secret) - 4)
+    shown = "****" if len(secret) <= 4 else secret[:4] + "*" * min(3, len(secret) - 4)
+    return f"{shown} ({key_alias(secret)})"
 
 
 def decode_headers(headers: RawHeaders, mask_auth: bool = False) -> list[list[str]]:
@@ -198,6 +207,10 @@ class Journal:
         self.account = account
         self._held = 0 if account is not None else 2**62
         self._warned = 0.0  # when the log last said the budget made entries go
+        # The run every entry recorded from now on belongs to, and where the
+        # latest runs began (``begin_run``).
+        self.run = 0
+        self.runs: deque[Run] = deque(maxlen=RUNS_KEPT)
 
     def next_seq(self) -> int:
         self._seq += 1
@@ -232,6 +245,7 @@ class Journal:
         outcome: str,
         wall: float,
         head_bytes: int = -1,
+        arrived_after: int = -1,
         /,
     ) -> None:
         """Append one exchange, numbering it and cutting its headers and bodies to size.
@@ -241,7 +255,8 @@ class Journal:
         call costs more than the rest of it (``tests/test_journal.py`` checks
         that every field lands where it belongs). ``head_bytes`` is the size of
         the request's head (request line and headers) as the server counted
-        it, or -1 to count it here. The response headers of a standard answer
+        it, or -1 to count it here; ``arrived_after`` the last sequence number
+        answered when the request arrived. The response headers of a standard answer
         (no ``rule`` fired) are mockstore's own and short, so estimated
         (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted.
         """
@@ -299,6 +314,8 @@ class Journal:
                 rule,
                 outcome,
                 wall,
+                self.run,
+                arrived_after,
             )
         )
         costs = self._costs
@@ -370,6 +387,21 @@ class Journal:
             account.release(spare * JOURNAL_BLOCK)
             self._held -= spare * JOURNAL_BLOCK
 
+    def rehome(self, account: Account | None) -> None:
+        """Draw on ``account`` from now on, and take no new entries (a deleted tenant's, kept).
+
+        What the entries hold is reserved there and given back where it was;
+        when ``account`` has no room for all of them, the oldest go.
+        """
+        old, held = self.account, self._held
+        self.enabled = False
+        self.account = account
+        self._held = 0 if account is not None else 2**62
+        if old is not None:
+            old.release(held)
+        if self.bytes > self._held:
+            self._reserve()
+
     def close(self) -> None:
         """Forget every entry and give back all it reserved (the journal's mock is gone)."""
         self.clear()
@@ -387,6 +419,15 @@ class Journal:
             entries.popleft()
             self.bytes -= costs.popleft()
             self.dropped += 1
+
+    def begin_run(self, run: Run) -> None:
+        """Number every entry from now on with ``run`` (see ``mockstore.runs``)."""
+        self.run = run.number
+        self.runs.append(run)
+
+    def run_of(self, number: int) -> Run | None:
+        """Where run ``number`` began, if it is among the runs kept."""
+        return next((run for run in self.runs if run.number == number), None)
 
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
@@ -438,10 +479,12 @@ class Journal:
         key: str | None = None,
         status: int | None = None,
         since: int | None = None,
+        run: int | None = None,
     ) -> list[Entry]:
         """Entries in order, filtered; ``since`` keeps those after a sequence number.
 
-        ``key`` is the full API key the request was counted against.
+        ``key`` is the full API key the request was counted against; ``run``
+        keeps one run's entries.
         """
         snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
         make = Entry._make
@@ -452,13 +495,17 @@ class Journal:
             and (key is None or r[_KEY] == key)
             and (status is None or r[_STATUS] == status)
             and (since is None or r[_SEQ] > since)
+            and (run is None or r[_RUN] == run)
         ]
 
 
 # Where each field sits in a stored record, for ``select``'s filters.
-_SEQ, _OPERATION, _KEY, _STATUS = (
-    Entry._fields.index(name) for name in ("seq", "operation", "key", "status")
+_SEQ, _OPERATION, _KEY, _STATUS, _RUN = (
+    Entry._fields.index(name) for name in ("seq", "operation", "key", "status", "run")
 )
+# Where the latest runs began: enough for any report to name its runs (a run
+# with no entry left needs none), a few hundred bytes each.
+RUNS_KEPT = 4096
 
 
 def _header_bytes(headers: RawHeaders) -> int:

@@ -104,6 +104,8 @@ SHARES: dict[str, Share] = {
     "builds": Share(ceiling=1 / 2),
     # Reports being built from a journal (HARs are written a batch at a time instead).
     "reports": Share(ceiling=1 / 2),
+    # The journals of deleted tenants, kept for the server's report (``KeptJournals``).
+    "kept": Share(ceiling=1 / 4),
 }
 
 

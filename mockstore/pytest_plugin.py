@@ -171,6 +171,11 @@ class MockstoreServer:
         """Load ``scenario`` (a bundled name, a path, YAML text or a mapping)."""
         return self.control.load_scenario(scenario, file=label)
 
+    @property
+    def shared(self) -> bool:
+        """True for a server given by ``--mockstore-url`` used as it is (not a tenant of it)."""
+        return self.server is None and self.tenant is None
+
     def restore_baseline(self) -> None:
         self.control.load_scenario(self.baseline_source, file=self.baseline_file)
         self.swapped = False
@@ -325,10 +330,15 @@ def mockstore_server(
 
 
 @pytest.fixture
-def mockstore(mockstore_server: MockstoreServer, request: pytest.FixtureRequest) -> Mockstore:
+def mockstore(
+    mockstore_server: MockstoreServer, request: pytest.FixtureRequest
+) -> Iterator[Mockstore]:
     """The session's mockstore server, reset to a fresh state for this test.
 
     ``@pytest.mark.mockstore_scenario(...)`` runs the test on another scenario.
+    On a shared server (``--mockstore-url``), a scenario the test loaded is
+    replaced by the session's again when the test ends: the server is never
+    left on a test's scenario for whoever uses it next.
     """
     server = mockstore_server
     marker = request.node.get_closest_marker(MARKER)
@@ -350,7 +360,9 @@ def mockstore(mockstore_server: MockstoreServer, request: pytest.FixtureRequest)
         # client): put the session's back so this test starts where it expects.
         server.restore_baseline()
         answer = server.control.reset()
-    return Mockstore(server, answer.journal_seq)
+    yield Mockstore(server, answer.journal_seq)
+    if server.swapped and server.shared:
+        server.restore_baseline()
 
 
 # -- starting and reaching servers -------------------------------------------------

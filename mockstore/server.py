@@ -27,6 +27,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Self
 
+from mockstore.clock import REAL_TIME, Timebase
 from mockstore.scenario import Scenario, ScenarioSpec, resolve_scenario
 from mockstore.urls import CONTROL_PREFIX
 
@@ -125,7 +126,9 @@ class MockServer:
     ``scenario`` is a bundled name, a path, YAML text, a mapping or a loaded
     ``Scenario``; a bad one raises (``ScenarioNotFound``, ``ScenarioError``) here,
     before anything starts. ``port=0`` picks a free port. ``watch=True`` reloads a
-    scenario *file* when it changes (as ``mockstore serve --watch``).
+    scenario *file* when it changes (as ``mockstore serve --watch``). ``timebase``
+    is where its clocks read the time: a test may pass its own wall and monotonic
+    clocks to simulate waiting without spending it.
 
     ``url`` is the API base (``http://127.0.0.1:41234/v1``), ``base_url`` the
     server root, ``control_url`` the control API, ``control`` a ``Control`` on it.
@@ -141,6 +144,7 @@ class MockServer:
         control_token: str | None = None,
         watch: bool = False,
         start_timeout: float = START_TIMEOUT,
+        timebase: Timebase = REAL_TIME,
     ) -> None:
         from mockstore.app import MockstoreApp
 
@@ -150,7 +154,9 @@ class MockServer:
             scenario = source.load()
         if watch and (source is None or source.path is None):
             raise ValueError("watch=True needs a scenario file (a path), not a name or text")
-        self.app = MockstoreApp(scenario, control=control, control_token=control_token)
+        self.app = MockstoreApp(
+            scenario, control=control, control_token=control_token, timebase=timebase
+        )
         if watch:
             from mockstore.watch import ScenarioWatcher
 

@@ -8,7 +8,8 @@ state forks its store from them, so a reset costs the same whatever the
 number of pets. A swap can be built in a worker thread (``prepare``) and only
 assigned on the event loop (``install``).
 The journal is not part of the state: it outlives resets and swaps, so a
-report at the end of a test run covers every test.
+report at the end of a test run covers every test. Each reset, swap and
+backwards move of the clock begins a new *run* in it (``mockstore.runs``).
 
 **Memory.** A runtime given a share of the process's memory budget
 (``mockstore.memory``) charges everything it holds for its callers to it:
@@ -26,12 +27,13 @@ import random
 import uuid
 from typing import NamedTuple
 
-from mockstore.clock import Clock
+from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.faults import FaultEngine, RouteTable
 from mockstore.journal import Journal
 from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.memory import SHARES, Account
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
+from mockstore.runs import Run, RunCounter, RunReason
 from mockstore.scenario.model import Scenario
 from mockstore.store import _LIST_CACHE_BYTES, PET_OVERHEAD, PetStore
 
@@ -101,11 +103,12 @@ class MockState:
         clock: Clock | None = None,
         template: PetStore | None = None,
         account: Account | None = None,
+        timebase: Timebase = REAL_TIME,
     ) -> None:
         self.scenario = scenario
         # What this state holds (its stores and issued keys), given back when it is replaced.
         self.account = account
-        self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
+        self.clock = clock or timebase.clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
         behaviour = scenario.behaviour
@@ -114,6 +117,7 @@ class MockState:
             behaviour.ratelimit_windows,
             behaviour.ratelimit_describes,
             behaviour.ratelimit_describes_refusals,
+            wall=self.clock.wall,
         )
         self.stores = Stores(scenario, template or template_store(scenario), account)
         # One seeded generator for every random choice made while serving.
@@ -171,7 +175,10 @@ class Runtime:
     """Holds the current state, the journal, and what the control API may change.
 
     ``account``: its share of the process's memory budget (None: nothing is
-    charged, as for a mock used in process without a server).
+    charged, as for a mock used in process without a server). ``runs``
+    numbers the runs (one counter per server, shared with its tenants);
+    ``first_run`` says why the first one began. ``timebase`` is where every
+    clock this runtime builds reads the time.
     """
 
     def __init__(
@@ -181,12 +188,16 @@ class Runtime:
         *,
         template: PetStore | None = None,
         account: Account | None = None,
+        timebase: Timebase = REAL_TIME,
+        runs: RunCounter | None = None,
+        first_run: RunReason = "start",
     ) -> None:
         self.account = account
         self._clock_override = clock
         self._closed = False
         if account is not None:
             account.take(MOCK_COST, "a mock")
+        self.timebase = timebase
         # The scenario's pets, built once: every state forks its store from them
         # (generating and encoding 100,000 pets again would take most of a second).
         # A template given is someone else's (a tenant shares the server's pets).
@@ -196,7 +207,7 @@ class Runtime:
         self._template = template or template_store(scenario)
         if template is None and self._scenario_share is not None:
             self._scenario_share.take(self._template.inventory.cost, "the scenario's pets")
-        self.state = MockState(scenario, clock, self._template, self._state_share())
+        self.state = MockState(scenario, clock, self._template, self._state_share(), timebase)
         self.journal = Journal(
             scenario.journal_size,
             scenario.journal_body_bytes,
@@ -204,6 +215,44 @@ class Runtime:
             header_bytes=scenario.journal_header_bytes,
             account=account,
         )
+        self.runs = runs or RunCounter()
+        self._begin_run(first_run)
+
+    def _begin_run(self, reason: RunReason) -> Run:
+        clock = self.state.clock
+        run = Run(
+            self.runs.next(),
+            reason,
+            self.journal.last_seq + 1,
+            clock.now(),
+            clock.wall(),
+            self.state.scenario.name,
+            self.state.scenario.clock_headers,
+        )
+        self.journal.begin_run(run)
+        return run
+
+    @property
+    def run(self) -> int:
+        """The run the next request belongs to."""
+        return self.journal.run
+
+    def move_clock(self, when: float) -> bool:
+        """Set the scenario clock; True when that moved it back and began a new run.
+
+        Moving back, the limits and bans are recomputed for the new instant
+        (``RateLimiter.rebase``): no answer names a wait that only makes sense
+        at the time the clock came from.
+        """
+        state = self.state
+        now = state.clock.now()
+        if when >= now:
+            state.clock.set(when)
+            return False
+        state.limiter.rebase(now, when)
+        state.clock.set(when)
+        self._begin_run("clock")
+        return True
 
     def _share(self, name: str, floor: int = 0) -> Account | None:
         """A share of this runtime's account, closed when what it holds is replaced."""
@@ -236,7 +285,10 @@ class Runtime:
             clock.set(clock.start)
         replaced = self.state
         replaced.close()  # first: its floor goes to the new state
-        self.state = MockState(replaced.scenario, clock, self._template, self._state_share())
+        self.state = MockState(
+            replaced.scenario, clock, self._template, self._state_share(), self.timebase
+        )
+        self._begin_run("reset")
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
@@ -266,7 +318,7 @@ class Runtime:
                     share.take(actual - estimate, f"scenario {scenario.name!r} and its pets")
                 else:
                     share.release(estimate - actual)
-            state = MockState(scenario, None, template, self._state_share())
+            state = MockState(scenario, None, template, self._state_share(), self.timebase)
         except BaseException:
             if share is not None:
                 share.close()
@@ -292,23 +344,27 @@ class Runtime:
             header_bytes=scenario.journal_header_bytes,
         )
         replaced.discard()
+        self._begin_run("scenario")
         return replaced
 
-    def close(self, *, keep_journal: bool = False) -> None:
-        """Give back what this runtime holds to the memory budget (its mock is deleted).
+    def give_journal(self) -> Journal:
+        """Hand the journal over (a deleted tenant's, kept for reports); an empty one stays.
 
-        With ``keep_journal`` the journal stays, and stays charged to the
-        runtime's share (a deleted tenant's journal kept for a report); call
-        ``close()`` again once it is no longer kept.
+        The journal keeps drawing on this runtime's share until its new holder
+        rehomes it (``Journal.rehome``), which ``KeptJournals.keep`` does.
         """
+        journal = self.journal
+        self.journal = Journal(0, journal.body_bytes)
+        return journal
+
+    def close(self) -> None:
+        """Give back everything this runtime holds to the memory budget (its mock is deleted)."""
         self.state.close()
         if self._scenario_share is not None:
             self._scenario_share.close()
         if self.account is not None and not self._closed:
             self.account.release(MOCK_COST)
         self._closed = True
-        if keep_journal:
-            return
         self.journal.close()
         if self.account is not None:
             self.account.close()

@@ -12,9 +12,11 @@ The registry is bounded (``MAX_TENANTS``): each tenant holds its own journal.
 Each tenant has a share of the server's memory budget (``mockstore.memory``):
 one the budget cannot give its floor is not created (507 ``memory_budget``),
 and a deleted one gives everything back at once (nothing of it is a reference
-cycle, so its memory goes as soon as the last request that uses it ends).
-Requests reach a tenant after one prefix check and one dict lookup; requests
-outside ``/__mockstore`` never look here.
+cycle, so its memory goes as soon as the last request that uses it ends) but
+its journal: that is kept (``KeptJournals``, bounded in bytes and charged to a
+share of its own) so the server's report still covers its traffic. Requests
+reach a tenant after one prefix check and one dict lookup; requests outside
+``/__mockstore`` never look here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockstore.errors import ApiError
+from mockstore.journal import Journal
+from mockstore.kept_journals import KeptJournals
 from mockstore.memory import OverBudget
 from mockstore.urls import TENANT_ID, TENANTS_PREFIX
 
@@ -54,11 +58,17 @@ class TenantRegistry:
     An app may have ``close()``, called when its tenant is deleted.
     """
 
-    def __init__(self, factory: Callable[[str], Any], limit: int = MAX_TENANTS) -> None:
+    def __init__(
+        self,
+        factory: Callable[[str], Any],
+        limit: int = MAX_TENANTS,
+        kept: KeptJournals | None = None,
+    ) -> None:
         self._factory = factory
         self.limit = limit
         self._tenants: dict[str, Tenant] = {}
         self._serial = 0
+        self.kept = kept if kept is not None else KeptJournals()
 
     def __len__(self) -> int:
         return len(self._tenants)
@@ -104,11 +114,23 @@ class TenantRegistry:
         return self._tenants.get(tenant_id)
 
     def delete(self, tenant_id: str) -> Tenant | None:
-        """Remove a tenant and give back what it held to the memory budget."""
+        """Remove a tenant: keep its journal for reports, give back the rest to the budget."""
         tenant = self._tenants.pop(tenant_id, None)
         if tenant is not None:
+            self.kept.keep(tenant_id, tenant.app.runtime.give_journal())
             _close(tenant.app)
         return tenant
+
+    def journals(self) -> list[tuple[str, Journal, bool]]:
+        """(tenant id, journal, deleted) of every tenant, kept ones first, for reports."""
+        kept = [(k.tenant, k.journal, True) for k in self.kept]
+        live = [(t.id, t.app.runtime.journal, False) for t in self._tenants.values()]
+        return kept + live
+
+    def journal(self, tenant_id: str) -> Journal | None:
+        """A live tenant's journal, or a deleted one's if it was kept."""
+        tenant = self._tenants.get(tenant_id)
+        return tenant.app.runtime.journal if tenant is not None else self.kept.get(tenant_id)
 
     async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve a request under ``/__mockstore/tenants/<id>/``; False if it is not one."""

@@ -311,7 +311,8 @@ def manual_session() -> Iterator[tuple[TestClient, str]]:
     text = """
 version: 1
 name: manual
-clock: {start: "2026-03-01T12:00:00Z", mode: manual}
+# A real service's HAR has its dates on the clock of its startedDateTime.
+clock: {start: "2026-03-01T12:00:00Z", mode: manual, headers: scenario}
 keys: [{key: tight-key, plan: {per_minute: 1, per_day: 100}}]
 """
     app = create_app(load_scenario(text, "manual.yaml"))

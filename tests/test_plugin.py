@@ -381,6 +381,33 @@ def test_returns_to_the_session_scenario(mockstore):
     result.assert_outcomes(passed=2)
 
 
+def test_a_shared_server_is_back_on_its_scenario_after_a_marked_test(
+    pytester: pytest.Pytester,
+) -> None:
+    """The last test of a suite loads a scenario through the marker: whoever uses the
+    shared server next (another job, the report) finds it on its own scenario again."""
+    with mock_server("default") as shared:
+        _write_user_suite(
+            pytester,
+            """
+import pytest
+
+
+def test_plain(mockstore):
+    assert mockstore.control.health().scenario == "default"
+
+
+@pytest.mark.mockstore_scenario(MANUAL)
+def test_last_and_marked(mockstore):
+    assert mockstore.control.health().scenario == "manual"
+""",
+        )
+        result = pytester.runpytest_subprocess("--mockstore-url", shared.url)
+        result.assert_outcomes(passed=2)
+        with Control(shared.url) as control:
+            assert control.health().scenario == "default"
+
+
 def test_a_conftest_can_supply_the_url(
     pytester: pytest.Pytester, external: LiveServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,6 +22,7 @@ EXAMPLES = """\
 examples:
   mockstore report --url http://127.0.0.1:8080 --format junit --fail-on warning
   mockstore report --url http://127.0.0.1:8080/v1 --format html -o report.html
+  mockstore report --url http://127.0.0.1:8080 --run current
 """
 EXIT_CODES = (
     "    0  no finding at or above --fail-on",
@@ -62,11 +63,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="judge only the requests after this journal sequence number (a reset's journal_seq)",
     )
     parser.add_argument(
+        "--run",
+        type=_run,
+        default=None,
+        dest="judged_run",  # args.run is the command itself (cli.main)
+        metavar="RUN",
+        help="judge one run only: its number, or 'current' (default: every run, each judged "
+        "on its own; a reset, scenario load, tenant or clock moved back begins a run)",
+    )
+    parser.add_argument(
         "--control-token",
         default=os.environ.get("MOCKSTORE_CONTROL_TOKEN"),
         metavar="TOKEN",
         help="the server's control token, if it has one (env MOCKSTORE_CONTROL_TOKEN)",
     )
+
+
+def _run(value: str) -> int | str:
+    """``--run``: a run number, ``current``, or ``all`` (the default)."""
+    if value in ("current", "all"):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a run number, 'current' or 'all', not {value!r}"
+        ) from None
 
 
 def fetch_report(
@@ -76,15 +98,17 @@ def fetch_report(
     since: int | None = None,
     timeline: bool = False,
     timeout: float = TIMEOUT,
+    run: int | str | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """The report (as served) from a running mock, and a note if the URL was not its root.
 
-    Raises ``ControlError`` (``mockstore.Control``'s one error type) with a reason.
+    ``run`` judges one run (a number or ``"current"``); by default every run, each on
+    its own. Raises ``ControlError`` (``mockstore.Control``'s one error type) with a reason.
     """
     from mockstore.clients import Control
 
     with Control(url, token, timeout=timeout) as control:
-        report = control.report(since=since, timeline=timeline)
+        report = control.report(since=since, timeline=timeline, run=run)
         return report.raw, control.note
 
 
@@ -108,7 +132,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report, note = fetch_report(
-            args.url, args.control_token, since=args.since, timeline=args.format == "html"
+            args.url,
+            args.control_token,
+            since=args.since,
+            timeline=args.format == "html",
+            run=args.judged_run,
         )
     except ControlError as exc:
         hint = " (pass --control-token)" if exc.status == 401 else ""

@@ -158,9 +158,10 @@ class AsyncControl(ClientBase):
         key: str | None = None,
         status: int | None = None,
         since: int | None = None,
+        run: int | str | None = None,
     ) -> list[JournalEntry]:
-        """Journal entries, oldest first, filtered; ``key`` is the full key."""
-        return await self._run(Calls.requests(operation, key, status, since))
+        """Journal entries, oldest first, filtered; ``key`` is the full key; ``run`` one run's."""
+        return await self._run(Calls.requests(operation, key, status, since, run))
 
     async def clear_requests(self) -> None:
         """Empty the journal (sequence numbers keep growing)."""
@@ -188,9 +189,11 @@ class AsyncControl(ClientBase):
         }  # fmt: skip
         return await self._run(Calls.verify(operation, criteria))
 
-    async def report(self, *, since: int | None = None, timeline: bool = False) -> Report:
-        """Coverage, etiquette findings and summary over the requests after ``since``."""
-        return await self._run(Calls.report(since, timeline))
+    async def report(
+        self, *, since: int | None = None, timeline: bool = False, run: int | str | None = None
+    ) -> Report:
+        """Coverage, etiquette findings and summary; ``run`` judges one run only."""
+        return await self._run(Calls.report(since, timeline, run))
 
     async def har(self, *, since: int | None = None, mask: bool = True) -> dict[str, Any]:
         """The journal as a HAR 1.2 document; keys masked unless ``mask=False``."""

@@ -178,12 +178,16 @@ class Calls:
 
     @staticmethod
     def requests(
-        operation: str | None, key: str | None, status: int | None, since: int | None
+        operation: str | None,
+        key: str | None,
+        status: int | None,
+        since: int | None,
+        run: int | str | None = None,
     ) -> Call[list[JournalEntry]]:
         def read(response: httpx.Response) -> list[JournalEntry]:
             return decode(list[JournalEntry], _json(response).get("entries"))  # type: ignore[arg-type]
 
-        params = _params(operation=operation, key=key, status=status, since=since)
+        params = _params(operation=operation, key=key, status=status, since=since, run=run)
         return Call("GET", "/requests", read, params=params)
 
     @staticmethod
@@ -205,7 +209,7 @@ class Calls:
         return Call("POST", "/verify", read, json_body=body)
 
     @staticmethod
-    def report(since: int | None, timeline: bool) -> Call[Report]:
+    def report(since: int | None, timeline: bool, run: int | str | None = None) -> Call[Report]:
         def read(response: httpx.Response) -> Report:
             raw = _json(response)
             report = decode(Report, raw)
@@ -218,7 +222,7 @@ class Calls:
                 raw,
             )
 
-        params = _params(since=since, include="timeline" if timeline else None)
+        params = _params(since=since, include="timeline" if timeline else None, run=run)
         return Call("GET", "/report", read, params=params)
 
     @staticmethod

@@ -179,12 +179,14 @@ class Control(ClientBase):
         key: str | None = None,
         status: int | None = None,
         since: int | None = None,
+        run: int | str | None = None,
     ) -> list[JournalEntry]:
         """Journal entries, oldest first, filtered; ``key`` is the full key.
 
-        ``since`` keeps entries after that sequence number (see ``reset``).
+        ``since`` keeps entries after that sequence number (see ``reset``); ``run``
+        one run's (a number, or ``"current"``).
         """
-        return self._run(Calls.requests(operation, key, status, since))
+        return self._run(Calls.requests(operation, key, status, since, run))
 
     def clear_requests(self) -> None:
         """Empty the journal (sequence numbers keep growing)."""
@@ -217,12 +219,16 @@ class Control(ClientBase):
         }  # fmt: skip
         return self._run(Calls.verify(operation, criteria))
 
-    def report(self, *, since: int | None = None, timeline: bool = False) -> Report:
+    def report(
+        self, *, since: int | None = None, timeline: bool = False, run: int | str | None = None
+    ) -> Report:
         """Coverage, etiquette findings and summary over the requests after ``since``.
 
-        ``timeline=True`` adds one row per request (what the HTML report charts).
+        Every rule judges within a run; ``run`` (a number, or ``"current"``) judges one
+        run only, and ``summary.runs`` says which were judged. ``timeline=True`` adds one
+        row per request (what the HTML report charts).
         """
-        return self._run(Calls.report(since, timeline))
+        return self._run(Calls.report(since, timeline, run))
 
     def har(self, *, since: int | None = None, mask: bool = True) -> dict[str, Any]:
         """The journal as a HAR 1.2 document; keys masked unless ``mask=False``."""

@@ -62,10 +62,13 @@ class ControlError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Health:
+    """``run`` is the run the next request joins (0 from a server that does not say)."""
+
     status: str
     version: str
     scenario: str
     time: str
+    run: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ class ResetResult:
     status: str
     scenario: str
     journal_seq: int
+    run: int = 0  # the run the reset began
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +184,11 @@ class RecordedResponse:
 
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
-    """One recorded exchange; ``key`` is masked; ``unmet`` says why a near miss did not match."""
+    """One recorded exchange; ``key`` is masked; ``unmet`` says why a near miss did not match.
+
+    ``time`` is the scenario clock and ``wall`` the wall clock when it arrived; ``run``
+    the run it belongs to (a reset, scenario load, tenant or clock moved back begins one).
+    """
 
     seq: int
     request_id: str
@@ -196,6 +204,8 @@ class JournalEntry:
     rule: str | None
     outcome: str
     unmet: list[str] = field(default_factory=list)
+    wall: float | None = None
+    run: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +261,7 @@ class Finding:
     seqs: list[int]
     request_ids: list[str]
     details: dict[str, Any]
+    tenant: str | None = None  # whose journal the evidence is in (None: the server's own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +269,30 @@ class JournalStatus:
     enabled: bool
     size: int
     dropped: int
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedRun:
+    """One run a report judged: why it began (``began_with``), in which tenant, how many
+    of its requests."""
+
+    run: int
+    tenant: str | None
+    requests: int
+    reason: str | None
+    began_with: str | None
+    scenario: str | None
+    time: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedRuns:
+    """Which runs a report covers: ``selected`` is a run number or ``"all"`` (each judged
+    on its own); ``latest`` the latest of them (100 at most)."""
+
+    selected: int | str
+    count: int
+    latest: list[JudgedRun]
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +306,7 @@ class ReportSummary:
     findings: dict[str, int]
     highest: str | None
     rules_passed: list[str]
+    runs: JudgedRuns | None = None
 
 
 @dataclass(frozen=True, slots=True)

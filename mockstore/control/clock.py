@@ -59,5 +59,6 @@ class ClockEndpoints:
         problem = outside_range(target)
         if problem is not None:
             return error_response("invalid_request", f"the clock stays where it is: {problem}", 400)
-        clock.set(target)
+        # Back in time: a new run, limits and bans recomputed for the new instant.
+        self.runtime.move_clock(target)
         return json_response(self._clock_json())

@@ -11,12 +11,16 @@ The HAR and the list of requests are written a batch of entries at a time
 journal. A report is built whole, so what it needs (about the size of the
 entries it covers) is reserved from the memory budget first: 507 when the
 budget has no room.
+
+``?run=N`` (or ``current``) selects one run (``mockstore.runs``). A server's
+report covers its tenants' journals too, the deleted ones' kept included
+(``?tenants=none`` leaves them out); ``?tenant=ID`` reads one tenant's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -35,32 +39,68 @@ from mockstore.control.http import (
     json_stream,
     yes_no,
 )
-from mockstore.journal import Entry
+from mockstore.errors import ApiError
+from mockstore.journal import Entry, Journal
 from mockstore.memory import OverBudget, budget_of
 from mockstore.reports.har import HarMeta, har_entry, har_shell
 from mockstore.reports.model import ReportContext
+from mockstore.reports.report import Journal as ReportedJournal
 from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
 from mockstore.scenario.model import default_ban_policy
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
 from mockstore.version import __version__
 
 
-class JournalEndpoints:
-    """Bound to one ``Runtime``, whose journal outlives resets and scenario swaps."""
+def run_param(request: Request, runtime: Runtime) -> int | None:
+    """``?run=``: a run number, ``current`` (the one the next request joins), or ``all`` (None)."""
+    raw = request.query_params.get("run")
+    if raw is None or raw in ("", "all"):
+        return None
+    if raw == "current":
+        return runtime.run
+    try:
+        return int(raw)
+    except ValueError:
+        message = f"query parameter 'run' must be a run number, 'current' or 'all', got {raw!r}"
+        raise ApiError("invalid_request", message, status=400) from None
 
-    def __init__(self, runtime: Runtime) -> None:
+
+def tenant_journal(tenants: TenantRegistry | None, tenant_id: str) -> Journal:
+    """``?tenant=ID``: that tenant's journal, live or kept after its deletion."""
+    journal = tenants.journal(tenant_id) if tenants is not None else None
+    if journal is None:
+        message = f"no journal of a tenant {tenant_id!r} on this server"
+        raise ApiError("not_found", message, status=404)
+    return journal
+
+
+class JournalEndpoints:
+    """Bound to one ``Runtime``, whose journal outlives resets and scenario swaps.
+
+    ``tenants`` is the server's registry (None in a tenant's own control API).
+    """
+
+    def __init__(self, runtime: Runtime, tenants: TenantRegistry | None = None) -> None:
         self.runtime = runtime
+        self.tenants = tenants
+
+    def _journal(self, request: Request) -> Journal:
+        tenant = request.query_params.get("tenant")
+        return tenant_journal(self.tenants, tenant) if tenant else self.runtime.journal
 
     async def requests(self, request: Request) -> Response:
         since = int_param(request, "since")
         status = int_param(request, "status")
-        journal = self.runtime.journal
+        run = run_param(request, self.runtime)
+        journal = self._journal(request)
         entries = journal.select(
             operation=request.query_params.get("operation") or None,
             key=request.query_params.get("key") or None,
             status=status,
             since=since,
+            run=run,
         )
         document = {
             "entries": STREAMED,
@@ -70,6 +110,8 @@ class JournalEndpoints:
             "enabled": journal.enabled,
             "bytes": journal.bytes,
             "max_bytes": journal.max_bytes,
+            "run": "all" if run is None else run,
+            "current_run": journal.run,
         }
         return StreamingResponse(
             in_worker(json_stream(document, entries, Entry.to_dict)), media_type=JSON
@@ -77,6 +119,8 @@ class JournalEndpoints:
 
     async def clear(self, request: Request) -> Response:
         self.runtime.journal.clear()
+        if self.tenants is not None:
+            self.tenants.kept.clear()  # deleted tenants' journals: kept for nothing else
         return Response(status_code=204)
 
     async def har(self, request: Request) -> Response:
@@ -156,18 +200,58 @@ class JournalEndpoints:
     async def report(self, request: Request) -> Response:
         since = int_param(request, "since")
         include = {part.strip() for part in request.query_params.get("include", "").split(",")}
-        entries = self.runtime.journal.select(since=since)
-        context = report_context(self.runtime, since)
+        size, build = report_builder(
+            request, self.runtime, self.tenants, since, "timeline" in include
+        )
         return await charged(
             self.runtime,
-            entries,
+            size,
             "this report",
-            lambda: encode_json(build_report(entries, context, timeline="timeline" in include)),
+            build,
             lambda body: PiecewiseResponse(body, media_type=JSON),
         )
 
 
-def report_context(runtime: Runtime, since: int | None) -> ReportContext:
+def tenants_param(request: Request) -> bool:
+    """``?tenants=all`` (the default) or ``none``: whether a server's report covers its tenants."""
+    raw = request.query_params.get("tenants", "all")
+    if raw not in ("all", "none"):
+        message = f"query parameter 'tenants' must be 'all' or 'none', got {raw!r}"
+        raise ApiError("invalid_request", message, status=400)
+    return raw == "all"
+
+
+def report_builder(
+    request: Request,
+    runtime: Runtime,
+    tenants: TenantRegistry | None,
+    since: int | None,
+    timeline: bool,
+    render: Callable[[dict[str, Any]], Any] = encode_json,
+) -> tuple[int, Callable[[], Any]]:
+    """The report the request asks for (``?run``, ``?tenants``): what it holds, and its builder.
+
+    The size is what the journals it reads hold (a report's peak is about that);
+    the builder is for a worker thread (``charged``).
+    """
+    run = run_param(request, runtime)
+    entries = runtime.journal.select(since=since, run=run)
+    size = runtime.journal.bytes if entries else 0
+    others = []
+    if tenants is not None and tenants_param(request):
+        for tenant, journal, deleted in tenants.journals():
+            selected = journal.select(since=since, run=run)
+            if selected:
+                size += journal.bytes
+            others.append(ReportedJournal(selected, tenant, deleted, journal.runs))
+    context = report_context(runtime, since, run)
+    runs = tuple(runtime.journal.runs)
+    return size, lambda: render(
+        build_report(entries, context, timeline=timeline, tenants=others, runs=runs)
+    )
+
+
+def report_context(runtime: Runtime, since: int | None, run: int | None = None) -> ReportContext:
     """What a report needs to know of the running scenario and the journal."""
     scenario = runtime.scenario
     journal = runtime.journal
@@ -181,6 +265,7 @@ def report_context(runtime: Runtime, since: int | None) -> ReportContext:
         journal_enabled=journal.enabled,
         dropped=journal.dropped,
         since=since,
+        run=run,
     )
 
 
@@ -189,22 +274,20 @@ Built = TypeVar("Built")
 
 async def charged(
     runtime: Runtime,
-    entries: Sequence[Entry],
+    size: int,
     what: str,
     build: Callable[[], Built],
     answer: Callable[[Built], Response],
 ) -> Response:
-    """``answer(build())``, ``build`` run in a worker thread with its memory reserved first.
+    """``answer(build())``, ``build`` run in a worker thread with ``size`` bytes reserved first.
 
-    What a report of ``entries`` needs at its peak is about what they hold in
-    the journal (measured: 0.6 to 1 times), so what the journal holds is
-    reserved from the budget's share for reports while it is built; 507 if it
-    cannot be.
+    What a report needs at its peak is about what its entries hold in the
+    journals (measured: 0.6 to 1 times), so that is reserved from the budget's
+    share for reports while it is built; 507 if it cannot be.
     """
     budget = budget_of(runtime.account)
-    if budget is None or not entries:
+    if budget is None or not size:
         return answer(await run_in_threadpool(build))
-    size = runtime.journal.bytes
     if not budget.reports.reserve(size):
         refusal = OverBudget(what, size, budget.reports)
         return error_response("memory_budget", f"{refusal}; ask for less (since=N)", 507)

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from mockstore.clock import format_time
 from mockstore.control.http import error_response, json_object, json_response
+from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
 from mockstore.ratelimit import NO_DAY, Plan
 from mockstore.scenario.loader import Marks, schema_problems
@@ -26,6 +27,7 @@ class KeyEndpoints:
         usage = state.limiter.usage(key_bucket(key.key), plan, state.clock.now())
         return {
             "key": key.key,
+            "shown": mask(key.key),  # as the journal (and the dashboard's traffic) shows it
             "plan": key.plan,
             "tenant": key.tenant,
             "limits": {"per_minute": plan.per_minute, "per_day": plan.day},

@@ -51,8 +51,8 @@ def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> l
     scenario = ScenarioEndpoints(runtime)
     clock = ClockEndpoints(runtime)
     keys = KeyEndpoints(runtime)
-    journal = JournalEndpoints(runtime)
-    dashboard = DashboardEndpoints(runtime)
+    journal = JournalEndpoints(runtime, tenants)
+    dashboard = DashboardEndpoints(runtime, tenants)
     tenant = TenantEndpoints(tenants)
     return [
         route("/health", GET=state.health),

@@ -24,6 +24,7 @@ class StateEndpoints:
                 "version": __version__,
                 "scenario": state.scenario.name,
                 "time": format_time(state.clock.now()),
+                "run": self.runtime.run,
             }
         )
 
@@ -34,6 +35,7 @@ class StateEndpoints:
                 "status": "reset",
                 "scenario": self.runtime.scenario.name,
                 "journal_seq": self.runtime.journal.last_seq,
+                "run": self.runtime.run,
             }
         )
 

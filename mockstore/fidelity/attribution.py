@@ -278,6 +278,10 @@ class Exchange:
     run_position: int = 0  # 1-based place in a run of rate refusals (0: not in one)
     run_length: int = 0  # the allowance's refusals in that run, before any ban
     ban_after: int | None = None  # ... when a ban ended the run
+    # What the recorded answer's instants were written ahead of its service time: a
+    # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
+    # a real provider, whose service time is the wall's).
+    header_offset: float = 0.0
 
     @property
     def operation(self) -> str | None:
@@ -586,6 +590,20 @@ def _deprecation_presence(
     return setting(DEPRECATION_ON, "all")
 
 
+def announced(instant: float, offset: float) -> str:
+    """The setting behind a deprecation instant a header stated ``offset`` seconds ahead.
+
+    The mock writes ``floor(setting + offset)``. With a whole offset (a real
+    provider's is 0) the setting is exact; with a fractional one, any setting in
+    ``[instant - offset, instant + 1 - offset)`` gives the header back, and the middle
+    of that second, to the millisecond, is safe from rounding either way.
+    """
+    whole = round(offset)
+    if abs(offset - whole) < 1e-6:
+        return format_time(instant - whole)
+    return format_time(round(instant - offset + 0.5, 3))
+
+
 def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> Cause:
     """The setting behind a header both answers carry, with values that differ."""
     behaviour = ctx.behaviour
@@ -602,10 +620,12 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
         if deprecation_kind(was) != deprecation_kind(now):
             return setting(DEPRECATION_FORMAT, deprecation_kind(was))
         instant = deprecation_instant(was)
-        return setting(DEPRECATED_SINCE, *([format_time(instant)] if instant else []))
+        return setting(
+            DEPRECATED_SINCE, *([announced(instant, ex.header_offset)] if instant else [])
+        )
     if name == "sunset":
         instant = http_date(was)
-        return setting(SUNSET, *([format_time(instant)] if instant else []))
+        return setting(SUNSET, *([announced(instant, ex.header_offset)] if instant else []))
     if name == "link":
         return setting(DEPRECATION_LINK, was)
     if name == "content-type":

@@ -14,7 +14,6 @@ Pure functions of the request's parts: no HTTP, no I/O.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -26,6 +25,7 @@ from mockstore.routing import Router
 from mockstore.validation import (
     QueryValidator,
     is_json_media_type,
+    loads_bounded,
     parse_json_body,
     path_parameters,
 )
@@ -185,8 +185,8 @@ def _body_problems(
 
 
 def json_of(body: bytes) -> Any:
-    """The JSON value of a body, or None."""
+    """The JSON value of a body, or None (not JSON, or nested too deep to read safely)."""
     try:
-        return json.loads(body)
+        return loads_bounded(body)
     except ValueError:
         return None

@@ -407,6 +407,7 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         run_position=seen.run_position,
         run_length=seen.run_length,
         ban_after=seen.ban_after,
+        header_offset=seen.header_offset,
     )
 
 

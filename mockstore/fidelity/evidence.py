@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore.fidelity.conditions import Facts, classify, json_of
+from mockstore.fidelity.formats import http_date
 from mockstore.fidelity.recording import Recording
 from mockstore.fidelity.replayer import bearer
 from mockstore.keys import is_alias, key_alias
@@ -80,6 +81,24 @@ class Seen:
     @property
     def status(self) -> int:
         return self.item.status
+
+    @property
+    def header_offset(self) -> float:
+        """Seconds this answer's instants (resets, dates) were written ahead of its service time.
+
+        A real provider's service time is the wall's: 0. A recording of mockstore on a
+        scenario clock has both times; its headers are on the wall clock
+        (``clock.headers: wall``, the default) or on the scenario's, and its ``Date``
+        tells which: the nearer of the two.
+        """
+        item = self.item
+        offset = item.wall - item.time
+        if not offset:
+            return 0.0
+        date = http_date(self.headers.get("date", ""))
+        if date is not None and abs(date - item.time) < abs(date - item.wall):
+            return 0.0
+        return offset
 
     @property
     def operation(self) -> str | None:

@@ -205,6 +205,7 @@ class _Builder:
             isolation=self.get(("isolation",)),
             clock_start=start,
             clock_mode=mode,
+            clock_headers=self.get(("clock", "headers")),
             plans=plans,
             anonymous_plan=anonymous,
             keys=tuple(keys),

@@ -297,6 +297,7 @@ class Scenario:
     isolation: str = schema_default("isolation")
     clock_start: float | None = None
     clock_mode: str = schema_default("clock", "mode")
+    clock_headers: str = schema_default("clock", "headers")
     plans: dict[str, Plan] = field(default_factory=lambda: dict(BUILTIN_PLANS))
     anonymous_plan: str = schema_default("anonymous_plan")
     keys: tuple[KeySpec, ...] = ()
@@ -330,7 +331,11 @@ class Scenario:
             "seed": self.seed,
             "base_path": self.base_path,
             "isolation": self.isolation,
-            "clock": {"start": self.clock_start, "mode": self.clock_mode},
+            "clock": {
+                "start": self.clock_start,
+                "mode": self.clock_mode,
+                "headers": self.clock_headers,
+            },
             "plans": {
                 n: {"per_minute": p.per_minute, "per_day": p.day} for n, p in self.plans.items()
             },

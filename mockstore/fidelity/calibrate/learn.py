@@ -20,7 +20,6 @@ import re
 from collections import Counter
 from typing import Any
 
-from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
@@ -147,7 +146,11 @@ class _Learner:
         # time, which a recording of mockstore on a scenario clock keeps apart from the wall's.
         now = s.item.time
         value = int(reset)
-        end = {"epoch": value, "epoch-ms": value / 1000, "delta": now + value}[kind]
+        # An instant on the headers' clock, brought back to the service's.
+        offset = s.header_offset
+        end = {"epoch": value - offset, "epoch-ms": value / 1000 - offset, "delta": now + value}[
+            kind
+        ]
         left = end - now
         # A minute ends within a minute (and rounding); a day's end is far off but near
         # midnight, which no recording of a minute's traffic tells apart: a minute.
@@ -443,8 +446,8 @@ class _Learner:
         if value is not None and retry_after_kind(value) == "seconds":
             end = ban.item.time + int(value)
         elif value is not None and http_date(value) is not None:
-            # An HTTP-date names the wall clock's instant: the same distance on the service's.
-            end = ban.item.time + (http_date(value) or 0.0) - ban.item.wall
+            # An HTTP-date names an instant on the headers' clock: brought back to the service's.
+            end = (http_date(value) or 0.0) - ban.header_offset
         else:
             window = self._window(ban)
             if window is not None:
@@ -732,6 +735,8 @@ class _Learner:
                 )
             return
         first = carrying[0]
+        # Instants a mock recorded with ``clock.headers: wall`` wrote on the wall clock.
+        offset = first.header_offset
         value = first.headers.get("deprecation")
         if value is None:
             result.set(
@@ -751,7 +756,7 @@ class _Learner:
             if instant is not None:
                 result.set(
                     "behaviour.deprecated_since",
-                    format_time(instant),
+                    attribution.announced(instant, offset),
                     cite(first, "Deprecation", code=False),
                 )
         sunset = first.headers.get("sunset")
@@ -760,7 +765,7 @@ class _Learner:
         elif http_date(sunset) is not None:
             result.set(
                 "behaviour.sunset",
-                format_time(http_date(sunset)),
+                attribution.announced(http_date(sunset), offset),
                 cite(first, "Sunset", code=False),
             )  # type: ignore[arg-type]
         link = first.headers.get("link")

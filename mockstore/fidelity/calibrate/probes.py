@@ -34,6 +34,7 @@ from mockstore.fidelity.calibrate.learn import learn
 from mockstore.fidelity.calibrate.options import KeyOption, Options
 from mockstore.fidelity.calibrate.prober import Probe, Prober
 from mockstore.fidelity.calibrate.result import Calibration
+from mockstore.fidelity.conditions import json_of
 from mockstore.fidelity.formats import http_date, retry_after_kind
 from mockstore.fidelity.recording import InputError, Recording
 from mockstore.fidelity.upstream import UpstreamError, parse_upstream
@@ -138,10 +139,7 @@ class Calibrator:
                 continue
             self.usable.append(key)
             body = probe.exchange.response_body if probe.exchange else b""
-            try:
-                pets = json.loads(body)
-            except ValueError:
-                pets = None
+            pets = json_of(body)
             if isinstance(pets, list) and pets and isinstance(pets[0], dict):
                 pet_id = pets[0].get("id")
                 self.pet_id = pet_id if isinstance(pet_id, int) else self.pet_id
@@ -389,10 +387,7 @@ class Calibrator:
 
 
 def _code(probe: Probe) -> str | None:
-    try:
-        body = json.loads(probe.exchange.response_body) if probe.exchange else None
-    except ValueError:
-        return None
+    body = json_of(probe.exchange.response_body) if probe.exchange else None
     code = body.get("code") if isinstance(body, dict) else None
     return code if isinstance(code, str) else None
 
