@@ -38,6 +38,7 @@ from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
 from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
+from mockstore.profile import AnswerProfile
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
 from mockstore.service import Caller, PetStoreService
@@ -63,7 +64,7 @@ class RequestAborted(Exception):
 class Answer:
     """A response on its way out: status, body, and headers beyond the standard ones."""
 
-    __slots__ = ("body", "extra", "ratelimit", "replaces", "status")
+    __slots__ = ("body", "error", "extra", "ratelimit", "replaces", "status")
 
     def __init__(self, status: int, body: bytes, extra: tuple[Header, ...] = ()) -> None:
         self.status = status
@@ -71,10 +72,13 @@ class Answer:
         self.extra: tuple[Header, ...] | list[Header] = extra
         self.ratelimit = True
         self.replaces = False  # True for scripted answers, whose headers win
+        self.error: ApiError | None = None  # a refusal's, for a profile's Error fields
 
     @classmethod
     def refusal(cls, error: ApiError) -> Answer:
-        return cls(error.status, error.body(), error.headers)
+        answer = cls(error.status, error.body(), error.headers)
+        answer.error = error
+        return answer
 
     @classmethod
     def scripted(cls, reply: Reply) -> Answer:
@@ -92,13 +96,17 @@ class Answer:
 class Compiled:
     """What one scenario fixes for the HTTP layer, built once when it is first served."""
 
-    __slots__ = ("base", "headers", "scenario", "service")
+    __slots__ = ("base", "deprecation_on", "headers", "profile", "scenario", "service")
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.base = scenario.base_path
         self.service = PetStoreService(scenario)
         self.headers = ResponseHeaders(scenario)
+        # What the scenario's answers carry beyond mockstore's own (None: nothing).
+        self.profile = AnswerProfile.of(scenario)
+        # Which answers to a deprecated operation announce it (behaviour.deprecation_on).
+        self.deprecation_on = scenario.behaviour.deprecation_on
 
 
 class Exchange:
@@ -398,16 +406,33 @@ class PetStoreAPI:
     def _headers(self, ex: Exchange, answer: Answer, request_id: str, length: int) -> list[Header]:
         caller = ex.caller
         operation = ex.resolved.operation
-        return ex.compiled.headers.build(
+        compiled = ex.compiled
+        deprecated = operation is not None and operation.deprecated
+        if deprecated and compiled.deprecation_on != "all":
+            # Only for authenticated callers (a 401 must not reveal paths), unless the
+            # scenario's provider says every answer, or its successes only.
+            deprecated = caller.key is not None and (
+                compiled.deprecation_on == "authenticated" or 200 <= answer.status < 300
+            )
+        extra = answer.extra
+        profile = compiled.profile
+        if profile is not None:
+            extra = profile.headers(
+                operation.operation_id if operation is not None else None,
+                answer.status,
+                answer.body,
+                extra,
+                _origin(ex.scope),
+            )
+        return compiled.headers.build(
             length,
             caller.decision,
             caller.plan,
             ex.now,
             ex.state.clock,
-            # deprecated: only for authenticated callers (a 401 must not reveal paths).
-            operation is not None and operation.deprecated and caller.key is not None,
+            deprecated,
             answer.ratelimit,
-            answer.extra,
+            extra,
             answer.replaces,
             request_id.encode(),
         )
@@ -420,6 +445,9 @@ class PetStoreAPI:
             return await self._respond_held(send, ex, answer, self.connections)
         request_id = ex.state.next_request_id()
         body = answer.body
+        profile = ex.compiled.profile
+        if profile is not None and answer.error is not None and profile.error_fields:
+            body = answer.body = profile.error_body(answer.error, request_id, ex.now)
         headers = self._headers(ex, answer, request_id, len(body))
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         # HEAD: the same status and headers as GET, Content-Length included; no body.
@@ -542,6 +570,14 @@ class PetStoreAPI:
                     "outcome": outcome,
                 },
             )
+
+
+def _origin(scope: Scope) -> str | None:
+    """``scheme://host`` of a request, from its ``Host`` header, for an absolute Location."""
+    for name, value in scope["headers"]:
+        if name == b"host":
+            return f"{scope.get('scheme', 'http')}://{value.decode('latin-1')}"
+    return None
 
 
 def _over_budget(connections: Account, what: str) -> ApiError:

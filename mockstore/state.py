@@ -24,6 +24,7 @@ as soon as the last request that uses it ends.
 from __future__ import annotations
 
 import random
+import uuid
 from typing import Any, NamedTuple
 
 from mockstore.clock import REAL_TIME, Clock, Timebase
@@ -110,8 +111,15 @@ class MockState:
         self.clock = clock or timebase.clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
         self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
-        self.limiter = RateLimiter(scenario.ban or NO_BAN, wall=self.clock.wall)
-        self.stores = Stores(scenario, template or PetStore(scenario.initial_pets()), account)
+        behaviour = scenario.behaviour
+        self.limiter = RateLimiter(
+            scenario.ban or NO_BAN,
+            behaviour.ratelimit_windows,
+            behaviour.ratelimit_describes,
+            behaviour.ratelimit_describes_refusals,
+            wall=self.clock.wall,
+        )
+        self.stores = Stores(scenario, template or template_store(scenario), account)
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -122,6 +130,10 @@ class MockState:
             if spec.used_minute or spec.used_day:
                 self.limiter.preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day)
 
+        form = scenario.behaviour.request_id
+        if form.format != "counter" or form.prefix != "req-":
+            self.next_request_id = RequestIds(form.prefix, form.format, scenario.seed, self)
+
     def next_request_id(self) -> str:
         self.requests_served += 1
         return f"req-{self.requests_served:06d}"
@@ -130,6 +142,33 @@ class MockState:
         """Give back what this state held to the memory budget (it is being replaced)."""
         if self.account is not None:
             self.account.close()
+
+
+class RequestIds:
+    """Request ids in a provider's form (``behaviour.request_id``), for a state to hand out.
+
+    Random ids come from a generator of their own, seeded from the scenario's
+    seed: the same scenario gives the same ids, and the faults' draws are not moved.
+    """
+
+    def __init__(self, prefix: str, form: str, seed: int, state: MockState) -> None:
+        self._prefix = prefix
+        self._form = form
+        self._rng = random.Random(f"mockstore-request-ids-{seed}")
+        self._state = state
+
+    def __call__(self) -> str:
+        state = self._state
+        state.requests_served += 1
+        if self._form == "counter":
+            return f"{self._prefix}{state.requests_served:06d}"
+        value = uuid.UUID(int=self._rng.getrandbits(128), version=4)
+        return self._prefix + (str(value) if self._form == "uuid" else value.hex)
+
+
+def template_store(scenario: Scenario) -> PetStore:
+    """The store of a scenario's own pets, which every state's store is forked from."""
+    return PetStore(scenario.initial_pets(), order=scenario.behaviour.list_order)
 
 
 class Runtime:
@@ -165,7 +204,7 @@ class Runtime:
         self._scenario_share = self._share("the scenario in service")
         if self._scenario_share is not None:
             self._scenario_share.take(_text_cost(scenario), "the scenario in service")
-        self._template = template or PetStore(scenario.initial_pets())
+        self._template = template or template_store(scenario)
         if template is None and self._scenario_share is not None:
             self._scenario_share.take(self._template.inventory.cost, "the scenario's pets")
         self.state = MockState(scenario, clock, self._template, self._state_share(), timebase)
@@ -275,7 +314,7 @@ class Runtime:
             estimate = _text_cost(scenario) + _pets_estimate(scenario)
             if share is not None:
                 share.take(estimate, f"scenario {scenario.name!r} and its pets")
-            template = PetStore(scenario.initial_pets())
+            template = template_store(scenario)
             if share is not None:
                 actual = _text_cost(scenario) + template.inventory.cost
                 if actual > estimate:
