@@ -306,13 +306,17 @@ class PetStoreService:
     # -- the operations -------------------------------------------------------
 
     def list_pets(self, store: PetStore, call: Call) -> bytes:
+        query = self.list_query(call)
+        return store.list_json(query["limit"], query["status"])
+
+    def list_query(self, call: Call) -> dict[str, Any]:
+        """A listing's ``limit`` and ``status``, or the ApiError that refuses its query."""
         try:
-            query = self._list_query(call.query)
+            return self._list_query(call.query)
         except ApiError as refusal:
             if not (self._clamp_limit and refusal.condition == "limit_above_maximum"):
                 raise
-            query = self._list_query(_clamped(call.query))
-        return store.list_json(query["limit"], query["status"])
+            return self._list_query(_clamped(call.query))
 
     def create_pet(self, store: PetStore, call: Call) -> bytes:
         try:

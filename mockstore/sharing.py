@@ -41,11 +41,10 @@ from mockstore.shared.store import (
 )
 from mockstore.state import NO_BAN
 from mockstore.store import PetStore
-from mockstore.validation import QueryValidator, path_parameters
+from mockstore.validation import path_parameters
 
 # How often this request was started again because the configuration changed under it.
 RESTARTS = "mockstore.restarts"
-_LIST_QUERY = QueryValidator(OPERATIONS["listPets"])
 _GET = OPERATIONS["getPet"]
 _RETRY_SOON = ((b"retry-after", b"1"),)
 
@@ -147,7 +146,7 @@ async def _operation(
     name = ex.operation
     try:
         if name == "listPets":
-            query = _LIST_QUERY(ex.query)
+            query = ex.compiled.service.list_query(ex)
             return receive, list_operation(group, local, query["limit"], query["status"])
         if name == "getPet":
             pet_id = path_parameters(_GET, ex.params)["petId"]

@@ -212,18 +212,20 @@ class SharedState:
             args: list[Any] = ["", repr(now), repr(wall), "", "", "", "", "", "", ""]
         else:
             assert plan is not None
-            ban = self.runtime.state.scenario.ban or NO_BAN
+            scenario = self.runtime.state.scenario
+            ban = scenario.ban or NO_BAN
             keys = [GENERATION, epoch + "b:" + bucket, epoch + "r:" + bucket]
+            first_request = scenario.behaviour.ratelimit_windows == "first_request"
             args = [
                 self.generation,
                 repr(now),
                 repr(wall),
-                int(now // MINUTE) * MINUTE,
-                int(now // DAY) * DAY,
+                "f" if first_request else int(now // MINUTE) * MINUTE,
+                "f" if first_request else int(now // DAY) * DAY,
                 plan.per_minute,
                 plan.per_day,
                 ban.after_rejections,
-                repr(float(ban.within_seconds)),
+                "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds)),
                 repr(float(ban.duration_seconds)),
             ]
         if operation is None:
@@ -339,8 +341,9 @@ class SharedState:
 
     def _preloads(self, now: float) -> list[list[str]]:
         """The scenario's keys that start with allowance spent (``used:``)."""
+        first_request = self.runtime.scenario.behaviour.ratelimit_windows == "first_request"
         return [
-            _preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day)
+            _preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day, first_request)
             for spec in self.runtime.scenario.keys
             if spec.used_minute or spec.used_day
         ]
@@ -413,8 +416,10 @@ class SharedState:
         change: dict[str, Any] = {}
         if used:
             minute = used.get("minute", 0)
+            first_request = state.scenario.behaviour.ratelimit_windows == "first_request"
+            day = used.get("day", minute)
             change["preload"] = [
-                _preload(key_bucket(key.key), state.clock.now(), minute, used.get("day", minute))
+                _preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
             ]
         self._adopt(fields, await self._change(fields, change))
 
@@ -453,16 +458,18 @@ class SharedState:
                 (ms, mu, ds, du, bu), rejections = await pipe.execute()
         except Exception as exc:
             raise StateUnavailable(self._unreachable(exc)) from exc
-        limiter = RateLimiter(NO_BAN)
-        bucket = limiter._bucket(bucket_id, now)
-        bucket.roll(now)
-        if ms is not None and int(float(ms)) == bucket.minute_start:
-            bucket.minute_used = int(float(mu))
-        if ds is not None and int(float(ds)) == bucket.day_start:
-            bucket.day_used = int(float(du))
+        limiter = self.runtime.state.limiter
+        if ms is None:
+            return limiter.standing(None, plan, now)
+        bucket = Bucket()
+        start = float if limiter._fractional else int
+        bucket.minute_start = start(float(ms))  # type: ignore[assignment]
+        bucket.minute_used = int(float(mu))
+        bucket.day_start = start(float(ds))  # type: ignore[assignment]
+        bucket.day_used = int(float(du))
         bucket.banned_until = float(bu) if bu is not None else None
-        bucket.rejections.extend([now] * rejections)
-        return limiter.usage(bucket_id, plan, now)
+        bucket.rejections.extend([now] * rejections)  # only their number is shown
+        return limiter.standing(bucket, plan, now)
 
 
 class Operation:
@@ -494,8 +501,10 @@ def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) 
     bucket = Bucket()
     bucket.minute_used = int(reply[2])
     bucket.day_used = int(reply[3])
-    bucket.minute_start = int(reply[4])
-    bucket.day_start = int(reply[5])
+    # Windows from a first request start at any instant (a float, as in memory).
+    start = float if limiter._fractional else int
+    bucket.minute_start = start(float(reply[4]))  # type: ignore[assignment]
+    bucket.day_start = start(float(reply[5]))  # type: ignore[assignment]
     verdict = reply[1].decode()
     if verdict == "allowed":
         retry_at: float = 0.0
@@ -508,14 +517,15 @@ def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) 
     return limiter._decision(verdict, plan, bucket, now, retry_at)  # type: ignore[arg-type]
 
 
-def _preload(bucket: str, now: float, minute_used: int, day_used: int) -> list[str]:
-    return [
-        bucket,
-        str(int(now // MINUTE) * MINUTE),
-        str(minute_used),
-        str(int(now // DAY) * DAY),
-        str(max(day_used, minute_used)),
-    ]
+def _preload(
+    bucket: str, now: float, minute_used: int, day_used: int, first_request: bool
+) -> list[str]:
+    """A bucket that starts with allowance spent, its windows begun at ``now`` (as in memory)."""
+    if first_request:
+        minute_start = day_start = repr(now)
+    else:
+        minute_start, day_start = str(int(now // MINUTE) * MINUTE), str(int(now // DAY) * DAY)
+    return [bucket, minute_start, str(minute_used), day_start, str(max(day_used, minute_used))]
 
 
 def _digest(source: str, file: str) -> str:

@@ -18,9 +18,10 @@ from __future__ import annotations
 # KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 store's next id,
 #       5 store's created bytes, 6 store's pets (hash id -> JSON), 7 store's ids (list),
 #       8 store's ids of one status (list; the list to read for a listing)
-# ARGV: 1 generation, 2 now, 3 wall, 4 minute start, 5 day start, 6 per minute, 7 per day,
-#       8 ban after, 9 ban within, 10 ban duration, 11 operation ('' | create | list | get),
-#       12.. its arguments
+# ARGV: 1 generation, 2 now, 3 wall, 4 minute start, 5 day start ('f' for both: windows
+#       that start at a bucket's first request), 6 per minute, 7 per day, 8 ban after,
+#       9 ban within ('c': after consecutive refusals), 10 ban duration,
+#       11 operation ('' | create | list | get), 12.. its arguments
 REQUEST = r"""
 -- An operation alone ('' for the generation) was admitted under the generation it
 -- was counted in, and names that generation's keys: it is not checked again.
@@ -36,11 +37,16 @@ local b = redis.call('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw')
 local ms, mu = tonumber(b[1]) or -1, tonumber(b[2]) or 0
 local ds, du = tonumber(b[3]) or -1, tonumber(b[4]) or 0
 local bu, tu, tw = tonumber(b[5]), tonumber(b[6]), tonumber(b[7]) or 0
--- A window only moves forward: a process whose clock reads a hair behind
--- another's counts into the newer window instead of starting an old one again.
-local minute_start, day_start = tonumber(ARGV[4]), tonumber(ARGV[5])
-if minute_start > ms then ms = minute_start; mu = 0 end
-if day_start > ds then ds = day_start; du = 0 end
+if ARGV[4] == 'f' then
+  if not (ms <= now and now < ms + 60) then ms = now; mu = 0 end
+  if not (ds <= now and now < ds + 86400) then ds = now; du = 0 end
+else
+  -- A window only moves forward: a process whose clock reads a hair behind
+  -- another's counts into the newer window instead of starting an old one again.
+  local minute_start, day_start = tonumber(ARGV[4]), tonumber(ARGV[5])
+  if minute_start > ms then ms = minute_start; mu = 0 end
+  if day_start > ds then ds = day_start; du = 0 end
+end
 if bu and now < bu then
   verdict = 'key_banned'; retry_at = bu
 else
@@ -54,7 +60,15 @@ else
     -- stood still: did as told, so this refusal does not count toward a ban.
     local waited = tu ~= nil and now < tu and wall >= tw
     tu = retry_at; tw = wall + (retry_at - now)
-    if not waited then
+    if not waited and ARGV[9] == 'c' then
+      -- A run of refusals with no admitted request between them: each notes the
+      -- day's count (negated, never taken for an instant); an admission moved it.
+      local mark = -du - 1
+      local first = redis.call('LINDEX', KEYS[3], 0)
+      if first and tonumber(first) ~= mark then redis.call('DEL', KEYS[3]) end
+      redis.call('RPUSH', KEYS[3], fmt(mark))
+      if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
+    elseif not waited then
       redis.call('RPUSH', KEYS[3], fmt(now))
       local horizon = now - tonumber(ARGV[9])
       while true do
@@ -95,8 +109,17 @@ if op == 'create' then
   if ARGV[17] ~= '' then redis.call('RPUSH', KEYS[8], id) end
   head[#head + 1] = {'created', id, encoded}
 elseif op == 'list' then
-  -- ARGV: 12 how many created pets the page still needs (ids only grow: the first ones)
-  local ids = redis.call('LRANGE', KEYS[8], 0, tonumber(ARGV[12]) - 1)
+  -- ARGV: 12 how many created pets the page may need (ids only grow: the first ones,
+  -- or with 13 'desc' the last ones, newest first)
+  local count = tonumber(ARGV[12])
+  local ids
+  if ARGV[13] == 'desc' then
+    local last = redis.call('LRANGE', KEYS[8], -count, -1)
+    ids = {}
+    for i = #last, 1, -1 do ids[#ids + 1] = last[i] end
+  else
+    ids = redis.call('LRANGE', KEYS[8], 0, count - 1)
+  end
   if #ids == 0 then head[#head + 1] = {}
   else head[#head + 1] = redis.call('HMGET', KEYS[6], unpack(ids)) end
 elseif op == 'get' then

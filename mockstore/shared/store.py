@@ -51,6 +51,8 @@ def list_operation(
 ) -> Operation | None:
     """The script's listing of created pets, or None when the scenario's pets fill the page."""
     inventory = store.inventory
+    if inventory.descending:  # newest first: the created pets come first
+        return Operation("list", group, status, [str(limit), "desc"])
     ids = inventory.ids if status is None else inventory.by_status.get(status, ())
     if len(ids) >= limit:
         return None
@@ -105,6 +107,10 @@ class RequestStore:
             return self.local.list_json(limit, status)
         inventory = self.local.inventory
         ids = inventory.ids if status is None else inventory.by_status.get(status, ())
+        if inventory.descending:
+            created = self.result
+            older = ids[: -(limit - len(created)) - 1 : -1] if len(created) < limit else ()
+            return _json_array([*created, *(inventory.json[i] for i in older)])
         return _json_array([*(inventory.json[i] for i in ids), *self.result])
 
     def get_json(self, pet_id: int) -> bytes | None:
