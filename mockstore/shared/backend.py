@@ -235,7 +235,7 @@ class SharedState:
             args.extend(operation.args)
         reply = await self._call("request", keys, args)
         if reply[0] == b"stale":
-            await self.refresh()
+            await self.refresh(reply[1].decode())
             raise Stale
         return reply
 
@@ -253,11 +253,17 @@ class SharedState:
         decoded = {k.decode(): v.decode() for k, v in fields.items()}
         return decoded, generation.decode() if generation is not None else None
 
-    async def refresh(self) -> None:
-        """Reload the configuration if it changed; start it again if Redis lost it."""
+    async def refresh(self, seen: str | None = None) -> None:
+        """Reload the configuration if it changed; start it again if Redis lost it.
+
+        ``seen``: the generation a request found in Redis; when this process has
+        reloaded to it meanwhile (another request did), nothing is read again.
+        """
         self.client()
         assert self._reloading is not None
         async with self._reloading:
+            if seen and seen == self.generation:
+                return
             for _ in range(MAX_RELOADS):
                 fields, generation = await self._read()
                 if generation is None:

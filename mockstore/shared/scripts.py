@@ -25,7 +25,10 @@ from __future__ import annotations
 REQUEST = r"""
 -- An operation alone ('' for the generation) was admitted under the generation it
 -- was counted in, and names that generation's keys: it is not checked again.
-if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return {'stale'} end
+if ARGV[1] ~= '' then
+  local generation = redis.call('GET', KEYS[1])
+  if generation ~= ARGV[1] then return {'stale', generation or ''} end
+end
 local function fmt(x) return string.format('%.17g', x) end
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
