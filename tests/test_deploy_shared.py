@@ -151,3 +151,42 @@ def test_two_replicas_as_specified_are_one_mock(redis_server: RedisServer, tmp_p
             process.terminate()
         for process, _ in replicas:
             assert process.wait(30) == 0
+
+
+COMPOSE = ROOT / "examples" / "docker-compose-shared.yml"
+
+
+def test_the_compose_example_runs_as_compose_would(redis_server: RedisServer) -> None:
+    """``examples/docker-compose-shared.yml``: its mockstore service's environment, on a
+    real redis-server in place of the ``redis`` service: two workers, one mock."""
+    compose = yaml.safe_load(COMPOSE.read_text())
+    services = compose["services"]
+    service = services["mockstore"]
+    assert service["depends_on"] == {"redis": {"condition": "service_healthy"}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKSTORE_")}
+    env.update(service["environment"])
+    state = urlsplit(env["MOCKSTORE_STATE"])
+    assert state.hostname == "redis" and state.port == 6379
+    host_dir = COMPOSE.parent / service["volumes"][0].split(":")[0]
+    env["MOCKSTORE_SCENARIO"] = str(host_dir / env["MOCKSTORE_SCENARIO"].split("/")[-1])
+    env["MOCKSTORE_STATE"] = redis_server.url  # the redis service, here
+    env["MOCKSTORE_PORT"] = "0"
+    env["MOCKSTORE_LOG_FORMAT"] = "text"  # the banner's address, read below
+    process, url = _start(env, ["serve"])
+    try:
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+        deadline = time.monotonic() + 60
+        while len(children.read_text().split()) < int(env["MOCKSTORE_WORKERS"]):
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+        while True:
+            try:
+                health = httpx.get(url + "/__mockstore/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the health check never answered"
+                time.sleep(0.05)
+        assert health.status_code == 200
+    finally:
+        process.terminate()
+        assert process.wait(30) == 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -338,6 +339,8 @@ def test_workers_serve_one_port_as_one_mock(redis_server: RedisServer, scenario_
         assert len(children.read_text().split()) == 2
         statuses = _spread([server.url], 120, {"Authorization": "Bearer free-key"})
         assert statuses == Counter({200: 60, 429: 60})
+        server.process.terminate()  # SIGTERM: every worker stops cleanly, and so does serve
+        assert server.process.wait(30) == 0
 
 
 def test_workers_without_a_shared_state_are_refused_with_a_sentence() -> None:
@@ -401,3 +404,40 @@ def test_redis_lost_mid_run_is_503_state_unavailable_and_service_resumes_by_itse
             server.url + "/v1/pets", json={"name": "A", "categoryId": 1}, headers=pro
         )
         assert again.status_code == 201
+
+
+def test_a_process_killed_mid_load_loses_nothing_the_others_answered(
+    redis_server: RedisServer, scenario_file: str
+) -> None:
+    state = ("--scenario", scenario_file, "--state", redis_server.url)
+    pro = {"Authorization": "Bearer pro-key"}
+    with live_server(*state) as a, live_server(*state) as b:
+        assert a.process is not None
+        answered: list[dict[str, Any]] = []
+        killed = threading.Event()
+
+        def create(index: int) -> None:
+            url = (a.url, b.url)[index % 2]
+            try:
+                response = httpx.post(
+                    url + "/v1/pets", json={"name": f"P{index}", "categoryId": 1}, headers=pro
+                )
+            except httpx.TransportError:
+                return  # a's connection died with it: never answered
+            if response.status_code == 201:
+                answered.append(response.json())
+            if len(answered) >= 30 and not killed.is_set():
+                killed.set()
+                a.process.kill()  # SIGKILL, with requests in flight
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(create, range(120)))
+        assert killed.is_set()
+        assert a.process.wait(10) != 0
+        # b serves every pet any process answered 201 for, whole, and ids never repeat.
+        stored = httpx.get(b.url + "/__mockstore/pets").json()
+        by_id = {pet["id"]: pet for pet in stored}
+        assert len(by_id) == len(stored)
+        for pet in answered:
+            assert by_id[pet["id"]] == pet
+        assert len(answered) > 30

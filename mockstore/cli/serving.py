@@ -191,6 +191,8 @@ def run_workers(app: Any, sock: Any, log_level: str, count: int) -> int:
             code = 1
             try:
                 code = run_until_stopped(app, sock, log_level)
+            except SystemExit as stop:  # a stop signal ends a worker as it ends serve: 0
+                code = stop.code if isinstance(stop.code, int) else 0
             except BaseException:
                 log.exception("a worker stopped unexpectedly")
             finally:
