@@ -86,7 +86,8 @@ else
 end
 redis.call('HSET', KEYS[2], 'ms', fmt(ms), 'mu', fmt(mu), 'ds', fmt(ds), 'du', fmt(du),
   'tw', fmt(tw))
-if bu then redis.call('HSET', KEYS[2], 'bu', fmt(bu)) else redis.call('HDEL', KEYS[2], 'bu') end
+if bu then redis.call('HSET', KEYS[2], 'bu', fmt(bu))
+elseif b[5] then redis.call('HDEL', KEYS[2], 'bu') end
 if tu then redis.call('HSET', KEYS[2], 'tu', fmt(tu)) end
 head = {'ok', verdict, fmt(mu), fmt(du), fmt(ms), fmt(ds), fmt(retry_at)}
 end
