@@ -278,13 +278,16 @@ def create_app(
     limits: Limits | None = None,
     allowed_hosts: Iterable[str] = (),
     timebase: Timebase = REAL_TIME,
+    state: str | None = None,
 ) -> MockstoreApp:
     """An ASGI app serving ``scenario``: a bundled name, a path, YAML text, or a loaded Scenario.
 
     Use it in-process with ``httpx.ASGITransport(app=create_app())``. ``timebase``
     is where every clock it builds reads the time (tests that simulate waiting).
+    ``state``: a Redis URL that holds the mock's state (``mockstore.shared``),
+    opened here (call it outside a running event loop; ``StateUnavailable``).
     """
-    return MockstoreApp(
+    app = MockstoreApp(
         scenario,
         control=control,
         control_token=control_token,
@@ -292,4 +295,10 @@ def create_app(
         limits=limits,
         allowed_hosts=allowed_hosts,
         timebase=timebase,
+        state=state,
     )
+    if app.runtime.shared is not None:
+        from mockstore.shared import open_state
+
+        open_state(app.runtime.shared)
+    return app

@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 from mockstore.app import create_app
 from mockstore.clock import Clock
 from tests.redis_server import RedisServer, redis_available, required
-from tests.support import LiveServer, mock_server
+from tests.support import LiveServer, mock_server, shared_state_url
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +43,7 @@ def manual_clock() -> Clock:
 @pytest.fixture
 def client(manual_clock: Clock) -> Iterator[TestClient]:
     """An in-process client on the default scenario with a manual clock."""
-    app = create_app("default", clock=manual_clock)
+    app = create_app("default", clock=manual_clock, state=shared_state_url())
     with TestClient(app, base_url="http://testserver") as test_client:
         yield test_client
 

@@ -34,7 +34,8 @@ def _free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process; ``url`` is ``redis://127.0.0.1:PORT/0``."""
 
-    def __init__(self) -> None:
+    def __init__(self, databases: int = 16) -> None:
+        self.databases = databases
         self.port = _free_port()
         self.directory = tempfile.mkdtemp(prefix="mockstore-redis-")
         self.process: subprocess.Popen[bytes] | None = None
@@ -46,6 +47,7 @@ class RedisServer:
     def start(self, timeout: float = 20.0) -> RedisServer:
         command = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1"]
         command += ["--save", "", "--appendonly", "no", "--dir", self.directory]
+        command += ["--databases", str(self.databases)]
         self.process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.directory
         )
