@@ -216,6 +216,10 @@ class MockstoreApp(AppShell):
             budget=budget,
         )
         if self.runtime.shared is not None:
+            from mockstore.shared.journal import JournalSharing
+
+            # Every process's journal (report, HAR, dashboard) holds every process's traffic.
+            self.run_in_background(JournalSharing(self.runtime.shared, self.runtime).run)
             self.on_shutdown(self.runtime.shared.close)
 
     def _new_tenant(self, tenant_id: str) -> MockstoreApp:

@@ -11,6 +11,7 @@ and back.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -441,3 +442,29 @@ def test_a_process_killed_mid_load_loses_nothing_the_others_answered(
         for pet in answered:
             assert by_id[pet["id"]] == pet
         assert len(answered) > 30
+
+
+def test_every_process_journals_every_processs_traffic(
+    redis_server: RedisServer, scenario_file: str
+) -> None:
+    """The report, HAR and dashboard of any process cover all of them (a moment later)."""
+    state = ("--scenario", scenario_file, "--state", redis_server.url)
+    pro = {"Authorization": "Bearer pro-key"}
+    with live_server(*state) as a, live_server(*state) as b:
+        for index in range(10):
+            url = (a.url, b.url)[index % 2]
+            httpx.post(url + "/v1/pets", json={"name": f"J{index}", "categoryId": 1}, headers=pro)
+        sent = {f"J{index}" for index in range(10)}
+        for server in (a, b):
+            deadline = time.monotonic() + 30
+            while True:
+                entries = httpx.get(server.url + "/__mockstore/requests").json()["entries"]
+                names = {json.loads(e["request"]["body"])["name"] for e in entries}
+                if names == sent or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert names == sent
+            assert all(e["response"]["status"] == 201 for e in entries)
+            assert len({e["seq"] for e in entries}) == 10
+            har = httpx.get(server.url + "/__mockstore/requests.har").json()
+            assert len(har["log"]["entries"]) == 10
