@@ -22,6 +22,8 @@ Data layout (``PREFIX`` = ``mockstore:``)::
     mockstore:<epoch>:s:<n>:<group>:pets  hash: id -> the pet's JSON, as answered
     mockstore:<epoch>:s:<n>:<group>:ids   list: created ids in id order
     mockstore:<epoch>:s:<n>:<group>:ids:<status>  the same, of one status
+    mockstore:journals, mockstore:journal:<process>  every process's journal entries
+                                          (``mockstore.shared.journal``)
 
 A reset or a new scenario starts a new *epoch*: one increment, so it is atomic
 whatever the data holds; the old epoch's keys are swept in the background. The
