@@ -468,3 +468,28 @@ def test_every_process_journals_every_processs_traffic(
             assert len({e["seq"] for e in entries}) == 10
             har = httpx.get(server.url + "/__mockstore/requests.har").json()
             assert len(har["log"]["entries"]) == 10
+
+
+def test_concurrent_control_calls_through_different_processes_all_take_effect(
+    redis_server: RedisServer, scenario_file: str
+) -> None:
+    """Keys issued at once through two processes: none overwrites another's."""
+    state = ("--scenario", scenario_file, "--state", redis_server.url)
+    with live_server(*state) as a, live_server(*state) as b:
+
+        def issue(index: int) -> int:
+            url = (a.url, b.url)[index % 2]
+            body = {"key": f"k-{index}", "plan": "pro"}
+            return httpx.post(url + "/__mockstore/keys", json=body, headers=TOOL).status_code
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            assert set(pool.map(issue, range(16))) == {201}
+        wanted = {f"k-{index}" for index in range(16)}
+        for server in (a, b):
+            listed = {k["key"] for k in httpx.get(server.url + "/__mockstore/keys").json()}
+            assert wanted <= listed
+            for index in range(16):
+                answer = httpx.get(
+                    server.url + "/v1/pets", headers={"Authorization": f"Bearer k-{index}"}
+                )
+                assert answer.status_code == 200

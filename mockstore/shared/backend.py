@@ -38,7 +38,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from mockstore.keys import ApiKey, KeyRing, key_bucket
@@ -56,6 +56,8 @@ CONFIG = PREFIX + "config"
 # The largest int64 and the text the id sequence holds once it is spent.
 MAX_ID = str(PetStore.MAX_ID)
 PAST_MAX_ID = str(PetStore.MAX_ID + 1)
+# A control call's change, built against the configuration as this process has it.
+Build = Callable[[], tuple[dict[str, str], dict[str, Any]]]
 # How often one request may find the configuration changed under it before it
 # is answered 503 (a storm of control calls).
 MAX_RELOADS = 8
@@ -177,14 +179,10 @@ class SharedState:
     async def _start_over(self, expected: str, new_run: bool) -> bool:
         """Put this process's scenario in service in Redis, from its start (a new epoch)."""
         runtime = self.runtime
-        scenario = runtime.scenario
         if new_run:
             runtime.reset()
-        state = runtime.state
-        fields = self._fresh_fields(scenario.source, scenario.file, state.clock.now())
-        reply = await self._control_call(
-            expected, fields, {"epoch": True, "preload": self._preloads(state.clock.now())}
-        )
+        fields, change = self._start(runtime.state)
+        reply = await self._control_call(expected, fields, change)
         if reply is None:  # someone else got there first
             return False
         self._adopt(fields, reply)
@@ -333,26 +331,25 @@ class SharedState:
         except Exception as exc:  # the next sweep, or Redis's own eviction, takes the rest
             log.warning("could not sweep epoch %s of the shared state: %s", epoch, exc)
 
-    def _fresh_fields(self, source: str, file: str, now: float) -> dict[str, str]:
-        state = self.runtime.state
+    def _fresh_fields(self, scenario: Any, keys: Any, now: float) -> dict[str, str]:
         return {
-            "source": source,
-            "file": file,
-            "digest": _digest(source, file),
+            "source": scenario.source,
+            "file": scenario.file,
+            "digest": _digest(scenario.source, scenario.file),
             "clock": self._clock_json(now, self.clock_moves_back),
-            "keys": _keys_json(state.keys),
+            "keys": _keys_json(keys),
             "plans": "{}",
         }
 
     def _clock_json(self, at: float, back: int) -> str:
         return json.dumps({"at": at, "wall": self.runtime.state.clock.wall(), "back": back})
 
-    def _preloads(self, now: float) -> list[list[str]]:
+    def _preloads(self, scenario: Any, now: float) -> list[list[str]]:
         """The scenario's keys that start with allowance spent (``used:``)."""
-        first_request = self.runtime.scenario.behaviour.ratelimit_windows == "first_request"
+        first_request = scenario.behaviour.ratelimit_windows == "first_request"
         return [
             _preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day, first_request)
-            for spec in self.runtime.scenario.keys
+            for spec in scenario.keys
             if spec.used_minute or spec.used_day
         ]
 
@@ -368,81 +365,103 @@ class SharedState:
             return None
         return reply
 
-    async def _change(self, fields: dict[str, str], change: dict[str, Any]) -> list[Any]:
-        """A control call's change, made against the current configuration (reloading first)."""
+    async def _change(self, build: Build) -> tuple[dict[str, str], list[Any]]:
+        """A control call's change against the current configuration: ``build()`` says
+        what it is, after each reload (another process may have changed something)."""
         for _ in range(MAX_RELOADS):
+            await self.refresh()
+            fields, change = build()
             reply = await self._control_call(self.generation, fields, change)
             if reply is not None:
-                return reply
-            await self.refresh()
+                return fields, reply
         raise StateUnavailable("the shared state kept changing under this control call")
 
     # -- control calls -------------------------------------------------------
-    # Each is made in Redis first, then in this process (the others reload).
+    # Each is made in Redis first (a compare-and-set on the generation), then in
+    # this process; the others reload when their next request finds it changed.
 
     async def reset(self) -> None:
-        await self.refresh()
         runtime = self.runtime
-        runtime.reset()
-        state = runtime.state
-        scenario = runtime.scenario
-        now = state.clock.now()
-        fields = self._fresh_fields(scenario.source, scenario.file, now)
-        reply = await self._change(fields, {"epoch": True, "preload": self._preloads(now)})
+
+        def build() -> tuple[dict[str, str], dict[str, Any]]:
+            # Reset here first: the fresh clock and keys are what every process takes.
+            runtime.reset()
+            return self._start(runtime.state)
+
+        fields, reply = await self._change(build)
         self._adopt(fields, reply)
 
     async def install(self, prepared: Prepared) -> Prepared:
         """Put a prepared scenario in service everywhere; returns the state it replaced."""
-        await self.refresh()
+        fields, reply = await self._change(lambda: self._start(prepared.state))
         replaced = self.runtime.install(prepared)
-        scenario = prepared.scenario
-        now = prepared.state.clock.now()
-        fields = self._fresh_fields(scenario.source, scenario.file, now)
-        reply = await self._change(fields, {"epoch": True, "preload": self._preloads(now)})
         self._adopt(fields, reply)
         return replaced
 
+    def _start(self, state: Any) -> tuple[dict[str, str], dict[str, Any]]:
+        """A new epoch that starts ``state`` (a reset's, or a new scenario's)."""
+        scenario = state.scenario
+        now = state.clock.now()
+        fields = self._fresh_fields(scenario, state.keys, now)
+        return fields, {"epoch": True, "preload": self._preloads(scenario, now)}
+
     async def move_clock(self, when: float) -> None:
-        await self.refresh()
         runtime = self.runtime
-        now = runtime.state.clock.now()
-        back = self.clock_moves_back + (1 if when < now else 0)
-        change: dict[str, Any] = {}
-        if when < now:
-            change["rebase"] = {"now": repr(now), "to": repr(when)}
-        fields = {"clock": self._clock_json(when, back)}
-        reply = await self._change(fields, change)
+
+        def build() -> tuple[dict[str, str], dict[str, Any]]:
+            now = runtime.state.clock.now()
+            change: dict[str, Any] = {}
+            if when < now:
+                change["rebase"] = {"now": repr(now), "to": repr(when)}
+            back = self.clock_moves_back + (1 if when < now else 0)
+            return {"clock": self._clock_json(when, back)}, change
+
+        fields, reply = await self._change(build)
         runtime.move_clock(when)
         self._adopt(fields, reply)
 
     async def issue_key(self, key: ApiKey, plan: Plan, used: dict[str, int]) -> None:
-        await self.refresh()
+        def build() -> tuple[dict[str, str], dict[str, Any]]:
+            state = self.runtime.state
+            plans = {**state.plans, plan.name: plan}
+            fields = {
+                "keys": _keys_json([*(k for k in state.keys if k.key != key.key), key]),
+                "plans": _custom_plans_json(state.scenario, plans),
+            }
+            change: dict[str, Any] = {}
+            if used:
+                minute = used.get("minute", 0)
+                first_request = state.scenario.behaviour.ratelimit_windows == "first_request"
+                day = used.get("day", minute)
+                change["preload"] = [
+                    _preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
+                ]
+            return fields, change
+
+        fields, reply = await self._change(build)
         state = self.runtime.state
         state.keys.issue(key)
         state.plans[plan.name] = plan
-        fields = {"keys": _keys_json(state.keys), "plans": _custom_plans_json(state)}
-        change: dict[str, Any] = {}
-        if used:
-            minute = used.get("minute", 0)
-            first_request = state.scenario.behaviour.ratelimit_windows == "first_request"
-            day = used.get("day", minute)
-            change["preload"] = [
-                _preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
-            ]
-        self._adopt(fields, await self._change(fields, change))
+        self._adopt(fields, reply)
 
     async def revoke_key(self, key: str) -> ApiKey | None:
-        await self.refresh()
-        state = self.runtime.state
-        revoked = state.keys.revoke(key)
-        if revoked is None:
-            return None
-        fields = {"keys": _keys_json(state.keys)}
-        self._adopt(fields, await self._change(fields, {"forget": [key_bucket(key)]}))
-        return revoked
+        """Revoke ``key`` everywhere; the key, or None when no process knows it."""
+        held: list[ApiKey] = []
+
+        def build() -> tuple[dict[str, str], dict[str, Any]]:
+            keys = list(self.runtime.state.keys)
+            held[:] = [k for k in keys if k.key == key]
+            return {"keys": _keys_json([k for k in keys if k.key != key])}, {
+                "forget": [key_bucket(key)]
+            }
+
+        fields, reply = await self._change(build)
+        revoked = self.runtime.state.keys.revoke(key)
+        self._adopt(fields, reply)
+        return revoked or (held[0] if held else None)
 
     async def lift_ban(self, key: str) -> bool:
-        reply = await self._change({}, {"lift": key_bucket(key), "bump": False})
+        _, reply = await self._change(lambda: ({}, {"lift": key_bucket(key), "bump": False}))
         return reply[3] == b"1"
 
     async def created_pets(self, group: str | None) -> list[bytes]:
@@ -540,17 +559,17 @@ def _digest(source: str, file: str) -> str:
     return hashlib.sha256(f"{file}\0{source}".encode()).hexdigest()
 
 
-def _keys_json(keys: KeyRing) -> str:
+def _keys_json(keys: Iterable[ApiKey]) -> str:
     return json.dumps([[k.key, k.plan, k.tenant] for k in keys])
 
 
-def _custom_plans_json(state: Any) -> str:
-    scenario_plans = state.scenario.plans
+def _custom_plans_json(scenario: Any, plans: dict[str, Plan]) -> str:
+    """The plans beyond the scenario's (a key issued with a plan of its own)."""
     return json.dumps(
         {
             name: [plan.per_minute, plan.per_day]
-            for name, plan in state.plans.items()
-            if scenario_plans.get(name) != plan
+            for name, plan in plans.items()
+            if scenario.plans.get(name) != plan
         }
     )
 
