@@ -498,6 +498,20 @@ class Journal:
             and (run is None or r[_RUN] == run)
         ]
 
+    def records_after(self, seq: int) -> list[tuple[Any, ...]]:
+        """The stored records (``Entry`` fields in order) after ``seq``, oldest first.
+
+        Read from the newest back, so it costs what is new, not the journal's
+        length (``mockstore.shared.journal`` ships them every few milliseconds).
+        """
+        newer: list[tuple[Any, ...]] = []
+        for record in reversed(self._entries):
+            if record[_SEQ] <= seq:
+                break
+            newer.append(record)
+        newer.reverse()
+        return newer
+
 
 # Where each field sits in a stored record, for ``select``'s filters.
 _SEQ, _OPERATION, _KEY, _STATUS, _RUN = (

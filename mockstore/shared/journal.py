@@ -76,13 +76,12 @@ class JournalSharing:
 
     async def ship(self) -> int:
         """Send the entries this process recorded since the last call; how many."""
-        journal = self.runtime.journal
-        entries = journal.select(since=self.shipped)
-        if not entries:
+        records = self.runtime.journal.records_after(self.shipped)
+        if not records:
             return 0
-        self.shipped = entries[-1].seq
+        self.shipped = records[-1][0]  # seq
         taken_in = self.taken_in
-        own = [tuple(entry) for entry in entries if entry.seq not in taken_in]
+        own = [record for record in records if record[0] not in taken_in]
         self.taken_in = {seq for seq in taken_in if seq > self.shipped}
         if not own:
             return 0
