@@ -36,7 +36,7 @@ from mockstore.errors import ApiError
 from mockstore.faults import Needs, RequestFacts
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
-from mockstore.limits import HEAD_BYTES, Limits
+from mockstore.limits import HEAD_BYTES, RESPONSE, Limits
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
 from mockstore.service import Caller, PetStoreService
@@ -224,7 +224,7 @@ class PetStoreAPI:
                     return
             await self._respond(send, ex, self._answer(ex, route))
         except RequestAborted:
-            self._record(ex, "", 0, [], b"", "aborted")
+            self._record(ex, b"", 0, (), b"", "aborted")
         except transport.ConnectionBroken:
             raise  # a scripted fault, in-process: the server drops the connection
         except Exception as exc:
@@ -287,8 +287,9 @@ class PetStoreAPI:
             "its log has the traceback (under the X-Request-Id of this answer)",
             headers=_CLOSE,
         )
+        request_id: str | None
         try:
-            request_id = await self._respond(send, ex, Answer.refusal(refusal))
+            request_id = (await self._respond(send, ex, Answer.refusal(refusal))).decode()
         except Exception:
             # The answer had already begun (the server refuses a second one):
             # the connection is dropped.
@@ -345,33 +346,72 @@ class PetStoreAPI:
 
     # -- writing the answer --------------------------------------------------
 
-    def _headers(self, ex: Exchange, answer: Answer, request_id: str, length: int) -> list[Header]:
-        caller = ex.caller
+    @staticmethod
+    def _deprecated(ex: Exchange) -> bool:
+        """Whether the answer carries the deprecation headers."""
         operation = ex.resolved.operation
+        # Only for authenticated callers (a 401 must not reveal paths).
+        return operation is not None and operation.deprecated and ex.caller.key is not None
+
+    def _headers(
+        self, ex: Exchange, answer: Answer, request_id: bytes, length: int
+    ) -> list[Header]:
+        caller = ex.caller
         return ex.compiled.headers.build(
             length,
             caller.decision,
             caller.plan,
             ex.now,
             ex.state.clock,
-            # deprecated: only for authenticated callers (a 401 must not reveal paths).
-            operation is not None and operation.deprecated and caller.key is not None,
+            self._deprecated(ex),
             answer.ratelimit,
             answer.extra,
             answer.replaces,
-            request_id.encode(),
+            request_id,
         )
 
-    async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> str:
-        """Send ``answer`` and journal the exchange; returns the request id it carried."""
-        request_id = ex.state.next_request_id()
+    async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> bytes:
+        """Send ``answer`` and journal the exchange; returns the request id it carried.
+
+        Under mockstore's own server (``protocol.py``) an answer with none of
+        its own headers and no ``Retry-After`` (every success, most refusals)
+        goes out the fast way: its header block from ``ResponseHeaders.head``'s
+        template, in one ``RESPONSE`` message. Anywhere else (in process,
+        another ASGI server), and for every other answer, the standard way:
+        ``build``'s list in two messages. The bytes on the wire are the same.
+        """
+        state = ex.state
+        request_id = state.next_request_id()
         body = answer.body
+        scope = ex.scope
+        # HEAD: the same status and headers as GET, Content-Length included; no body.
+        sent = b"" if scope["method"] == "HEAD" else body
+        caller = ex.caller
+        decision = caller.decision
+        extensions = scope.get("extensions")
+        if (
+            extensions is not None
+            and RESPONSE in extensions
+            and not answer.extra
+            and not decision.retry_after
+        ):
+            head = ex.compiled.headers.head(
+                len(body),
+                decision,
+                caller.plan,
+                ex.now,
+                state.clock,
+                self._deprecated(ex),
+                answer.ratelimit,
+                request_id,
+            )
+            await send({"type": RESPONSE, "status": answer.status, "head": head, "body": sent})
+            self._record(ex, request_id, answer.status, head, sent, "response")
+            return request_id
         headers = self._headers(ex, answer, request_id, len(body))
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
-        # HEAD: the same status and headers as GET, Content-Length included; no body.
-        sent = b"" if ex.scope["method"] == "HEAD" else body
         await send({"type": "http.response.body", "body": sent})
-        self._record(ex, request_id, answer.status, headers, sent, "response")
+        self._record(ex, request_id, answer.status, tuple(headers), sent, "response")
         return request_id
 
     async def _break(self, send: Send, ex: Exchange, fault: str, route: Route | None) -> None:
@@ -408,46 +448,53 @@ class PetStoreAPI:
                     await send({"type": "http.response.body", "body": body})
         finally:
             # Recorded even where the transport is out of reach and the break raises.
-            self._record(ex, request_id, status, headers, body, fault)
+            self._record(ex, request_id, status, tuple(headers), body, fault)
 
     def _record(
         self,
         ex: Exchange,
-        request_id: str,
+        request_id: bytes,
         status: int,
-        headers: list[Header],
+        headers: tuple[Header, ...] | bytes,
         body: bytes,
         outcome: str,
     ) -> None:
-        """Append the exchange to the journal and write the access log line."""
+        """Append the exchange to the journal and write the access log line.
+
+        ``headers`` are the answer's, as a tuple of pairs or as the header
+        block sent the fast way (the journal stores either, see journal.py).
+        """
         journal = self.runtime.journal
         latency_ms = (time.perf_counter() - ex.started) * 1000
         scope = ex.scope
         caller = ex.caller
         key = caller.key.key if caller.key else None
         if journal.enabled:
-            client = scope.get("client")
-            # Entry's fields in order (journal.record takes them by position).
-            journal.record(
-                request_id,
-                ex.now,
-                ex.now - ex.state.clock.start,  # elapsed
-                scope["method"],
-                scope["path"],
-                scope["query_string"],
-                tuple(scope["headers"]),
-                ex.request_body,
-                client[0] if client else "unknown",
-                ex.operation,
-                key,
-                caller.plan.name,
-                status,
-                tuple(headers),
-                body,
-                latency_ms,
-                ex.rule,
-                outcome,
-                ex.state.clock.wall(),
+            clock = ex.state.clock
+            # Entry's fields in order, as one tuple (see Journal.add).
+            journal.add(
+                (
+                    journal.next_seq(),
+                    request_id,
+                    ex.now,
+                    ex.now - clock.start,  # elapsed
+                    scope["method"],
+                    scope["path"],
+                    scope["query_string"],
+                    tuple(scope["headers"]),
+                    ex.request_body,
+                    scope.get("client"),  # the journal keeps the host of it
+                    ex.operation,
+                    key,
+                    caller.plan.name,
+                    status,
+                    headers,
+                    body,
+                    latency_ms,
+                    ex.rule,
+                    outcome,
+                    clock.wall(),
+                ),
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),
             )
@@ -465,7 +512,7 @@ class PetStoreAPI:
                     "latency_ms": round(latency_ms, 3),
                     "rule": ex.rule,
                     "operation": ex.operation,
-                    "request_id": request_id,
+                    "request_id": request_id.decode(),
                     "outcome": outcome,
                 },
             )

@@ -14,6 +14,12 @@ go once all of them together would pass ``max_bytes``. An entry's size is an
 estimate of the memory it holds (its bytes and strings, plus a fixed overhead
 per entry and per header measured on CPython 3.11), kept beside it, so
 counting costs a few additions per exchange.
+
+Two things are stored as the server had them and made into what an ``Entry``
+says only when the journal is read: the request id as the header's bytes,
+and the response headers of an answer sent the fast way as its header block
+(one bytes object where a tuple of pairs would hold 15 objects). The hidden
+cost is on the reader: ``select`` splits each block back into pairs.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
+from mockstore.headers import parse_block
 from mockstore.keys import is_alias
 from mockstore.scenario.loader import schema_default
 
@@ -40,6 +47,8 @@ HEADER_OVERHEAD = 120
 # than counted on the hot path. Scripted answers' headers are counted.
 STANDARD_HEADER_BYTES = 48
 STANDARD_HEADER_COST = HEADER_OVERHEAD + STANDARD_HEADER_BYTES
+# A header block stored as it was sent: one bytes object's header.
+BLOCK_OVERHEAD = 33
 
 
 class Entry(NamedTuple):
@@ -176,12 +185,24 @@ class Journal:
         self._costs: deque[int] = deque(maxlen=size or None)  # each entry's size, in order
         self.bytes = 0
         self._seq = 0
+        self._seq_at_clear = 0
         self.enabled = size > 0
-        self.dropped = 0
 
     def next_seq(self) -> int:
+        """Take the next sequence number, for the entry about to be appended."""
         self._seq += 1
+        if not self.enabled:  # nothing will be appended: not an entry (see dropped)
+            self._seq_at_clear += 1
         return self._seq
+
+    @property
+    def dropped(self) -> int:
+        """Entries recorded since the last ``clear`` that are no longer held.
+
+        Worked out rather than counted on every request: each sequence number
+        taken while recording is on is an entry appended.
+        """
+        return self._seq - self._seq_at_clear - len(self._entries)
 
     def append(self, entry: Entry) -> None:
         """Append an entry as it is (its ``seq`` already taken with ``next_seq``)."""
@@ -192,7 +213,7 @@ class Journal:
 
     def record(
         self,
-        request_id: str,
+        request_id: str | bytes,
         time: float,
         elapsed: float,
         method: str,
@@ -205,7 +226,7 @@ class Journal:
         key: str | None,
         plan: str | None,
         status: int,
-        response_headers: tuple[tuple[bytes, bytes], ...],
+        response_headers: tuple[tuple[bytes, bytes], ...] | bytes,
         response_body: bytes,
         latency_ms: float,
         rule: str | None,
@@ -214,87 +235,89 @@ class Journal:
         head_bytes: int = -1,
         /,
     ) -> None:
-        """Append one exchange, numbering it and cutting its headers and bodies to size.
+        """Append one exchange: ``Entry``'s fields after ``seq``, in its order (see ``add``)."""
+        if not self.enabled:
+            return
+        self.add(
+            (self.next_seq(), request_id, time, elapsed, method, path, query, request_headers,
+             request_body, client, operation, key, plan, status, response_headers,
+             response_body, latency_ms, rule, outcome, wall),
+            head_bytes,
+        )  # fmt: skip
 
-        The parameters are ``Entry``'s fields after ``seq``, in its order, and
-        positional: this runs once per request, and naming 19 arguments at the
-        call costs more than the rest of it (``tests/test_journal.py`` checks
-        that every field lands where it belongs). ``head_bytes`` is the size of
+    def add(self, record: tuple[Any, ...], head_bytes: int = -1) -> None:
+        """Append one exchange, cutting its headers and bodies to size.
+
+        ``record`` holds ``Entry``'s fields in its order, its ``seq`` taken with
+        ``next_seq``: a tuple the server builds in one step, because this runs
+        once per request and passing 20 arguments one by one costs about a
+        third of it (``tests/test_journal.py`` checks that every field lands
+        where it belongs). ``client`` may be the ASGI ``(host, port)`` pair or
+        None (read as the host, or ``unknown``). ``head_bytes`` is the size of
         the request's head (request line and headers) as the server counted
-        it, or -1 to count it here. The response headers of a standard answer
-        (no ``rule`` fired) are mockstore's own and short, so estimated
-        (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted.
+        it, or -1 to count it here. The response headers are pairs or a header
+        block (bytes, as sent; see the module docstring). Pairs of a standard
+        answer (no ``rule`` fired) are mockstore's own and short, so estimated
+        (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted; a
+        block is its length.
         """
         if not self.enabled:
             return
-        self._seq += 1
         cap = self.body_bytes
-        sent = len(request_body)
-        if sent > cap:
-            request_body = request_body[:cap]
-            sent = cap
-        answered = len(response_body)
-        if answered > cap:
-            response_body = response_body[:cap]
-            answered = cap
-        if head_bytes < 0 or head_bytes > self.header_bytes:
-            # Counted here (in process), or possibly over the cap: the exact figure.
-            if _header_bytes(request_headers) > self.header_bytes:
-                request_headers = cap_headers(request_headers, self.header_bytes)
-            head_bytes = _header_bytes(request_headers) + len(path) + len(query)
+        sent = len(record[_REQUEST_BODY])
+        answered = len(record[_RESPONSE_BODY])
+        if sent > cap or answered > cap or not 0 <= head_bytes <= self.header_bytes:
+            record, head_bytes = self._cut(record, head_bytes)
+            sent, answered = len(record[_REQUEST_BODY]), len(record[_RESPONSE_BODY])
+        response_headers = record[_RESPONSE_HEADERS]
+        if response_headers.__class__ is bytes:
+            answer_cost = BLOCK_OVERHEAD + len(response_headers)
+        else:
+            answer_cost = _pairs_cost(response_headers, record[_RULE])
         cost = (
             ENTRY_OVERHEAD
             + head_bytes
             + sent
             + answered
-            + HEADER_OVERHEAD * len(request_headers)
-            + STANDARD_HEADER_COST * len(response_headers)
+            + HEADER_OVERHEAD * len(record[_REQUEST_HEADERS])
+            + answer_cost
         )
-        if rule is not None:  # a scripted answer: its headers are the scenario's, counted
-            cost += _header_bytes(response_headers) - STANDARD_HEADER_BYTES * len(response_headers)
         entries = self._entries
-        if len(entries) == self.size:  # the oldest falls out below
-            self.bytes -= self._costs[0]
-            self.dropped += 1
-        # A plain tuple in Entry's field order, not an Entry: see the module docstring.
-        entries.append(
-            (
-                self._seq,
-                request_id,
-                time,
-                elapsed,
-                method,
-                path,
-                query,
-                request_headers,
-                request_body,
-                client,
-                operation,
-                key,
-                plan,
-                status,
-                response_headers,
-                response_body,
-                latency_ms,
-                rule,
-                outcome,
-                wall,
-            )
-        )
         costs = self._costs
+        if len(entries) == self.size:  # the oldest falls out below
+            self.bytes -= costs[0]
+        # A plain tuple in Entry's field order, not an Entry: see the module docstring.
+        entries.append(record)
         costs.append(cost)
         self.bytes += cost
-        # Past the byte budget the oldest go too (inline: with large answers it
-        # runs on every request); the newest always stays, cut to size.
-        while self.bytes > self.max_bytes and len(entries) > 1:
-            entries.popleft()
-            self.bytes -= costs.popleft()
-            self.dropped += 1
+        if self.bytes > self.max_bytes:
+            # Past the byte budget the oldest go too (with large answers, on every
+            # request); the newest always stays, cut to size.
+            self._evict()
+
+    def _cut(self, record: tuple[Any, ...], head_bytes: int) -> tuple[tuple[Any, ...], int]:
+        """The record with its bodies cut to ``body_bytes``; the head counted if it must be.
+
+        A head counted by the server within ``header_bytes`` stays as it came;
+        one counted here (in process), or possibly over the cap, is measured
+        (its headers cut to ``header_bytes`` first).
+        """
+        cut = list(record)
+        cap = self.body_bytes
+        for index in (_REQUEST_BODY, _RESPONSE_BODY):
+            cut[index] = cut[index][:cap]
+        if head_bytes < 0 or head_bytes > self.header_bytes:
+            request_headers = cut[_REQUEST_HEADERS]
+            if _header_bytes(request_headers) > self.header_bytes:
+                request_headers = cut[_REQUEST_HEADERS] = cap_headers(
+                    request_headers, self.header_bytes
+                )
+            head_bytes = _header_bytes(request_headers) + len(cut[_PATH]) + len(cut[_QUERY])
+        return tuple(cut), head_bytes
 
     def _add(self, record: tuple[Any, ...], cost: int) -> None:
         if len(self._entries) == self.size:
             self.bytes -= self._costs[0]
-            self.dropped += 1
         self._entries.append(record)
         self._costs.append(cost)
         self.bytes += cost
@@ -309,14 +332,13 @@ class Journal:
         while self.bytes > self.max_bytes and len(entries) > 1:
             entries.popleft()
             self.bytes -= costs.popleft()
-            self.dropped += 1
 
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
         self._entries.clear()
         self._costs.clear()
         self.bytes = 0
-        self.dropped = 0
+        self._seq_at_clear = self._seq
 
     def resize(
         self,
@@ -338,7 +360,6 @@ class Journal:
             while len(self._entries) > size:
                 self._entries.popleft()
                 self.bytes -= self._costs.popleft()
-                self.dropped += 1
             self._evict()
         self._entries = deque(self._entries, maxlen=size or None)
         self._costs = deque(self._costs, maxlen=size or None)
@@ -365,7 +386,7 @@ class Journal:
         ``key`` is the full API key the request was counted against.
         """
         snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
-        make = Entry._make
+        make = _entry
         return [
             make(r)
             for r in snapshot
@@ -376,10 +397,34 @@ class Journal:
         ]
 
 
-# Where each field sits in a stored record, for ``select``'s filters.
-_SEQ, _OPERATION, _KEY, _STATUS = (
-    Entry._fields.index(name) for name in ("seq", "operation", "key", "status")
-)
+# Where each field sits in a stored record.
+(_SEQ, _REQUEST_ID, _PATH, _QUERY, _REQUEST_HEADERS, _REQUEST_BODY, _CLIENT, _OPERATION, _KEY,
+ _STATUS, _RESPONSE_HEADERS, _RESPONSE_BODY, _RULE) = (
+    Entry._fields.index(name)
+    for name in ("seq", "request_id", "path", "query", "request_headers", "request_body",
+                 "client", "operation", "key", "status", "response_headers", "response_body",
+                 "rule")
+)  # fmt: skip
+
+
+def _entry(record: tuple[Any, ...]) -> Entry:
+    """A stored record as an Entry: what the server stored as it had it, made what Entry says.
+
+    The request id as text, a header block as pairs, the ASGI client as its host.
+    """
+    request_id = record[_REQUEST_ID]
+    headers = record[_RESPONSE_HEADERS]
+    client = record[_CLIENT]
+    if request_id.__class__ is bytes or headers.__class__ is bytes or client.__class__ is not str:
+        fields = list(record)
+        if request_id.__class__ is bytes:
+            fields[_REQUEST_ID] = request_id.decode("latin-1")
+        if headers.__class__ is bytes:
+            fields[_RESPONSE_HEADERS] = parse_block(headers)
+        if client.__class__ is not str:
+            fields[_CLIENT] = client[0] if client else "unknown"
+        record = tuple(fields)
+    return Entry._make(record)
 
 
 def _header_bytes(headers: RawHeaders) -> int:
@@ -388,6 +433,14 @@ def _header_bytes(headers: RawHeaders) -> int:
     for name, value in headers:
         size += len(name) + len(value)
     return size
+
+
+def _pairs_cost(headers: RawHeaders, rule: str | None) -> int:
+    """What response headers given as pairs hold: estimated for mockstore's own, else counted."""
+    if rule is None:  # a standard answer's: short, mockstore's own
+        return STANDARD_HEADER_COST * len(headers)  # type: ignore[arg-type]
+    # A scripted answer: its headers are the scenario's, counted.
+    return HEADER_OVERHEAD * len(headers) + _header_bytes(headers)  # type: ignore[arg-type]
 
 
 def _cost(record: tuple[Any, ...]) -> int:

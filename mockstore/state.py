@@ -72,9 +72,13 @@ class MockState:
             if spec.used_minute or spec.used_day:
                 self.limiter.preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day)
 
-    def next_request_id(self) -> str:
+    def next_request_id(self) -> bytes:
+        """The next ``X-Request-Id``, ``req-000001`` on: bytes, as the header sends it.
+
+        The journal keeps these bytes and makes them text when it is read.
+        """
         self.requests_served += 1
-        return f"req-{self.requests_served:06d}"
+        return b"req-%06d" % self.requests_served
 
 
 class Runtime:
