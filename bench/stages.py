@@ -74,6 +74,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "limits": ("mockstore.ratelimit:RateLimiter.check",),
     "faults": (
         "mockstore.faults:FaultEngine.applies",
+        "mockstore.faults:FaultEngine.screen",
         "mockstore.faults:FaultEngine.evaluate",
         "mockstore.api:PetStoreAPI._facts",
     ),
@@ -460,7 +461,14 @@ class Measured:
 
 
 def measure_side(
-    python: str, markers: Path, side: str, scenario: str, requests: int, warmup: int, body: int
+    python: str,
+    markers: Path,
+    side: str,
+    scenario: str,
+    requests: int,
+    warmup: int,
+    body: int,
+    target: str = LIST_20,
 ) -> Measured:
     from run import free_port
 
@@ -484,7 +492,7 @@ def measure_side(
         while True:
             try:
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-                body_bytes = len(_get(connection, LIST_20, key))
+                body_bytes = len(_get(connection, target, key))
                 break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
@@ -492,11 +500,11 @@ def measure_side(
                     raise SystemExit(f"{side}: no server; its log:\n{tail}") from None
                 time.sleep(0.5)
         for _ in range(warmup):
-            _get(connection, LIST_20, key)
+            _get(connection, target, key)
         control = ["callgrind_control"]
         subprocess.run([*control, "-i", "on", str(process.pid)], check=True, capture_output=True)
         for _ in range(requests):
-            _get(connection, LIST_20, key)
+            _get(connection, target, key)
         subprocess.run([*control, "-i", "off", str(process.pid)], check=True, capture_output=True)
         subprocess.run([*control, "-d", str(process.pid)], check=True, capture_output=True)
         connection.close()
@@ -556,6 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default=sys.executable, help="the server's interpreter")
     parser.add_argument("--scenario", default="baseline", help="a file of bench/scenarios")
+    parser.add_argument("--target", default=LIST_20, help="the request measured")
     parser.add_argument("--sides", default="ceiling,mockstore")
     parser.add_argument("--label", default="", help="a name for the mockstore column")
     parser.add_argument("--requests", type=int, default=3000)
@@ -597,7 +606,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # mockstore first: the ceiling's constant body is as long as its answer.
         for side in sorted(sides, key=lambda s: s == "ceiling"):
             measured = measure_side(
-                args.python, markers, side, scenario, args.requests, args.warmup, body_bytes
+                args.python,
+                markers,
+                side,
+                scenario,
+                args.requests,
+                args.warmup,
+                body_bytes,
+                args.target,
             )
             body_bytes = body_bytes or measured.body_bytes
             results[side] = breakdown(measured, overhead)
@@ -611,6 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             {
                 "python": args.python,
                 "scenario": scenario,
+                "target": args.target,
                 "requests": args.requests,
                 "warmup": args.warmup,
                 "overhead": vars(overhead),

@@ -26,14 +26,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from urllib.parse import parse_qsl
 
 from starlette.types import Receive, Scope, Send
 
 from mockstore import transport
-from mockstore.budget import ByteBudget
 from mockstore.errors import ApiError
-from mockstore.faults import Needs, RequestFacts
+from mockstore.faults import Needs, RequestFacts, parse_query
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, Limits
@@ -209,9 +207,18 @@ class PetStoreAPI:
                 return
 
             assert caller.key is not None
-            needs = state.faults.applies(ex.operation, caller.key.key)
-            if needs is not None:
-                outcome = state.faults.evaluate(self._facts(ex, needs, relative))
+            faults = state.faults
+            # Screened on the raw request first: RequestFacts are made only for
+            # a request some rule could fire for.
+            screened = faults.rules and faults.screen(
+                ex.operation,
+                caller.key.key,
+                scope["query_string"],
+                scope["headers"],
+                ex.now - state.clock.start,
+            )
+            if screened:
+                outcome = faults.evaluate(self._facts(ex, screened.needs, relative), screened)
                 ex.rule = ",".join(outcome.fired) or None
                 if outcome.delay_ms:
                     await pause(outcome.delay_ms / 1000)
@@ -471,6 +478,7 @@ class PetStoreAPI:
         key = caller.key.key if caller.key else None
         if journal.enabled:
             clock = ex.state.clock
+            cap = journal.body_bytes
             # Entry's fields in order, as one tuple (see Journal.add).
             journal.add(
                 (
@@ -489,7 +497,9 @@ class PetStoreAPI:
                     caller.plan.name,
                     status,
                     headers,
-                    body,
+                    # Cut to the journal's size here, where the tuple is made: cutting
+                    # it in the journal would mean making the tuple twice.
+                    body if len(body) <= cap else body[:cap],
                     latency_ms,
                     ex.rule,
                     outcome,
@@ -528,21 +538,3 @@ async def pause(seconds: float) -> None:
     await asyncio.sleep(seconds)
     while (left := deadline - time.perf_counter()) > 0:
         await asyncio.sleep(max(left, 0.001))
-
-
-_query_cache: dict[bytes, dict[str, list[str]]] = {}
-# 1 MiB of parsed queries, none from a query over 2 KiB (see budget.py).
-_query_budget = ByteBudget(1024 * 1024, 2048)
-
-
-def parse_query(query_string: bytes) -> dict[str, list[str]]:
-    """A query string as lists of values per name, cached: clients repeat their queries."""
-    parsed = _query_cache.get(query_string)
-    if parsed is None:
-        parsed = {}
-        for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
-            parsed.setdefault(name, []).append(value)
-        # The parsed values hold about as many bytes again as the string.
-        if _query_budget.admit(_query_cache, 2 * len(query_string)):
-            _query_cache[query_string] = parsed
-    return parsed

@@ -266,9 +266,16 @@ class Journal:
         cap = self.body_bytes
         sent = len(record[_REQUEST_BODY])
         answered = len(record[_RESPONSE_BODY])
-        if sent > cap or answered > cap or not 0 <= head_bytes <= self.header_bytes:
+        if answered > cap:  # (the server cuts its answers before: this makes a new tuple)
+            record = (
+                *record[:_RESPONSE_BODY],
+                record[_RESPONSE_BODY][:cap],
+                *record[_RESPONSE_BODY + 1 :],
+            )
+            answered = cap
+        if sent > cap or not 0 <= head_bytes <= self.header_bytes:
             record, head_bytes = self._cut(record, head_bytes)
-            sent, answered = len(record[_REQUEST_BODY]), len(record[_RESPONSE_BODY])
+            sent = len(record[_REQUEST_BODY])
         response_headers = record[_RESPONSE_HEADERS]
         if response_headers.__class__ is bytes:
             answer_cost = BLOCK_OVERHEAD + len(response_headers)
@@ -290,22 +297,21 @@ class Journal:
         entries.append(record)
         costs.append(cost)
         self.bytes += cost
-        if self.bytes > self.max_bytes:
-            # Past the byte budget the oldest go too (with large answers, on every
-            # request); the newest always stays, cut to size.
-            self._evict()
+        # Past the byte budget the oldest go too (inline: with large answers it
+        # runs on every request); the newest always stays, cut to size.
+        while self.bytes > self.max_bytes and len(entries) > 1:
+            entries.popleft()
+            self.bytes -= costs.popleft()
 
     def _cut(self, record: tuple[Any, ...], head_bytes: int) -> tuple[tuple[Any, ...], int]:
-        """The record with its bodies cut to ``body_bytes``; the head counted if it must be.
+        """The record with its request body cut to ``body_bytes``; the head counted if it must be.
 
         A head counted by the server within ``header_bytes`` stays as it came;
         one counted here (in process), or possibly over the cap, is measured
         (its headers cut to ``header_bytes`` first).
         """
         cut = list(record)
-        cap = self.body_bytes
-        for index in (_REQUEST_BODY, _RESPONSE_BODY):
-            cut[index] = cut[index][:cap]
+        cut[_REQUEST_BODY] = cut[_REQUEST_BODY][: self.body_bytes]
         if head_bytes < 0 or head_bytes > self.header_bytes:
             request_headers = cut[_REQUEST_HEADERS]
             if _header_bytes(request_headers) > self.header_bytes:
