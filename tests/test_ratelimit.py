@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
@@ -400,3 +402,37 @@ def test_builtin_plans_match_the_spec() -> None:
     assert (business.per_minute, business.per_day) == (1_000, 100_000)
     assert "enterprise" in BUILTIN_PLANS
     assert DAY == 86_400 and MINUTE == 60
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    moves=st.lists(
+        st.one_of(
+            st.floats(-200_000, 200_000, allow_nan=False),
+            st.sampled_from([0.0, 59.999999, 60.0, -60.0, 1e-6, -1e-6, 86_400.0]),
+        ),
+        max_size=40,
+    )
+)
+def test_a_bucket_counts_in_the_windows_of_the_instant_it_is_asked_about(
+    moves: list[float],
+) -> None:
+    # The limiter keeps each bucket's window ends and rolls only when an instant
+    # falls outside them: its windows must still be the ones the clock's minute
+    # and UTC day give, whichever way and however far the clock moved, and the
+    # counts must start again exactly when a window changes.
+    plan = Plan("wide", 1_000_000, 10_000_000)
+    limiter = RateLimiter(DEFAULT_BAN)
+    now = START
+    minute = day = None
+    used_minute = used_day = 0
+    for move in moves:
+        now += move
+        limiter.check("key:k", plan, now)
+        minute_start, day_start = int(now // MINUTE) * MINUTE, int(now // DAY) * DAY
+        used_minute = used_minute + 1 if minute_start == minute else 1
+        used_day = used_day + 1 if day_start == day else 1
+        minute, day = minute_start, day_start
+        usage = limiter.usage("key:k", plan, now)
+        assert (usage.minute_reset, usage.day_reset) == (minute_start + MINUTE, day_start + DAY)
+        assert (usage.minute_used, usage.day_used) == (used_minute, used_day)
