@@ -195,7 +195,7 @@ class FaultEngine:
                 c.scope = self._scopes.setdefault(scope, len(self._scopes))
         self._scope_counts = [0] * len(self._scopes)
         self._tables: dict[tuple[str | None, str | None], _Table] = {}
-        self._last = _Table([], None, None)  # screen()'s last table (none yet)
+        self._last = _NO_TABLE  # screen()'s last table
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -501,6 +501,10 @@ class _Table:
         kept = self._live[shape] = tuple(rows)
         return kept
 
+
+# Where screen() starts: no rows, and an operation and key no request has
+# (strings made here, so never the same objects as a request's).
+_NO_TABLE = _Table([], "".join(["(", "none", ")"]), "".join(["(", "none", ")"]))
 
 _query_cache: dict[bytes, dict[str, list[str]]] = {}
 # 1 MiB of parsed queries, none from a query over 2 KiB (see budget.py).

@@ -110,6 +110,12 @@ class KeyRing:
         for key in keys or []:
             self.issue(key)
 
+    def copy(self) -> KeyRing:
+        """A ring of its own with the same keys (a reset's): no key is hashed again."""
+        twin = KeyRing()
+        twin._by_digest = dict(self._by_digest)
+        return twin
+
     def issue(self, key: ApiKey) -> None:
         self._by_digest[_digest(key.key)] = key
         self._confirmed.clear()  # the key may replace one of the same secret

@@ -54,12 +54,18 @@ class MockState:
     """Everything that changes while the mock serves: store, counters, bans, clock."""
 
     def __init__(
-        self, scenario: Scenario, clock: Clock | None = None, template: PetStore | None = None
+        self,
+        scenario: Scenario,
+        clock: Clock | None = None,
+        template: PetStore | None = None,
+        keys: KeyRing | None = None,
     ) -> None:
         self.scenario = scenario
         self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
-        self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
+        # ``keys``: the scenario's ring, copied (hashing every key again cost
+        # half of a reset); built here when not given.
+        self.keys = keys.copy() if keys is not None else scenario_keys(scenario)
         self.limiter = RateLimiter(scenario.ban or NO_BAN)
         self.tenants = Tenants(scenario, template or PetStore(scenario.initial_pets()))
         # One seeded generator for every random choice made while serving.
@@ -81,6 +87,11 @@ class MockState:
         return b"req-%06d" % self.requests_served
 
 
+def scenario_keys(scenario: Scenario) -> KeyRing:
+    """The key ring a scenario declares."""
+    return KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
+
+
 class Runtime:
     """Holds the current state, the journal, and what the control API may change."""
 
@@ -91,7 +102,8 @@ class Runtime:
         # The scenario's pets, built once: every state forks its store from them
         # (generating and encoding 100,000 pets again would take most of a second).
         self._template = template or PetStore(scenario.initial_pets())
-        self.state = MockState(scenario, clock, self._template)
+        self._keys = scenario_keys(scenario)  # every reset copies it
+        self.state = MockState(scenario, clock, self._template, self._keys)
         self.journal = Journal(
             scenario.journal_size,
             scenario.journal_body_bytes,
@@ -113,7 +125,7 @@ class Runtime:
         clock = self._clock_override
         if clock is not None:
             clock.set(clock.start)
-        self.state = MockState(self.state.scenario, clock, self._template)
+        self.state = MockState(self.state.scenario, clock, self._template, self._keys)
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
@@ -141,6 +153,7 @@ class Runtime:
         scenario = prepared.scenario
         self._clock_override = None
         self._template = prepared.template
+        self._keys = scenario_keys(scenario)
         self.state = prepared.state
         self.journal.resize(
             scenario.journal_size,
