@@ -206,7 +206,7 @@ class MockServer:
         """
         from mockstore.control_types import ResetResult
 
-        if self._server is None or not self._server.started:
+        if self._server is None or not self._server.started or not self.running:
             raise RuntimeError(f"{self!r} is not running")
         loop = self._server.servers[0].get_loop()
         done: concurrent.futures.Future[ResetResult] = concurrent.futures.Future()
