@@ -482,7 +482,7 @@ class PetStoreAPI:
             # Entry's fields in order, as one tuple (see Journal.add).
             journal.add(
                 (
-                    journal.next_seq(),
+                    next(journal.sequence),
                     request_id,
                     ex.now,
                     ex.now - clock.start,  # elapsed

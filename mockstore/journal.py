@@ -24,6 +24,7 @@ cost is on the reader: ``select`` splits each block back into pairs.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -182,18 +183,33 @@ class Journal:
         # Bounded in entries by the deques themselves (the oldest fall out as
         # the newest come in, in C); in bytes by _evict.
         self._entries: deque[tuple[Any, ...]] = deque(maxlen=size or None)
-        self._costs: deque[int] = deque(maxlen=size or None)  # each entry's size, in order
-        self.bytes = 0
-        self._seq = 0
+        # The bytes held, as running totals: ``_totals`` holds the sum of every
+        # entry's cost ever added as of each held entry, after the same sum as of
+        # the entry before the oldest; the bytes held are its last item less its
+        # first. It is one item longer than the ring and drops its oldest item
+        # when the ring drops its oldest entry, so nothing is subtracted as
+        # entries fall out: one addition and one append per request.
+        self._total = 0
+        self._totals: deque[int] = deque([0], maxlen=size + 1 if size else None)
+        # Sequence numbers: ``next(self.sequence)`` takes the next one (the
+        # server does, as it makes each record: cheaper than a method call).
+        self.sequence = itertools.count(1)
         self._seq_at_clear = 0
+        self._seq_taken = 0  # the last number taken that no held entry carries
         self.enabled = size > 0
 
     def next_seq(self) -> int:
         """Take the next sequence number, for the entry about to be appended."""
-        self._seq += 1
+        seq = next(self.sequence)
         if not self.enabled:  # nothing will be appended: not an entry (see dropped)
             self._seq_at_clear += 1
-        return self._seq
+            self._seq_taken = seq
+        return seq
+
+    @property
+    def bytes(self) -> int:
+        """The estimated size of the entries held (see ENTRY_OVERHEAD)."""
+        return self._totals[-1] - self._totals[0]
 
     @property
     def dropped(self) -> int:
@@ -202,7 +218,7 @@ class Journal:
         Worked out rather than counted on every request: each sequence number
         taken while recording is on is an entry appended.
         """
-        return self._seq - self._seq_at_clear - len(self._entries)
+        return self.last_seq - self._seq_at_clear - len(self._entries)
 
     def append(self, entry: Entry) -> None:
         """Append an entry as it is (its ``seq`` already taken with ``next_seq``)."""
@@ -289,19 +305,15 @@ class Journal:
             + HEADER_OVERHEAD * len(record[_REQUEST_HEADERS])
             + answer_cost
         )
-        entries = self._entries
-        costs = self._costs
-        if len(entries) == self.size:  # the oldest falls out below
-            self.bytes -= costs[0]
         # A plain tuple in Entry's field order, not an Entry: see the module docstring.
-        entries.append(record)
-        costs.append(cost)
-        self.bytes += cost
-        # Past the byte budget the oldest go too (inline: with large answers it
-        # runs on every request); the newest always stays, cut to size.
-        while self.bytes > self.max_bytes and len(entries) > 1:
-            entries.popleft()
-            self.bytes -= costs.popleft()
+        self._entries.append(record)
+        total = self._total = self._total + cost
+        totals = self._totals
+        totals.append(total)
+        if total - totals[0] > self.max_bytes:
+            # Past the byte budget the oldest go too (with large answers, on every
+            # request); the newest always stays, cut to size.
+            self._evict()
 
     def _cut(self, record: tuple[Any, ...], head_bytes: int) -> tuple[tuple[Any, ...], int]:
         """The record with its request body cut to ``body_bytes``; the head counted if it must be.
@@ -322,11 +334,9 @@ class Journal:
         return tuple(cut), head_bytes
 
     def _add(self, record: tuple[Any, ...], cost: int) -> None:
-        if len(self._entries) == self.size:
-            self.bytes -= self._costs[0]
         self._entries.append(record)
-        self._costs.append(cost)
-        self.bytes += cost
+        self._total += cost
+        self._totals.append(self._total)
         self._evict()
 
     def _evict(self) -> None:
@@ -334,17 +344,17 @@ class Journal:
 
         The newest entry always stays (it was cut to size).
         """
-        entries, costs = self._entries, self._costs
-        while self.bytes > self.max_bytes and len(entries) > 1:
+        entries, totals = self._entries, self._totals
+        while totals[-1] - totals[0] > self.max_bytes and len(entries) > 1:
             entries.popleft()
-            self.bytes -= costs.popleft()
+            totals.popleft()
 
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
+        last = self.last_seq
         self._entries.clear()
-        self._costs.clear()
-        self.bytes = 0
-        self._seq_at_clear = self._seq
+        self._totals = deque([self._total], maxlen=self._totals.maxlen)
+        self._seq_at_clear = self._seq_taken = last
 
     def resize(
         self,
@@ -365,10 +375,10 @@ class Journal:
         if size:
             while len(self._entries) > size:
                 self._entries.popleft()
-                self.bytes -= self._costs.popleft()
+                self._totals.popleft()
             self._evict()
         self._entries = deque(self._entries, maxlen=size or None)
-        self._costs = deque(self._costs, maxlen=size or None)
+        self._totals = deque(self._totals, maxlen=size + 1 if size else None)
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.select())
@@ -378,7 +388,15 @@ class Journal:
 
     @property
     def last_seq(self) -> int:
-        return self._seq
+        """The last sequence number taken.
+
+        The newest entry's: every number taken while recording is on is an
+        entry appended at once (``add``), and the newest entry is never the one
+        to go; else the last one taken with nothing to append it to.
+        """
+        entries = self._entries
+        newest = entries[-1][_SEQ] if entries else 0
+        return max(newest, self._seq_taken)
 
     def select(
         self,
