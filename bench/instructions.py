@@ -148,6 +148,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=12_000)
     parser.add_argument("--cache", action="store_true", help="also count last-level misses")
     parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "instructions.json"))
+    parser.add_argument(
+        "--sides", help="only these sides (comma-separated ids, e.g. default-sold,large-sold)"
+    )
     args = parser.parse_args()
     if not shutil.which("valgrind"):
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -173,7 +176,8 @@ def main() -> int:
         probe.wait(10)
 
     counts: dict[str, Count] = {}
-    for side in SIDES:
+    chosen = set(args.sides.split(",")) if args.sides else {side.id for side in SIDES}
+    for side in (side for side in SIDES if side.id in chosen):
         counts[side.id] = count(side, args.requests, args.warmup, args.cache, body_bytes)
         misses = counts[side.id].ll_misses
         extra = f", {misses:.1f} LL misses" if misses is not None else ""
@@ -184,6 +188,8 @@ def main() -> int:
     print("|---|---|---|---:|---|---|")
     rows = []
     for comparison in COMPARISONS:
+        if not {comparison.numerator, comparison.denominator} <= counts.keys():
+            continue
         numerator = counts[comparison.numerator].instructions
         denominator = counts[comparison.denominator].instructions
         # Throughput is the inverse of the cost per request.

@@ -25,7 +25,7 @@ HEAD_BYTES = "mockstore.head_bytes"
 # request's ``scope["extensions"]``: the app may answer with one message of
 # this type, ``{"type": RESPONSE, "status": int, "head": bytes, "body": bytes}``,
 # where ``head`` holds the header lines as sent (each ending CRLF), instead of
-# ``http.response.start`` and ``http.response.body``. One write instead of two,
+# ``http.response.start`` and ``http.response.body``. One system call instead of two,
 # and no second pass over headers the app built itself (see api.py).
 RESPONSE = "mockstore.http.response"
 

@@ -2,7 +2,7 @@
 
 mockstore's own server (``protocol.py``) takes an answer in one ASGI message,
 its header block built from a template (``ResponseHeaders.head``), and writes
-it with one write; anywhere else the app sends ``http.response.start`` and
+it with one system call; anywhere else the app sends ``http.response.start`` and
 ``http.response.body`` and uvicorn writes the headers. These tests serve the
 same scenario both ways at once, with a manual clock, send both the same bytes
 over raw sockets, and demand the same bytes back, answer after answer:
