@@ -244,7 +244,9 @@ class FaultEngine:
         request no rule can fire for (most requests of a scenario with rules)
         nothing is built, and ``RequestFacts`` are made only when this returns
         rows, for ``evaluate(facts, screened)``. ``query`` is the raw query
-        string; ``headers`` the ASGI header pairs (names lower-case).
+        string; ``headers`` the ASGI header pairs (names lower-case), or none
+        at all when the caller knows the request carries no header any rule
+        compares (``rule_header_names``).
         """
         table = self._last
         if operation is not table.operation or key is not table.key:
@@ -253,7 +255,30 @@ class FaultEngine:
             table = self._last = self._tables.get((operation, key)) or self._table(operation, key)
         if not table.rows:
             return None
-        rows = table.screen(query, headers, elapsed, self._scope_counts)
+        # The table's _count and its shape of the raw request, inlined: this runs
+        # on every request a rule could apply to, and a call costs a tenth of it.
+        scope_counts = self._scope_counts
+        stale = not table._from <= elapsed < table._until
+        wakes = table._wakes
+        for scope in table.scopes:
+            count = scope_counts[scope] = scope_counts[scope] + 1
+            if count >= wakes[scope]:
+                stale = True
+        if stale:
+            table._forget()
+        shape = 0
+        if table._query_names:
+            found = table._query_bits.get(query)
+            shape = table._query_shape(query) if found is None else found
+        wanted = table._header_bits
+        if wanted:
+            for name, _ in headers:
+                bit = wanted.get(name)
+                if bit is not None:
+                    shape |= bit
+        rows = table._live.get(shape)
+        if rows is None:
+            rows = table._learn(shape, elapsed, scope_counts)
         return Screened(table.needs, rows) if rows else None
 
     def evaluate(self, facts: RequestFacts, screened: Screened | None = None) -> Outcome:
@@ -390,42 +415,12 @@ class _Table:
             header_keys=frozenset(self._header_bits),
         )
 
-    def screen(
-        self,
-        query: bytes,
-        headers: Iterable[tuple[bytes, bytes]],
-        elapsed: float,
-        scope_counts: list[int],
-    ) -> tuple[Row, ...]:
-        """Count a request in the table's scopes; the rows worth trying for it (raw request).
-
-        ``_count`` and the shape, inlined: this runs on every request a rule
-        could apply to.
-        """
-        stale = not self._from <= elapsed < self._until
-        wakes = self._wakes
-        for scope in self.scopes:
-            count = scope_counts[scope] = scope_counts[scope] + 1
-            if count >= wakes[scope]:
-                stale = True
-        if stale:
-            self._forget()
-        shape = 0
-        if self._query_names:
-            found = self._query_bits.get(query)
-            if found is None:
-                found = self._shape(parse_query(query), {})
-                if self._query_budget.admit(self._query_bits, len(query)):
-                    self._query_bits[query] = found
-            shape = found
-        wanted = self._header_bits
-        if wanted:
-            for name, _ in headers:
-                bit = wanted.get(name)
-                if bit is not None:
-                    shape |= bit
-        rows = self._live.get(shape)
-        return rows if rows is not None else self._learn(shape, elapsed, scope_counts)
+    def _query_shape(self, query: bytes) -> int:
+        """The query bits of a raw query string, remembered within a budget."""
+        found = self._shape(parse_query(query), {})
+        if self._query_budget.admit(self._query_bits, len(query)):
+            self._query_bits[query] = found
+        return found
 
     def rows_for(self, facts: RequestFacts, scope_counts: list[int]) -> tuple[Row, ...]:
         """Count a request in the table's scopes; the rows worth trying for it (its facts)."""
@@ -500,6 +495,11 @@ class _Table:
             rows.append(row)
         kept = self._live[shape] = tuple(rows)
         return kept
+
+
+def rule_header_names(rules: Iterable[FaultRule]) -> frozenset[bytes]:
+    """Every request header the rules compare, as ASGI spells it (lower-case bytes)."""
+    return frozenset(name.encode("latin-1") for rule in rules for name, _ in rule.match.headers)
 
 
 # Where screen() starts: no rows, and an operation and key no request has
