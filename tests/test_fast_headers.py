@@ -178,3 +178,16 @@ def test_a_block_without_rate_limit_headers_is_the_plain_one_too() -> None:
     block = fast(built, 3, decision, PLANS[3], clock, False, ratelimit=False)
     assert block == plain(built, 3, decision, PLANS[3], clock, False, ratelimit=False)
     assert b"ratelimit" not in block
+
+
+def test_plans_alike_but_for_one_figure_get_their_own_blocks() -> None:
+    # small and small-day allow 5 a minute; only the day differs, which only
+    # the draft RateLimit-Policy header states: each key's block must say its own.
+    built = headers_for({"ratelimit_draft_headers": True})
+    clock = Clock(start=START, mode="manual")
+    limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
+    for plan, bucket in ((PLANS[1], "key:a"), (PLANS[2], "key:b"), (PLANS[1], "key:a")):
+        decision = _allowed(limiter, plan, clock, bucket)
+        block = fast(built, 5, decision, plan, clock, False)
+        assert block == plain(built, 5, decision, plan, clock, False)
+        assert b'"day";q=%d;' % plan.per_day in _header(block, b"ratelimit-policy")
