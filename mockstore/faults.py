@@ -196,6 +196,13 @@ class FaultEngine:
         self._scope_counts = [0] * len(self._scopes)
         self._tables: dict[tuple[str | None, str | None], _Table] = {}
         self._last = _NO_TABLE  # screen()'s last table
+        # Every query parameter a rule reads has a bit, the same in every table;
+        # the bits of each query string seen (clients repeat theirs) are kept,
+        # within a budget: 256 KiB per engine (one per running state), none from
+        # a query string over 2 KiB.
+        self._query_names = tuple(sorted({n for r in rules for n, _ in r.match.query}))
+        self._query_bits: dict[bytes, int] = {}
+        self._query_budget = ByteBudget(256 * 1024, 2048)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -216,7 +223,7 @@ class FaultEngine:
         table = self._tables.get((operation, key))
         if table is None:
             table = self._tables[(operation, key)] = _Table(
-                self._compiled, operation, key, len(self._scopes)
+                self._compiled, operation, key, len(self._scopes), self._query_names
             )
             table.scopes = tuple(
                 index
@@ -267,9 +274,9 @@ class FaultEngine:
         if stale:
             table._forget()
         shape = 0
-        if table._query_names:
-            found = table._query_bits.get(query)
-            shape = table._query_shape(query) if found is None else found
+        if table._query_mask:
+            found = self._query_bits.get(query)
+            shape = (self._learn_query(query) if found is None else found) & table._query_mask
         wanted = table._header_bits
         if wanted:
             for name, _ in headers:
@@ -280,6 +287,17 @@ class FaultEngine:
         if rows is None:
             rows = table._learn(shape, elapsed, scope_counts)
         return Screened(table.needs, rows) if rows else None
+
+    def _learn_query(self, query: bytes) -> int:
+        """The bits of the rules' query parameters a raw query string carries (and keep them)."""
+        parsed = parse_query(query)
+        bits = 0
+        for i, name in enumerate(self._query_names):
+            if name in parsed:
+                bits |= 1 << i
+        if self._query_budget.admit(self._query_bits, len(query)):
+            self._query_bits[query] = bits
+        return bits
 
     def evaluate(self, facts: RequestFacts, screened: Screened | None = None) -> Outcome:
         """Which rules fire for a request, counting it; ``screened`` if ``screen`` ran already."""
@@ -364,8 +382,8 @@ class _Table:
         "_header_bits",
         "_header_names",
         "_live",
-        "_query_bits",
-        "_query_budget",
+        "_query_bit",
+        "_query_mask",
         "_query_names",
         "_until",
         "_wakes",
@@ -382,6 +400,7 @@ class _Table:
         operation: str | None,
         key: str | None,
         scopes: int = 0,
+        all_query_names: tuple[str, ...] = (),
     ) -> None:
         self.operation = operation
         self.key = key
@@ -393,14 +412,16 @@ class _Table:
         self._query_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.query}))
         self._header_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.headers}))
         # A request's shape is which of those names it carries, one bit each in
-        # an int: the query's names first, then the headers'.
+        # an int: a query parameter's bit is the engine's (all_query_names), the
+        # headers' come after those.
+        self._query_bit = {
+            n: 1 << i for i, n in enumerate(all_query_names) if n in self._query_names
+        }
+        self._query_mask = sum(self._query_bit.values())
         self._header_bits = {
-            n.encode("latin-1"): 1 << (len(self._query_names) + i)
+            n.encode("latin-1"): 1 << (len(all_query_names) + i)
             for i, n in enumerate(self._header_names)
         }
-        # The query bits of each query string seen (clients repeat theirs), in a budget.
-        self._query_bits: dict[bytes, int] = {}
-        self._query_budget = ByteBudget(256 * 1024, 2048)
         self.rows: tuple[Row, ...] = tuple(_row(c) for c in chosen)
         self.scopes: tuple[int, ...] = ()
         # The rows worth trying per shape, good while elapsed is in [_from, _until)
@@ -414,13 +435,6 @@ class _Table:
             body=any(c.rule.match.body for c in chosen),
             header_keys=frozenset(self._header_bits),
         )
-
-    def _query_shape(self, query: bytes) -> int:
-        """The query bits of a raw query string, remembered within a budget."""
-        found = self._shape(parse_query(query), {})
-        if self._query_budget.admit(self._query_bits, len(query)):
-            self._query_bits[query] = found
-        return found
 
     def rows_for(self, facts: RequestFacts, scope_counts: list[int]) -> tuple[Row, ...]:
         """Count a request in the table's scopes; the rows worth trying for it (its facts)."""
@@ -449,9 +463,9 @@ class _Table:
     def _shape(self, query: Mapping[str, Any], headers: Mapping[str, Any]) -> int:
         """The bits of the names a request carries, from its parsed query and headers."""
         shape = 0
-        for i, name in enumerate(self._query_names):
+        for name, bit in self._query_bit.items():
             if name in query:
-                shape |= 1 << i
+                shape |= bit
         for name, bit in zip(self._header_names, self._header_bits.values(), strict=True):
             if name in headers:
                 shape |= bit
@@ -459,9 +473,12 @@ class _Table:
 
     def _learn(self, shape: int, elapsed: float, scope_counts: list[int]) -> tuple[Row, ...]:
         """Choose the rows of a shape and keep them, with how long they stay good."""
-        offset = len(self._query_names)
-        query = {n for i, n in enumerate(self._query_names) if shape >> i & 1}
-        headers = {n for i, n in enumerate(self._header_names) if shape >> (offset + i) & 1}
+        query = {n for n, bit in self._query_bit.items() if shape & bit}
+        headers = {
+            n
+            for n, bit in zip(self._header_names, self._header_bits.values(), strict=True)
+            if shape & bit
+        }
         rows = []
         wakes = self._wakes
         for row in self.rows:
