@@ -178,7 +178,7 @@ def make_har(exchanges: int, path: Path) -> float:
     from mockstore import __version__
     from mockstore.app import create_app
     from mockstore.clock import Clock
-    from mockstore.replay import call
+    from mockstore.fidelity.replayer import call
     from mockstore.reports.har import HarMeta, to_har
     from mockstore.scenario import load_scenario
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
-from mockstore.replay import call
+from mockstore.fidelity.replayer import call
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.reports.html import render_html
 from mockstore.reports.junit import render_junit

@@ -5,7 +5,7 @@ every run, used or not): the public names below are loaded on first use.
 
 - ``mockstore.MockServer``: a real server in a background thread, for any Python code.
 - ``mockstore.Control`` / ``mockstore.AsyncControl``: the typed control API clients
-  (``ControlError``, ``VerificationError``; answers in ``mockstore.control_types``).
+  (``ControlError``, ``VerificationError``; answers in ``mockstore.clients.types``).
 - ``mockstore.create_app()``: the ASGI app, for in-process use with ``httpx.ASGITransport``.
 """
 
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     __version__: str
     from mockstore.app import create_app
-    from mockstore.async_control import AsyncControl
-    from mockstore.control_client import Control
-    from mockstore.control_types import ControlError, VerificationError
+    from mockstore.clients.async_control import AsyncControl
+    from mockstore.clients.control import Control
+    from mockstore.clients.types import ControlError, VerificationError
     from mockstore.server import MockServer
 
 __all__ = [
@@ -32,29 +32,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AsyncControl": "mockstore.async_control",
-    "Control": "mockstore.control_client",
-    "ControlError": "mockstore.control_types",
+    "__version__": "mockstore.version",
+    "AsyncControl": "mockstore.clients.async_control",
+    "Control": "mockstore.clients.control",
+    "ControlError": "mockstore.clients.types",
     "MockServer": "mockstore.server",
-    "VerificationError": "mockstore.control_types",
+    "VerificationError": "mockstore.clients.types",
     "create_app": "mockstore.app",
 }
 
 
-def _version() -> str:
-    # importlib.metadata costs more than the rest of `import mockstore` together.
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mockstore")
-    except PackageNotFoundError:  # running from a source tree without an install
-        return "0.0.0"
-
-
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        globals()[name] = value = _version()
-        return value
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'mockstore' has no attribute {name!r}")

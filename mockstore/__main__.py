@@ -2,6 +2,6 @@
 
 import sys
 
-from mockstore.cli import main
+from mockstore.cli.main import main
 
 sys.exit(main())

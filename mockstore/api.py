@@ -34,7 +34,8 @@ from mockstore.errors import ApiError
 from mockstore.faults import Needs, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
-from mockstore.limits import HEAD_BYTES, RESPONSE, Limits
+from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
+from mockstore.memory import Account, format_size
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
 from mockstore.service import Caller, PetStoreService
@@ -45,6 +46,10 @@ access_log = logging.getLogger("mockstore.access")
 log = logging.getLogger("mockstore.api")
 
 _NOWHERE = Resolved(None, {}, "")
+# An answer larger than this is charged to the connections' share of the memory
+# budget while it is being written (a slow reader can keep it for the write
+# timeout), and sent in pieces; a smaller one goes to the socket's buffer at once.
+HELD_ANSWER_BYTES = WRITE_CHUNK
 # An answer after which the rest of the request may still be on its way.
 _CLOSE: tuple[Header, ...] = ((b"connection", b"close"),)
 
@@ -118,6 +123,7 @@ class Exchange:
     """One request on its way through the pipeline, and what was decided for it."""
 
     __slots__ = (
+        "arrived_after",
         "caller",
         "compiled",
         "content_type",
@@ -154,12 +160,20 @@ class PetStoreAPI:
     """The ASGI app serving the Pet Store interface from a ``Runtime``.
 
     ``body_timeout`` is how long a request body may take to arrive, from the
-    first read (the server's ``--timeout-body``).
+    first read (the server's ``--timeout-body``). ``connections`` is the share
+    of the memory budget that bodies being read and large answers being
+    written draw on (507 ``memory_budget`` when it has no room).
     """
 
-    def __init__(self, runtime: Runtime, body_timeout: float = Limits().body_timeout) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        body_timeout: float = Limits().body_timeout,
+        connections: Account | None = None,
+    ) -> None:
         self.runtime = runtime
         self.body_timeout = body_timeout
+        self.connections = connections
         self._compiled: Compiled | None = None
 
     def _compiled_for(self, scenario: Scenario) -> Compiled:
@@ -171,6 +185,9 @@ class PetStoreAPI:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.runtime.state  # read once: a scenario swap cannot split a request
         ex = Exchange(scope, state, self._compiled_for(state.scenario))
+        # What had been answered when it arrived: the etiquette report tells a
+        # request already in flight when a 429 was sent from one sent after it.
+        ex.arrived_after = self.runtime.journal.last_seq
         # The whole pipeline in one try (free in Python 3.11 until something raises):
         # anything unexpected is still answered, with the caller's headers.
         try:
@@ -273,6 +290,10 @@ class PetStoreAPI:
             raise service.body_too_large()
         chunks: list[bytes] = []
         size = 0
+        # What the body holds while it arrives is charged to the memory budget
+        # (many slow uploads at once would hold their bodies for the body timeout).
+        connections = self.connections
+        charged = 0
         try:
             async with asyncio.timeout(self.body_timeout):
                 while True:
@@ -283,6 +304,10 @@ class PetStoreAPI:
                     size += len(chunk)
                     if size > limit:
                         raise service.body_too_large()
+                    if connections is not None:
+                        if not connections.reserve(len(chunk)):
+                            raise _over_budget(connections, "this request body")
+                        charged += len(chunk)
                     chunks.append(chunk)
                     if not message.get("more_body", False):
                         break
@@ -295,6 +320,8 @@ class PetStoreAPI:
             ) from None
         finally:
             ex.request_body = b"".join(chunks)
+            if charged:
+                connections.release(charged)  # type: ignore[union-attr]
 
     async def _fail(self, send: Send, ex: Exchange, exc: Exception) -> None:
         """Log an unexpected exception with its traceback and answer 500, if still possible."""
@@ -336,10 +363,10 @@ class PetStoreAPI:
             return Answer.scripted(script.reply)
         operation = ex.resolved.operation
         assert operation is not None and ex.caller.key is not None
-        store = state.tenants.store_for(ex.caller.key.tenant)
+        store = state.stores.store_for(ex.caller.key.tenant)
         service = ex.compiled.service
         try:
-            body = service.handlers[operation.operation_id](store, ex)
+            body = service.handlers[operation.operation_id](service, store, ex)
         except ApiError as refusal:
             return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None
@@ -398,16 +425,22 @@ class PetStoreAPI:
             request_id,
         )
 
-    async def _respond(self, send: Send, ex: Exchange, answer: Answer) -> bytes:
+    async def _respond(
+        self, send: Send, ex: Exchange, answer: Answer, charged: bool = False
+    ) -> bytes:
         """Send ``answer`` and journal the exchange; returns the request id it carried.
 
         Under mockstore's own server (``protocol.py``) an answer with none of
-        its own headers and no ``Retry-After`` (every success, most refusals)
-        goes out the fast way: its header block from ``ResponseHeaders.head``'s
-        template, in one ``RESPONSE`` message. Anywhere else (in process,
-        another ASGI server), and for every other answer, the standard way:
-        ``build``'s list in two messages. The bytes on the wire are the same.
+        its own headers, no ``Retry-After`` and a body of at most
+        ``WRITE_CHUNK`` (every ordinary success, most refusals) goes out the
+        fast way: its header block from ``ResponseHeaders.head``'s template, in
+        one ``RESPONSE`` message. Anywhere else (in process, another ASGI
+        server), and for every other answer, the standard way: ``build``'s
+        list in two messages (a large body in pieces, so the client's reading
+        paces it). The bytes on the wire are the same.
         """
+        if len(answer.body) > HELD_ANSWER_BYTES and not charged and self.connections is not None:
+            return await self._respond_held(send, ex, answer, self.connections)
         state = ex.state
         request_id = state.next_request_id()
         body = answer.body
@@ -422,6 +455,7 @@ class PetStoreAPI:
             and RESPONSE in extensions
             and not answer.extra
             and not decision.retry_after
+            and len(sent) <= WRITE_CHUNK
         ):
             head = ex.compiled.headers.head(
                 len(body),
@@ -438,9 +472,25 @@ class PetStoreAPI:
             return request_id
         headers = self._headers(ex, answer, request_id, len(body))
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
-        await send({"type": "http.response.body", "body": sent})
+        if len(sent) > WRITE_CHUNK:
+            await transport.send_in_pieces(send, sent)
+        else:
+            await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, tuple(headers), sent, "response")
         return request_id
+
+    async def _respond_held(
+        self, send: Send, ex: Exchange, answer: Answer, connections: Account
+    ) -> bytes:
+        """``_respond`` for a large answer: charged to the budget while it is written, or 507."""
+        size = len(answer.body)
+        if not connections.reserve(size):
+            refusal = _over_budget(connections, "this answer")
+            return await self._respond(send, ex, Answer.refusal(refusal))
+        try:
+            return await self._respond(send, ex, answer, charged=True)
+        finally:
+            connections.release(size)
 
     async def _break(self, send: Send, ex: Exchange, fault: str, route: Route | None) -> None:
         """Answer with a connection-level fault instead of a well-formed response.
@@ -524,7 +574,9 @@ class PetStoreAPI:
                     latency_ms,
                     ex.rule,
                     outcome,
-                    clock.wall(),
+                    ex.now + clock.wall_offset(),  # wall: the headers' "now"
+                    journal.run,
+                    ex.arrived_after,
                 ),
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),
@@ -547,6 +599,16 @@ class PetStoreAPI:
                     "outcome": outcome,
                 },
             )
+
+
+def _over_budget(connections: Account, what: str) -> ApiError:
+    return ApiError(
+        "memory_budget",
+        f"{what} does not fit in the server's memory budget for connections "
+        f"({format_size(connections.available)} left of {format_size(connections.ceiling)}, "
+        f"--memory-budget) while other clients hold it; retry shortly",
+        headers=_CLOSE,
+    )
 
 
 async def pause(seconds: float) -> None:

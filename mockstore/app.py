@@ -1,4 +1,13 @@
-"""The ASGI entry point: the control API under ``/__mockstore``, the Pet Store elsewhere."""
+"""The app shell of every mockstore server: the control API under ``/__mockstore``, an API else.
+
+``AppShell`` routes each request by path prefix and runs the server's
+background tasks through the ASGI lifespan. ``MockstoreApp`` is the shell with
+the Pet Store API, the whole control API and tenants (``mockstore serve``,
+``MockServer``, ``create_app``); ``mockstore record`` runs the same shell with
+its recording proxy and a narrower control API (``mockstore.fidelity.recorder``).
+So both get the same path checks, the same control API guard and token, and
+(through ``mockstore.server``) the same uvicorn settings and serving limits.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +15,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from starlette.types import ASGIApp
+
 from mockstore.api import PetStoreAPI
-from mockstore.clock import Clock
+from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
+from mockstore.kept_journals import KeptJournals
 from mockstore.limits import Limits
+from mockstore.memory import Account, MemoryBudget
+from mockstore.runs import RunCounter
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
@@ -21,75 +35,59 @@ from mockstore.urls import TENANTS_PREFIX, is_control_path, is_disguised_control
 Background = Callable[[], Awaitable[None]]
 
 
-class MockstoreApp:
-    """Routes each request by path prefix; everything else is the API's to answer.
+class AppShell:
+    """Routes each request by path prefix; everything outside ``/__mockstore`` is ``api``'s.
 
-    Every path outside ``/__mockstore`` goes through the API's pipeline, so an
-    unknown path without a key is a 401, not a 404: a caller without a valid
-    key learns nothing about what exists. Under ``/__mockstore/tenants/<id>/``
-    is a tenant: an app like this one, of its own (see ``mockstore.tenants``).
-    The prefix is matched on the decoded, normalised path, and served only when
-    it is also spelled literally: a proxy that guards ``/__mockstore`` by its
-    raw path cannot be walked around with ``/%5F_mockstore`` or
-    ``/v1/../__mockstore``, which are refused (404).
+    Every path outside ``/__mockstore`` goes to ``api`` (the Pet Store's
+    pipeline answers an unknown path without a key 401, not 404: a caller
+    without a valid key learns nothing about what exists). Under
+    ``/__mockstore/tenants/<id>/`` is a tenant, when the server has tenants
+    (see ``mockstore.tenants``). The prefix is matched on the decoded,
+    normalised path, and served only when it is also spelled literally: a proxy
+    that guards ``/__mockstore`` by its raw path cannot be walked around with
+    ``/%5F_mockstore`` or ``/v1/../__mockstore``, which are refused (404).
+
+    ``limits`` are what the server allows a client (``mockstore.server`` reads
+    them); ``graceful_shutdown`` is how long requests in flight may take to
+    finish once the server is told to stop. ``budget`` is the server's one
+    memory budget (``mockstore.memory``; made from ``limits.memory_budget``
+    when not given), which its connections draw on too.
     """
+
+    graceful_shutdown = 1.0
 
     def __init__(
         self,
-        scenario: Scenario | ScenarioSpec = "default",
+        api: ASGIApp,
+        control: ControlAPI | None,
         *,
-        control: bool = True,
-        control_token: str | None = None,
-        clock: Clock | None = None,
-        tenants: bool = True,
-        template: PetStore | None = None,
+        tenants: TenantRegistry | None = None,
         limits: Limits | None = None,
-        allowed_hosts: Iterable[str] = (),
+        budget: MemoryBudget | None = None,
     ) -> None:
-        if not isinstance(scenario, Scenario):
-            scenario = load_scenario_source(scenario)
-        self.limits = limits = limits or Limits()
-        self.allowed_hosts = tuple(allowed_hosts)
-        self.runtime = Runtime(scenario, clock, template=template)
-        self.api = PetStoreAPI(self.runtime, body_timeout=limits.body_timeout)
-        self.control_token = control_token
-        # Tenants are made and reached through the control API: off with it.
-        self.tenants = TenantRegistry(self._new_tenant) if control and tenants else None
-        self.control = (
-            ControlAPI(
-                self.runtime,
-                control_token,
-                tenants=self.tenants,
-                limits=limits,
-                allowed_hosts=self.allowed_hosts,
-            )
-            if control
-            else None
-        )
+        self.api = api
+        self.control = control
+        self.tenants = tenants
+        self.limits = limits or Limits()
+        self.budget = budget if budget is not None else MemoryBudget(self.limits.memory_budget)
         # Tasks that run while the server serves (``serve --watch``), started and
-        # stopped by the ASGI lifespan.
+        # stopped by the ASGI lifespan, and what to close once it stops.
         self._background: list[Background] = []
         self._tasks: list[asyncio.Task[None]] = []
-
-    def _new_tenant(self) -> MockstoreApp:
-        """A tenant on the running scenario, sharing its pets (copy on write)."""
-        return MockstoreApp(
-            self.runtime.scenario,
-            control_token=self.control_token,
-            tenants=False,
-            template=self.runtime.template,
-            limits=self.limits,
-            allowed_hosts=self.allowed_hosts,
-        )
+        self._shutdown: list[Background] = []
 
     def run_in_background(self, task: Background) -> None:
         """Run ``task()`` from the server's start to its stop (needs the ASGI lifespan)."""
         self._background.append(task)
 
+    def on_shutdown(self, close: Background) -> None:
+        """Await ``close()`` once the server has stopped serving (needs the ASGI lifespan)."""
+        self._shutdown.append(close)
+
     @property
     def needs_lifespan(self) -> bool:
-        """True when background tasks need the ASGI lifespan to start and stop them."""
-        return bool(self._background)
+        """True when background tasks or closing need the ASGI lifespan to run them."""
+        return bool(self._background or self._shutdown)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -109,12 +107,14 @@ class MockstoreApp:
                 )
                 return
             if control:
-                if (
-                    self.tenants is not None
-                    and path.startswith(TENANTS_PREFIX)
-                    and await self.tenants.dispatch(scope, receive, send)
-                ):
-                    return
+                if self.tenants is not None and path.startswith(TENANTS_PREFIX):
+                    # Checked before the tenant is looked up: ids cannot be probed.
+                    refusal = self.control.tenant_refusal(scope, path) if self.control else None
+                    if refusal is not None:
+                        await refusal(scope, receive, send)
+                        return
+                    if await self.tenants.dispatch(scope, receive, send):
+                        return
                 if self.control is None:
                     await _not_found(send, f"no such path: {path} (the control API is off)")
                     return
@@ -134,8 +134,114 @@ class MockstoreApp:
                     for running in self._tasks:
                         running.cancel()
                     await asyncio.gather(*self._tasks, return_exceptions=True)
+                    for close in self._shutdown:
+                        await close()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+
+
+class MockstoreApp(AppShell):
+    """The shell with the Pet Store API, the whole control API and tenants: one mock.
+
+    ``account`` is this mock's share of the memory budget (the server's own
+    share when not given; a tenant's is opened by ``_new_tenant``).
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | ScenarioSpec = "default",
+        *,
+        control: bool = True,
+        control_token: str | None = None,
+        clock: Clock | None = None,
+        tenants: bool = True,
+        template: PetStore | None = None,
+        limits: Limits | None = None,
+        allowed_hosts: Iterable[str] = (),
+        budget: MemoryBudget | None = None,
+        account: Account | None = None,
+        timebase: Timebase = REAL_TIME,
+        runs: RunCounter | None = None,
+    ) -> None:
+        if not isinstance(scenario, Scenario):
+            scenario = load_scenario_source(scenario)
+        limits = limits or Limits()
+        budget = budget if budget is not None else MemoryBudget(limits.memory_budget)
+        if account is None:
+            account = budget.open_share("server", "the server's mock")
+        self.allowed_hosts = tuple(allowed_hosts)
+        # A tenant's runs are numbered by its server's counter (``runs``).
+        self.runtime = Runtime(
+            scenario,
+            clock,
+            template=template,
+            account=account,
+            timebase=timebase,
+            runs=runs,
+            first_run="start" if runs is None else "tenant",
+        )
+        self.control_token = control_token
+        # Tenants are made and reached through the control API: off with it.
+        registry = (
+            TenantRegistry(
+                self._new_tenant,
+                kept=KeptJournals(account=budget.open_share("kept", "kept journals")),
+            )
+            if control and tenants
+            else None
+        )
+        super().__init__(
+            PetStoreAPI(
+                self.runtime, body_timeout=limits.body_timeout, connections=budget.connections
+            ),
+            ControlAPI(
+                self.runtime,
+                control_token,
+                tenants=registry,
+                limits=limits,
+                allowed_hosts=self.allowed_hosts,
+            )
+            if control
+            else None,
+            tenants=registry,
+            limits=limits,
+            budget=budget,
+        )
+
+    def _new_tenant(self, tenant_id: str) -> MockstoreApp:
+        """A tenant on the running scenario, sharing its pets (copy on write).
+
+        It has a share of the memory budget of its own (``OverBudget`` when the
+        budget cannot give its floor), and its runs are numbered by this server's
+        counter.
+        """
+        account = self.budget.open_share("tenant", f"tenant {tenant_id!r}")
+        try:
+            return MockstoreApp(
+                self.runtime.scenario,
+                control_token=self.control_token,
+                tenants=False,
+                template=self.runtime.template,
+                limits=self.limits,
+                allowed_hosts=self.allowed_hosts,
+                budget=self.budget,
+                account=account,
+                timebase=self.runtime.timebase,
+                runs=self.runtime.runs,
+            )
+        except BaseException:
+            account.close()
+            raise
+
+    def close(self) -> None:
+        """Give back everything this app's mock holds to the memory budget (a deleted tenant).
+
+        Nothing of it is left in a reference cycle: its memory goes when the
+        last request that uses it ends, not at the next cyclic collection.
+        """
+        self.runtime.close()
+        if self.control is not None:
+            self.control.close()
 
 
 async def _not_found(send: Any, message: str) -> None:
@@ -161,10 +267,12 @@ def create_app(
     clock: Clock | None = None,
     limits: Limits | None = None,
     allowed_hosts: Iterable[str] = (),
+    timebase: Timebase = REAL_TIME,
 ) -> MockstoreApp:
     """An ASGI app serving ``scenario``: a bundled name, a path, YAML text, or a loaded Scenario.
 
-    Use it in-process with ``httpx.ASGITransport(app=create_app())``.
+    Use it in-process with ``httpx.ASGITransport(app=create_app())``. ``timebase``
+    is where every clock it builds reads the time (tests that simulate waiting).
     """
     return MockstoreApp(
         scenario,
@@ -173,4 +281,5 @@ def create_app(
         clock=clock,
         limits=limits,
         allowed_hosts=allowed_hosts,
+        timebase=timebase,
     )

@@ -10,10 +10,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 ClockMode = Literal["running", "manual"]
+
+
+@dataclass(frozen=True, slots=True)
+class Timebase:
+    """Where clocks read the time: a wall clock and a monotonic one.
+
+    Every clock a server builds (at start, reset, scenario load, for a tenant)
+    reads these two, so a test can hand a server its own and simulate hours of
+    waiting without spending them (``tests/test_client_populations.py``).
+    """
+
+    wall: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+
+    def clock(self, start: float | None = None, mode: ClockMode = "running") -> Clock:
+        return Clock(start, mode, wall=self.wall, monotonic=self.monotonic)
+
+
+REAL_TIME = Timebase()
 
 
 class Clock:
@@ -24,7 +44,7 @@ class Clock:
     ``advance`` or ``set`` moves it.
     """
 
-    __slots__ = ("_base", "_mode", "_monotonic", "_started_at", "start", "wall")
+    __slots__ = ("_base", "_mode", "_monotonic", "_offset", "_started_at", "start", "wall")
 
     def __init__(
         self,
@@ -41,9 +61,13 @@ class Clock:
         # attribute, not a method: the journal reads it on every request.
         self.wall: Callable[[], float] = wall
         self._mode: ClockMode = mode
-        self.start: float = wall() if start is None else float(start)
+        wall_now = wall()
+        self.start: float = wall_now if start is None else float(start)
         self._base = self.start
         self._started_at = monotonic()
+        # How far the wall clock is ahead of this one, fixed when it is set (a
+        # running clock runs at the wall clock's rate): 0 for real time.
+        self._offset = wall_now - self._base
 
     @property
     def mode(self) -> ClockMode:
@@ -65,7 +89,21 @@ class Clock:
     def set(self, when: float) -> float:
         self._base = float(when)
         self._started_at = self._monotonic()
+        self._offset = self.wall() - self._base
         return self._base
+
+    def wall_offset(self) -> float:
+        """Seconds from this clock to the wall clock: an instant ``t`` of this
+        clock is ``t + wall_offset()`` on the wall clock, as far ahead of the
+        wall's now as ``t`` is ahead of this clock's now.
+
+        A running clock keeps the offset it was set with (so an instant maps to
+        the same wall instant on every answer); a manual clock's grows as wall
+        time passes while it stands still. Real time: 0.
+        """
+        if self._mode == "manual":
+            return self.wall() - self._base
+        return self._offset
 
 
 def parse_time(text: str) -> float:
@@ -84,3 +122,30 @@ def format_time(when: float) -> str:
     moment = datetime.fromtimestamp(when, UTC)
     text = moment.isoformat(timespec="milliseconds" if when % 1 else "seconds")
     return text.replace("+00:00", "Z")
+
+
+# The instants a clock may be set to, or a scenario name: from the Unix epoch
+# to the start of the year 9000. Every date mockstore writes from the clock
+# (RFC 3339 in the journal and HARs, a window's end a day later in
+# X-RateLimit-Reset, a ban's end) must stay within what a date can say, the
+# year 9999; a running clock started at the latest would need a thousand
+# years to get there.
+EARLIEST_TIME = 0.0  # 1970-01-01T00:00:00Z
+LATEST_TIME = 221845392000.0  # 9000-01-01T00:00:00Z
+TIME_RANGE = "between 1970-01-01T00:00:00Z and 9000-01-01T00:00:00Z"
+
+
+def outside_range(when: float) -> str | None:
+    """Why ``when`` cannot be a clock's time (a sentence), or None if it can."""
+    if when != when or not EARLIEST_TIME <= when <= LATEST_TIME:
+        shown = "not a number" if when != when else format_time_or_number(when)
+        return f"a time must be {TIME_RANGE}; {shown} is not"
+    return None
+
+
+def format_time_or_number(when: float) -> str:
+    """``format_time(when)``, or the number of seconds where no date can say it."""
+    try:
+        return format_time(when)
+    except (ValueError, OverflowError, OSError):
+        return f"{when:g} seconds from 1970"

@@ -1,19 +1,23 @@
 """What the headers of an API answer say, under one scenario: one story per response.
 
-Every answer carries ``Date`` (the scenario clock) and, unless a scripted
-answer turns them off, the rate-limit figures of the limiter's ``Decision``;
-a refusal adds ``Retry-After``; a deprecated operation adds ``Deprecation``,
-``Sunset`` and ``Link`` for an authenticated caller. All of them describe the
-same decision, rounded the same way: no header names an instant before the one
-from which the client may really retry.
+Every answer carries ``Date`` and, unless a scripted answer turns them off,
+the rate-limit figures of the limiter's ``Decision``; a refusal adds
+``Retry-After``; a deprecated operation adds ``Deprecation``, ``Sunset`` and
+``Link`` for an authenticated caller. All of them describe the same decision,
+rounded the same way: no header names an instant before the one from which
+the client may really retry, nor a sunset after the one it really comes at.
 
-Times are the scenario clock's, except an HTTP-date ``Retry-After``: it is the
-one value a client acts on by *its own* clock (urllib3, requests, httpx-retries,
-tenacity, stamina and backoff all subtract ``time.time()`` from it), so it is
-written on the wall clock, as ``wall now + the wait``. With a clock that runs
-(real time, or a chosen start), the client then waits exactly as long as the
-mock will refuse it, and the etiquette report, which reads the wait back with
-the wall time journaled beside it, agrees.
+**Whose clock.** A client computes a wait from a header by subtracting either
+its own clock or the answer's ``Date``. Waits written as seconds
+(``Retry-After: 30``, ``X-RateLimit-Reset`` as a delta, the draft ``RateLimit``
+header's ``t``) need neither. For instants, the scenario's ``clock.headers``
+chooses: ``wall`` (the default) writes every instant as far from the wall
+clock's now as it lies from the scenario clock's now (``t + offset``, where
+``offset`` is ``Clock.wall_offset()``), and ``Date`` as the wall clock's now,
+so both kinds of client wait the scenario's remaining time, on any clock;
+``scenario`` writes them as the scenario clock names them (``offset`` 0), for
+clients and tests that read the dates themselves. On a clock that runs in real
+time the two are the same.
 
 Pure Python over bytes: no Starlette, no ASGI. The parts that never change are
 encoded once per scenario.
@@ -88,9 +92,31 @@ class _Template:
         self.figures = picked if len(slots) > 1 else (lambda values: (picked(values),))
 
 
+# What a header can state: an instant from 1970 to the end of the year 9999 (an
+# IMF-fixdate has four digits of year). Written on the wall clock, an instant of a
+# scenario clock far from it (set to the year 9000, or 1970) can fall outside:
+# it is written as the nearest one that can be stated, which is as far in the
+# past (or the future) as any client can tell.
+_LATEST_STATED = 253402300799  # 9999-12-31T23:59:59Z
+
+
+def _stated(when: float) -> float:
+    return min(max(when, 0), _LATEST_STATED)
+
+
 def http_date(when: float) -> bytes:
     """An IMF-fixdate (RFC 9110 section 5.6.7) for a Unix time, whole seconds."""
-    return formatdate(when, usegmt=True).encode()
+    return formatdate(_stated(when), usegmt=True).encode()
+
+
+def _after(instant: float, offset: float) -> int:
+    """An instant a client must not act before, on the headers' clock: rounded up."""
+    return math.ceil(_stated(instant + offset))
+
+
+def _before(instant: float, offset: float) -> int:
+    """An instant a client must act by (a sunset), on the headers' clock: rounded down."""
+    return math.floor(_stated(instant + offset))
 
 
 class ResponseHeaders:
@@ -101,13 +127,16 @@ class ResponseHeaders:
         self.retry_after_date = behaviour.retry_after == "http-date"
         self.reset_delta = behaviour.ratelimit_reset == "delta"
         self.draft = behaviour.ratelimit_draft_headers
-        self.deprecation: list[Header] = [
-            (b"deprecation", b"@%d" % int(behaviour.deprecated_since)),
-            (b"sunset", http_date(behaviour.sunset)),
-        ]
+        # Instants written on the wall clock (see the module docstring).
+        self.on_wall_clock = scenario.clock_headers == "wall"
+        self._deprecated_since = behaviour.deprecated_since
+        self._sunset = behaviour.sunset
         successor = _successor_path(scenario.base_path)
+        self._link: list[Header] = []
         if successor is not None:
-            self.deprecation.append((b"link", b'<%s>; rel="successor-version"' % successor))
+            self._link.append((b"link", b'<%s>; rel="successor-version"' % successor))
+        self._deprecation_at: tuple[int, int] | None = None
+        self.deprecation = self.deprecation_headers(0.0)
         self._date_second = -1
         self._date_value = b""
         # head()'s templates, for the second they were made in (the Date, a
@@ -115,13 +144,30 @@ class ResponseHeaders:
         self._templates: dict[tuple[object, ...], _Template | None] = {}
         self._templates_second = -1
 
+    def offset(self, clock: Clock) -> float:
+        """Seconds added to a scenario instant to write it in a header (0: the scenario's)."""
+        return clock.wall_offset() if self.on_wall_clock else 0.0
+
     def date(self, now: float) -> bytes:
-        """The ``Date`` header from the scenario clock, formatted once per second."""
+        """The ``Date`` header for an instant on the headers' clock, formatted once per second."""
         second = int(now)
         if second != self._date_second:
             self._date_second = second
             self._date_value = http_date(second)
         return self._date_value
+
+    def deprecation_headers(self, offset: float) -> list[Header]:
+        """``Deprecation``, ``Sunset`` and ``Link``, rebuilt only when their seconds change."""
+        since = _before(self._deprecated_since, offset)
+        sunset = _before(self._sunset, offset)
+        if self._deprecation_at != (since, sunset):
+            self._deprecation_at = (since, sunset)
+            self.deprecation = [
+                (b"deprecation", b"@%d" % since),
+                (b"sunset", http_date(sunset)),
+                *self._link,
+            ]
+        return self.deprecation
 
     def build(
         self,
@@ -141,8 +187,10 @@ class ResponseHeaders:
 
         Positional: it runs once per request, and named arguments cost more.
         """
-        if int(now) != self._date_second:
-            self.date(now)
+        offset = clock.wall_offset() if self.on_wall_clock else 0.0
+        moment = now + offset
+        if int(moment) != self._date_second:
+            self.date(moment)
         headers: list[Header] = [
             JSON_CONTENT_TYPE,
             (b"content-length", b"%d" % length),
@@ -155,13 +203,19 @@ class ResponseHeaders:
             if self.reset_delta:
                 # Seconds from now, rounded up like every figure: never early.
                 reset = max(0, math.ceil(reset - now))
+            elif offset:
+                reset = _after(reset, offset)
             headers.append((b"x-ratelimit-reset", b"%d" % reset))
             if self.draft:
                 headers.extend(draft_headers(decision, plan, now))
         if decision.retry_after:
-            headers.append((b"retry-after", self.retry_after(decision, now, clock)))
+            if self.retry_after_date:
+                value = http_date(_after(decision.retry_at, offset))
+            else:
+                value = b"%d" % decision.retry_after
+            headers.append((b"retry-after", value))
         if deprecated:
-            headers.extend(self.deprecation)
+            headers.extend(self.deprecation_headers(offset))
         if replaces:
             # A scripted header replaces the default of the same name.
             names = {name for name, _ in extra}
@@ -193,6 +247,16 @@ class ResponseHeaders:
         second (about 30,000 instructions, so a server answering one request a
         second pays more than the plain way; one answering thousands, far less).
         """
+        offset = clock.wall_offset() if self.on_wall_clock else 0.0
+        if offset and clock.mode == "manual":
+            # Instants written on the wall clock from a clock that stands still:
+            # the offset grows with every request, so no template would serve
+            # twice (``Clock.wall_offset``). The plain way.
+            return serialize(
+                self.build(
+                    length, decision, plan, now, clock, deprecated, ratelimit, (), False, request_id
+                )
+            )
         second = int(now)
         templates = self._templates
         if second != self._templates_second or len(templates) >= _MAX_TEMPLATES:
@@ -212,6 +276,11 @@ class ResponseHeaders:
             deprecated,
             ratelimit,
         )
+        if offset:
+            # A running clock set apart from the wall clock (a chosen start): its
+            # instants are written shifted by the offset, and the Date's second
+            # turns at a fraction of the scenario's second of its own.
+            shape = (*shape, offset, int(now + offset))
         try:
             template = templates[shape]
         except KeyError:
@@ -280,14 +349,6 @@ class ResponseHeaders:
         except (TypeError, ValueError):
             return None
         return template if checked == blocks[1] else None
-
-    def retry_after(self, decision: Decision, now: float, clock: Clock) -> bytes:
-        """``Retry-After`` for a refusal: whole seconds, or an HTTP-date on the wall clock."""
-        if not self.retry_after_date:
-            return b"%d" % decision.retry_after
-        # The wall-clock instant the wait ends, rounded up to the second the
-        # HTTP-date can name: never before the client may retry.
-        return http_date(math.ceil(clock.wall() + (decision.retry_at - now)))
 
 
 def draft_headers(decision: Decision, plan: Plan, now: float) -> list[Header]:

@@ -20,20 +20,33 @@ says only when the journal is read: the request id as the header's bytes,
 and the response headers of an answer sent the fast way as its header block
 (one bytes object where a tuple of pairs would hold 15 objects). The hidden
 cost is on the reader: ``select`` splits each block back into pairs.
+
+What it holds is also reserved from its mock's share of the process's memory
+budget (``mockstore.memory``), a ``JOURNAL_BLOCK`` at a time, so the request
+path only compares two numbers. When the budget has no room for another
+block, the oldest entries go to make room (an entry that does not fit even
+alone is dropped), and the journal says so: ``dropped``, and a warning in the
+log at most once a minute.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
+import time as _time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from mockstore.headers import parse_block
-from mockstore.keys import is_alias
+from mockstore.keys import is_alias, key_alias
+from mockstore.memory import Account, format_size
+from mockstore.runs import Run
 from mockstore.scenario.loader import schema_default
+
+log = logging.getLogger("mockstore.journal")
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
@@ -50,6 +63,9 @@ STANDARD_HEADER_BYTES = 48
 STANDARD_HEADER_COST = HEADER_OVERHEAD + STANDARD_HEADER_BYTES
 # A header block stored as it was sent: one bytes object's header.
 BLOCK_OVERHEAD = 33
+# Reserved from the memory budget this much at a time (and given back once two
+# blocks are spare): one comparison per exchange, a reservation every few hundred.
+JOURNAL_BLOCK = 256 * 1024
 
 
 class Entry(NamedTuple):
@@ -58,9 +74,11 @@ class Entry(NamedTuple):
     ``key`` is the full API key the request was counted against (None without
     a valid key); ``status`` is 0 when a connection fault left no response;
     bodies are cut at the journal's ``body_bytes``. ``time`` is the scenario
-    clock and ``wall`` the wall clock when the exchange was answered (None in
-    entries read from a recording that did not say). Entries are immutable, so
-    readers may share them across threads.
+    clock and ``wall`` the wall clock when the request arrived (the "now" its
+    answer's headers were written from; None in entries read from a recording
+    that did not say); ``run``
+    is the run it belongs to (``mockstore.runs``; 0 when not known). Entries
+    are immutable, so readers may share them across threads.
     """
 
     seq: int
@@ -83,6 +101,8 @@ class Entry(NamedTuple):
     rule: str | None
     outcome: str = "response"  # or the name of a connection fault
     wall: float | None = None
+    run: int = 0
+    arrived_after: int = -1  # the last seq answered when it arrived (-1: not known)
 
     def header(self, name: str) -> str | None:
         """The first request header of that name, as sent (the token unmasked)."""
@@ -104,6 +124,8 @@ class Entry(NamedTuple):
             "seq": self.seq,
             "request_id": self.request_id,
             "time": self.time,
+            "wall": self.wall,
+            "run": self.run,
             "elapsed": round(self.elapsed, 6),
             "operation": self.operation,
             "key": mask(self.key) if self.key else None,
@@ -129,15 +151,17 @@ class Entry(NamedTuple):
 
 
 def mask(secret: str) -> str:
-    """Keep enough of a key to tell keys apart, never the whole of it.
+    """A key as the journal shows it: never the whole of it, and never two keys alike.
 
-    A key alias (``key_alias``) reveals nothing and is shown as it is.
+    Its first four characters (none for a key that short) and its alias
+    (``key_alias``: 32 bits of its digest), e.g. ``test*** (key-1a2b3c4d)``, so
+    ``test-key-one`` and ``test-key-two`` are told apart. A key alias reveals
+    nothing and is shown as it is.
     """
     if is_alias(secret):
         return secret
-    if len(secret) <= 4:
-        return "****"
-    return secret[:4] + "*" * min(8, len(secret) - 4)
+    shown = "****" if len(secret) <= 4 else secret[:4] + "*" * min(3, len(secret) - 4)
+    return f"{shown} ({key_alias(secret)})"
 
 
 def decode_headers(headers: RawHeaders, mask_auth: bool = False) -> list[list[str]]:
@@ -175,6 +199,7 @@ class Journal:
         *,
         max_bytes: int = schema_default("journal", "max_bytes"),
         header_bytes: int = schema_default("journal", "header_bytes"),
+        account: Account | None = None,
     ) -> None:
         self.size = size
         self.body_bytes = body_bytes
@@ -195,15 +220,25 @@ class Journal:
         # server does, as it makes each record: cheaper than a method call).
         self.sequence = itertools.count(1)
         self._seq_at_clear = 0
-        self._seq_taken = 0  # the last number taken that no held entry carries
+        # The last sequence number taken: an attribute, not worked out, because
+        # the server reads it as each request arrives (``Entry.arrived_after``).
+        self.last_seq = 0
         self.enabled = size > 0
+        # The share of the memory budget it draws on, and what it reserved there.
+        self.account = account
+        self._held = 0 if account is not None else 2**62
+        self._warned = 0.0  # when the log last said the budget made entries go
+        # The run every entry recorded from now on belongs to, and where the
+        # latest runs began (``begin_run``).
+        self.run = 0
+        self.runs: deque[Run] = deque(maxlen=RUNS_KEPT)
 
     def next_seq(self) -> int:
         """Take the next sequence number, for the entry about to be appended."""
         seq = next(self.sequence)
         if not self.enabled:  # nothing will be appended: not an entry (see dropped)
             self._seq_at_clear += 1
-            self._seq_taken = seq
+            self.last_seq = seq
         return seq
 
     @property
@@ -249,6 +284,7 @@ class Journal:
         outcome: str,
         wall: float,
         head_bytes: int = -1,
+        arrived_after: int = -1,
         /,
     ) -> None:
         """Append one exchange: ``Entry``'s fields after ``seq``, in its order (see ``add``)."""
@@ -257,7 +293,7 @@ class Journal:
         self.add(
             (self.next_seq(), request_id, time, elapsed, method, path, query, request_headers,
              request_body, client, operation, key, plan, status, response_headers,
-             response_body, latency_ms, rule, outcome, wall),
+             response_body, latency_ms, rule, outcome, wall, self.run, arrived_after),
             head_bytes,
         )  # fmt: skip
 
@@ -265,17 +301,16 @@ class Journal:
         """Append one exchange, cutting its headers and bodies to size.
 
         ``record`` holds ``Entry``'s fields in its order, its ``seq`` taken with
-        ``next_seq``: a tuple the server builds in one step, because this runs
-        once per request and passing 20 arguments one by one costs about a
-        third of it (``tests/test_journal.py`` checks that every field lands
-        where it belongs). ``client`` may be the ASGI ``(host, port)`` pair or
-        None (read as the host, or ``unknown``). ``head_bytes`` is the size of
-        the request's head (request line and headers) as the server counted
-        it, or -1 to count it here. The response headers are pairs or a header
-        block (bytes, as sent; see the module docstring). Pairs of a standard
-        answer (no ``rule`` fired) are mockstore's own and short, so estimated
-        (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted; a
-        block is its length.
+        ``next_seq`` and its ``run`` the journal's: a tuple the server builds in one step,
+        because this runs once per request and passing 22 arguments one by one costs about a
+        third of it (``tests/test_journal.py`` checks that every field lands where it
+        belongs). ``client`` may be the ASGI ``(host, port)`` pair or None (read as the
+        host, or ``unknown``). ``head_bytes`` is the size of the request's head (request
+        line and headers) as the server counted it, or -1 to count it here. The response
+        headers are pairs or a header block (bytes, as sent; see the module docstring).
+        Pairs of a standard answer (no ``rule`` fired) are mockstore's own and short, so
+        estimated (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted; a block
+        is its length.
         """
         if not self.enabled:
             return
@@ -307,6 +342,7 @@ class Journal:
         )
         # A plain tuple in Entry's field order, not an Entry: see the module docstring.
         self._entries.append(record)
+        self.last_seq = record[_SEQ]
         total = self._total = self._total + cost
         totals = self._totals
         totals.append(total)
@@ -314,6 +350,10 @@ class Journal:
             # Past the byte budget the oldest go too (with large answers, on every
             # request); the newest always stays, cut to size.
             self._evict()
+        if totals[-1] - totals[0] > self._held:
+            # More than is reserved from the memory budget: a block more (once
+            # every few hundred entries), or the oldest go.
+            self._reserve()
 
     def _cut(self, record: tuple[Any, ...], head_bytes: int) -> tuple[tuple[Any, ...], int]:
         """The record with its request body cut to ``body_bytes``; the head counted if it must be.
@@ -335,9 +375,79 @@ class Journal:
 
     def _add(self, record: tuple[Any, ...], cost: int) -> None:
         self._entries.append(record)
+        self.last_seq = record[_SEQ]
         self._total += cost
         self._totals.append(self._total)
         self._evict()
+        if self.bytes > self._held:
+            self._reserve()
+
+    def _reserve(self) -> None:
+        """Reserve what the entries hold from the memory budget, or let the oldest go.
+
+        Only called when they hold more than is reserved. Blocks first; when no
+        block is to be had, the oldest entries go until the rest fit what is
+        reserved, and an entry too large to fit even alone goes too.
+        """
+        account = self.account
+        assert account is not None
+        need = self.bytes - self._held
+        blocks = -(-need // JOURNAL_BLOCK) * JOURNAL_BLOCK
+        if account.reserve(blocks) or account.reserve(blocks := need):
+            self._held += blocks
+            return
+        entries, totals = self._entries, self._totals
+        gone = 0
+        while self.bytes > self._held and entries:
+            if len(entries) == 1 and account.reserve(self.bytes - self._held):
+                self._held = self.bytes
+                break
+            entries.popleft()
+            totals.popleft()
+            gone += 1
+        now = _time.monotonic()
+        if gone and now - self._warned > 60:
+            self._warned = now
+            log.warning(
+                "the memory budget has no room for more of the journal (%s of it held by "
+                "the journal, %s left in its share): %d older entries were let go; "
+                "raise --memory-budget, or lower journal.max_bytes",
+                format_size(self._held),
+                format_size(account.available),
+                gone,
+            )
+
+    def _give_back(self) -> None:
+        """Release the blocks the entries no longer need (all but one spare)."""
+        account = self.account
+        if account is None:
+            return
+        spare = (self._held - self.bytes) // JOURNAL_BLOCK - 1
+        if spare > 0:
+            account.release(spare * JOURNAL_BLOCK)
+            self._held -= spare * JOURNAL_BLOCK
+
+    def rehome(self, account: Account | None) -> None:
+        """Draw on ``account`` from now on, and take no new entries (a deleted tenant's, kept).
+
+        What the entries hold is reserved there and given back where it was;
+        when ``account`` has no room for all of them, the oldest go.
+        """
+        old, held = self.account, self._held
+        self.enabled = False
+        self.account = account
+        self._held = 0 if account is not None else 2**62
+        if old is not None:
+            old.release(held)
+        if self.bytes > self._held:
+            self._reserve()
+
+    def close(self) -> None:
+        """Forget every entry and give back all it reserved (the journal's mock is gone)."""
+        self.clear()
+        if self.account is not None:
+            self.account.release(self._held)
+            self._held = 0
 
     def _evict(self) -> None:
         """The oldest go first until the entries fit the byte budget.
@@ -349,12 +459,21 @@ class Journal:
             entries.popleft()
             totals.popleft()
 
+    def begin_run(self, run: Run) -> None:
+        """Number every entry from now on with ``run`` (see ``mockstore.runs``)."""
+        self.run = run.number
+        self.runs.append(run)
+
+    def run_of(self, number: int) -> Run | None:
+        """Where run ``number`` began, if it is among the runs kept."""
+        return next((run for run in self.runs if run.number == number), None)
+
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
-        last = self.last_seq
         self._entries.clear()
         self._totals = deque([self._total], maxlen=self._totals.maxlen)
-        self._seq_at_clear = self._seq_taken = last
+        self._seq_at_clear = self.last_seq
+        self._give_back()
 
     def resize(
         self,
@@ -379,6 +498,7 @@ class Journal:
             self._evict()
         self._entries = deque(self._entries, maxlen=size or None)
         self._totals = deque(self._totals, maxlen=size + 1 if size else None)
+        self._give_back()
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.select())
@@ -386,28 +506,18 @@ class Journal:
     def __len__(self) -> int:
         return len(self._entries)
 
-    @property
-    def last_seq(self) -> int:
-        """The last sequence number taken.
-
-        The newest entry's: every number taken while recording is on is an
-        entry appended at once (``add``), and the newest entry is never the one
-        to go; else the last one taken with nothing to append it to.
-        """
-        entries = self._entries
-        newest = entries[-1][_SEQ] if entries else 0
-        return max(newest, self._seq_taken)
-
     def select(
         self,
         operation: str | None = None,
         key: str | None = None,
         status: int | None = None,
         since: int | None = None,
+        run: int | None = None,
     ) -> list[Entry]:
         """Entries in order, filtered; ``since`` keeps those after a sequence number.
 
-        ``key`` is the full API key the request was counted against.
+        ``key`` is the full API key the request was counted against; ``run``
+        keeps one run's entries.
         """
         snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
         make = _entry
@@ -418,16 +528,17 @@ class Journal:
             and (key is None or r[_KEY] == key)
             and (status is None or r[_STATUS] == status)
             and (since is None or r[_SEQ] > since)
+            and (run is None or r[_RUN] == run)
         ]
 
 
 # Where each field sits in a stored record.
 (_SEQ, _REQUEST_ID, _PATH, _QUERY, _REQUEST_HEADERS, _REQUEST_BODY, _CLIENT, _OPERATION, _KEY,
- _STATUS, _RESPONSE_HEADERS, _RESPONSE_BODY, _RULE) = (
+ _STATUS, _RESPONSE_HEADERS, _RESPONSE_BODY, _RULE, _RUN) = (
     Entry._fields.index(name)
     for name in ("seq", "request_id", "path", "query", "request_headers", "request_body",
                  "client", "operation", "key", "status", "response_headers", "response_body",
-                 "rule")
+                 "rule", "run")
 )  # fmt: skip
 
 
@@ -449,6 +560,11 @@ def _entry(record: tuple[Any, ...]) -> Entry:
             fields[_CLIENT] = client[0] if client else "unknown"
         record = tuple(fields)
     return Entry._make(record)
+
+
+# Where the latest runs began: enough for any report to name its runs (a run
+# with no entry left needs none), a few hundred bytes each.
+RUNS_KEPT = 4096
 
 
 def _header_bytes(headers: RawHeaders) -> int:

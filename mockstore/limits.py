@@ -1,7 +1,7 @@
 """What one server allows a client: sizes, timeouts and connections, in one place.
 
-These are the serving limits (``mockstore serve`` options, the README's
-Security section); what a scenario may set (journal, bodies, pets) has its
+These are the serving limits (``mockstore serve`` options, the docs' Security
+page); what a scenario may set (journal, bodies, pets) has its
 bounds in the scenario schema instead. Nothing here imports uvicorn: the app,
 the control API and the CLI all read it.
 """
@@ -11,10 +11,18 @@ from __future__ import annotations
 import resource
 from dataclasses import dataclass, replace
 
+from mockstore.memory import DEFAULT_MEMORY_BUDGET
+
 # A scenario (a PUT body, a file, MOCKSTORE_SCENARIO_YAML) larger than this is
 # refused before it is parsed: YAML is parsed in pure Python, at about a
 # megabyte a second, and 8 MiB already holds 10,000 listed pets many times over.
 MAX_SCENARIO_BYTES = 8 * 1024 * 1024
+
+# The most of an answer handed to a connection at once: a larger body is sent in
+# pieces of this size, and the server waits for the client to read between them
+# (asyncio copies whatever the socket does not take into the connection's
+# buffer, so a 16 MB answer to a client that never reads would stay there whole).
+WRITE_CHUNK = 64 * 1024
 
 # The scope key under which mockstore's protocol (protocol.py) gives the app
 # the size of each request's head, as it counted it anyway: the journal needs
@@ -49,6 +57,10 @@ class Limits:
     * ``max_connections``: open client connections; past it, the one that has
       waited longest on its client is closed to make room (503 when none waits).
     * ``max_control_body_bytes``: a control API request body, a scenario included (413).
+    * ``write_timeout``: how long an answer may wait for its client to read
+      (to take bytes off a full send buffer) before the connection is dropped.
+    * ``memory_budget``: every byte the process holds for its callers, in one
+      budget (``mockstore.memory``); past it, 507.
     """
 
     max_header_bytes: int = 16 * 1024
@@ -57,6 +69,8 @@ class Limits:
     body_timeout: float = 30.0
     max_connections: int = 4096
     max_control_body_bytes: int = MAX_SCENARIO_BYTES
+    write_timeout: float = 15.0
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
 
     def within_descriptors(self) -> tuple[Limits, str | None]:
         """These limits with ``max_connections`` fitted to the process's file descriptors.

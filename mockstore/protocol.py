@@ -16,13 +16,27 @@ connection, for what the server is waiting on:
   the bytes received pass the limit: an 8 MB header is never buffered whole);
 * a request body: from the end of the head, within ``body_timeout``. When the
   app is reading it, the app answers 408 itself (journaled, with the rate-limit
-  headers); a body nobody waits for any more is cut off by closing.
+  headers); a body nobody waits for any more is cut off by closing;
+* an answer the client does not read: the app sends a large body
+  ``WRITE_CHUNK`` at a time and uvicorn waits, between pieces, for the client
+  to read, so at most ``MAX_UNSENT_BYTES`` wait in the connection's buffer;
+  once that is full the client must read within ``write_timeout`` or the
+  connection is dropped (unsent bytes discarded).
+
+The head limit holds per request whatever the framing: a head that begins
+after another request in the same read (pipelining) is measured, not
+assumed to start with the read. What a connection holds beyond a request of
+the usual size (a head spanning reads, unsent bytes) is charged to the
+connections' share of the memory budget (``mockstore.memory``); when the
+share is full, 507 ``memory_budget`` (or, for a client that does not read,
+the connection is dropped).
 
 Past ``max_connections`` the connection that has waited longest on its client
-(silent, or mid-head) is closed to make room, and only when none is waiting is
-the new one answered 503. Every answer written here is an Error body and
-closes the connection; none reaches the app, so none is journaled or counted
-against an allowance (no caller is known yet), as a front proxy's would not be.
+(silent, mid-head, or not reading its answer) is closed to make room, and
+only when none is waiting is the new one answered 503. Every answer written
+here is an Error body and closes the connection; none reaches the app, so none
+is journaled or counted against an allowance (no caller is known yet), as a
+front proxy's would not be.
 
 Why a protocol subclass and not an ASGI guard: a head that never ends never
 reaches the app, and the memory is spent before it would; only the protocol
@@ -47,12 +61,25 @@ from uvicorn.protocols.http.httptools_impl import (
 
 from mockstore.errors import error_body
 from mockstore.headers import parse_block
-from mockstore.limits import HEAD_BYTES, RESPONSE, Limits
+from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
+from mockstore.memory import Account, MemoryBudget, format_size
+from mockstore.urls import CONTROL_PREFIX
+
+# The dashboard's event stream, the server's or a tenant's.
+EVENTS_PATH = CONTROL_PREFIX + "/events"
 
 # What the connection is waiting on from its client.
 IDLE = 0  # no byte of a next request
 HEAD = 1  # a request line and headers
 BODY = 2  # a request body
+
+
+# The transport's high-water mark: past it, writing pauses (uvicorn's flow
+# control), and the next piece of an answer (the app sends a large one
+# WRITE_CHUNK at a time) waits for the client to read.
+WRITE_HIGH_WATER = 64 * 1024
+# So a connection holds at most this much unsent (and is charged it while it does).
+MAX_UNSENT_BYTES = WRITE_HIGH_WATER + WRITE_CHUNK
 
 
 class _HeadTooLarge(Exception):
@@ -68,7 +95,17 @@ class _Wait:
     request slower (measured: about 2% of a request's instructions).
     """
 
-    __slots__ = ("deadline", "head_bytes", "max_head", "phase", "read", "timed")
+    __slots__ = (
+        "charged",
+        "deadline",
+        "head_bytes",
+        "max_head",
+        "midread",
+        "phase",
+        "read",
+        "timed",
+        "unsent",
+    )
 
     def __init__(self, max_head: int) -> None:
         self.max_head = max_head
@@ -77,6 +114,12 @@ class _Wait:
         self.deadline: asyncio.TimerHandle | None = None
         self.head_bytes = 0  # bytes of the current head received in earlier reads
         self.read = 0  # the size of the read being parsed
+        # A head that began after another request within one read (pipelining):
+        # the read's size says nothing of it, so it is measured.
+        self.midread = False
+        self.charged = 0  # bytes reserved from the budget for a head spanning reads
+        # While the client does not read: the deadline for it to, and the bytes charged.
+        self.unsent: asyncio.TimerHandle | None = None
 
 
 # Every request's scope names the one-message answer (limits.RESPONSE): shared,
@@ -99,6 +142,10 @@ async def send_answer(cycle: RequestResponseCycle, message: Any) -> None:
     bookkeeping: flow control, a client that left, ``connection: close`` when
     the connection will not be kept alive, the end-of-response callback. Any
     other message goes to uvicorn's ``send`` unchanged.
+
+    The app sends it only for a body of at most ``WRITE_CHUNK``: a larger one
+    goes the standard way, in pieces, so that a client that does not read
+    paces it (``pause_writing``) instead of finding it all in the buffer.
 
     The hidden costs: the block is written as the app built it, so it is only
     for headers mockstore made itself (``api.py`` sends scripted ones, which
@@ -177,6 +224,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     """
 
     limits: ClassVar[Limits] = Limits()
+    # The share of the server's memory budget that connections draw on (not
+    # uvicorn's ``connections``, the set of open connections).
+    memory: ClassVar[Account] = MemoryBudget().connections
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -186,6 +236,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         if len(self.connections) > self.limits.max_connections and not self._make_room():
             self._refuse(503, "server_busy", "every connection is busy; retry shortly")
             return
@@ -200,15 +251,45 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if wait.deadline is not None:
             wait.deadline.cancel()
             wait.deadline = None
+        if wait.unsent is not None:
+            wait.unsent.cancel()
+            wait.unsent = None
+        if wait.charged:
+            self.memory.release(wait.charged)
+            wait.charged = 0
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        """The server is stopping: a request in flight finishes, a stream ends cleanly.
+
+        The dashboard's event stream has no end of its own, so graceful
+        shutdown would wait for it and then cancel it with a traceback. It is
+        told instead that its client left (it ends as it does when a browser
+        tab closes), and the client gets the stream's last chunk and a closed
+        connection. Other streams (a HAR being written) finish first.
+        """
+        cycle = self.cycle
+        if (
+            cycle is not None
+            and cycle.response_started
+            and not cycle.response_complete
+            and cycle.scope["path"].endswith(EVENTS_PATH)
+        ):
+            cycle.disconnected = True
+            cycle.message_event.set()
+            self.transport.write(b"0\r\n\r\n")
+            self.transport.close()
+            return
+        HttpToolsProtocol.shutdown(self)
 
     def _make_room(self) -> bool:
         """Close the connection that has waited longest on its client; False if none waits.
 
-        Waiting means no request of its is being answered: silent (its
-        keep-alive timer runs), mid-head or trickling a body nobody waits for
-        (its deadline runs); how long it has waited is read off that timer, so
-        nothing is stamped per request.
+        Waiting means no request of its is being answered, or its answer waits
+        for it to read: silent (its keep-alive timer runs), mid-head or
+        trickling a body nobody waits for (its deadline runs), or not reading
+        (its write timer runs); how long it has waited is read off that timer,
+        so nothing is stamped per request.
         Only past the limit, so the scan over every connection is rare.
         """
         victim, earliest = None, float("inf")
@@ -220,17 +301,23 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 victim, earliest = other, since
         if victim is None:
             return False
-        victim.transport.close()
+        if victim._wait.unsent is not None:
+            victim._drop()  # a slow reader: close would wait for it to read
+        else:
+            victim.transport.close()
         return True
 
     def _waiting_since(self) -> float | None:
         """When this connection began waiting on its client, or None if it is not."""
+        wait = self._wait
+        if wait.unsent is not None:
+            # Its answer waits for the client to read: the client is the one holding it up.
+            return wait.unsent.when() - self.limits.write_timeout
         if self.cycle is not None and not self.cycle.response_complete:
             return None  # a request of its is being answered
         idle = self.timeout_keep_alive_task
         if idle is not None:
             return idle.when() - self.timeout_keep_alive
-        wait = self._wait
         if wait.deadline is None:
             return None
         # Mid-head, or sending a body its answer no longer needs.
@@ -269,12 +356,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 # that ends after the app already answered leaves the mark unset:
                 # such a connection is closed once the body deadline passes.
                 phase = wait.phase = IDLE
+                if self.scope is not self.cycle.scope:
+                    # Another head began within this read (a pipelining client)
+                    # and is not complete.
+                    phase = self._head_began_midread()
+                    if phase < 0:
+                        return
         elif phase == HEAD:
             # Still in the head that was under way when the read began: the
-            # whole read was head. (A head that begins after another request
-            # within one read, from a pipelining client, leaves the phase IDLE:
-            # it is counted from its next read on, at most one read uncounted,
-            # and measured exactly once complete.)
+            # whole read was head.
             wait.head_bytes += len(data)
             if wait.head_bytes > wait.max_head:
                 self._refuse_head_too_large()
@@ -286,9 +376,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         wait = self._wait
         # The head so far: the earlier reads, and at most this whole read (it
         # may hold a body, or the next request, too); measured exactly when
-        # that passes the limit.
+        # that passes the limit, or when the head began in the middle of an
+        # earlier read (what came before it there was not counted).
         head = wait.head_bytes + wait.read
-        if head > wait.max_head:
+        if head > wait.max_head or wait.midread:
+            wait.midread = False
             head = self._head_size()
             if head > wait.max_head:
                 raise _HeadTooLarge
@@ -307,6 +399,24 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # attribute caches are per class), about 3,000 instructions a request.
             cycle.send = MethodType(send_answer, cycle)  # type: ignore[method-assign]
 
+    def _head_began_midread(self) -> int:
+        """A head began after another request within this read: count what came of it.
+
+        The read's size says nothing of where the head began, so the head is
+        measured so far (its request line and complete headers; a header
+        still being parsed is at most the rest of this read) and its deadline
+        starts; once complete, it is measured exactly (``on_headers_complete``).
+        Returns the phase, or -1 if the connection was refused.
+        """
+        wait = self._wait
+        wait.phase = HEAD
+        wait.midread = True
+        wait.head_bytes = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)
+        if wait.head_bytes > wait.max_head:
+            self._refuse_head_too_large()
+            return -1
+        return HEAD
+
     def _head_size(self) -> int:
         """The head as sent, give or take optional whitespace: request line and header lines."""
         size = len(self.parser.get_method()) + len(self.url) + len(" HTTP/1.1\r\n\r\n") + 1
@@ -321,11 +431,61 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if wait.deadline is not None:
             wait.deadline.cancel()
             wait.deadline = None
+        if wait.charged:
+            self.memory.release(wait.charged)
+            wait.charged = 0
         wait.timed = phase
         if phase == HEAD:
+            # A head spanning reads is held in the parser's buffers until it is
+            # complete: charged its most, as it may grow to that.
+            if not self.memory.reserve(wait.max_head):
+                self._refuse_over_budget("a request head that spans reads")
+                return
+            wait.charged = wait.max_head
             wait.deadline = self.loop.call_later(self.limits.header_timeout, self._late)
         elif phase == BODY:
             wait.deadline = self.loop.call_later(self.limits.body_timeout, self._late)
+
+    # -- writing ---------------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        """The client is not reading as fast as the answer goes out: it has ``write_timeout``.
+
+        The bytes it leaves unsent are charged to the budget meanwhile; when the
+        budget has no room for them, the connection is dropped at once.
+        """
+        wait = self._wait
+        if wait.unsent is None and not self.transport.is_closing():
+            if not self.memory.reserve(MAX_UNSENT_BYTES):
+                self._drop()
+                return
+            wait.unsent = self.loop.call_later(self.limits.write_timeout, self._drop)
+        self.flow.pause_writing()
+
+    def resume_writing(self) -> None:
+        wait = self._wait
+        if wait.unsent is not None:
+            wait.unsent.cancel()
+            wait.unsent = None
+            self.memory.release(MAX_UNSENT_BYTES)
+        self.flow.resume_writing()
+
+    def _drop(self) -> None:
+        """Drop a connection whose client does not read: its unsent bytes are discarded."""
+        wait = self._wait
+        if wait.unsent is not None:
+            wait.unsent.cancel()
+            wait.unsent = None
+            self.memory.release(MAX_UNSENT_BYTES)
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            # The answer being written stops at once (its send returns), and
+            # nothing more is written to the dropped transport.
+            cycle.disconnected = True
+            cycle.message_event.set()
+        self.flow.resume_writing()
+        # abort, not close: close would keep the unsent bytes until they are read.
+        self.transport.abort()
 
     def _late(self) -> None:
         wait = self._wait
@@ -349,6 +509,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 self.transport.close()
 
     # -- answers written by the connection itself --------------------------------
+
+    def _refuse_over_budget(self, what: str) -> None:
+        budget = self.memory.root.ceiling
+        self._refuse(
+            507,
+            "memory_budget",
+            f"{what} does not fit in the server's memory budget for connections "
+            f"({format_size(self.memory.ceiling)} of {format_size(budget)}, --memory-budget) "
+            "while other clients hold it; retry shortly",
+        )
 
     def _refuse_head_too_large(self) -> None:
         self._refuse(
@@ -384,6 +554,11 @@ def _seconds(value: float) -> str:
     return f"{value:g}"
 
 
-def protocol_class(limits: Limits) -> type[GuardedHttpToolsProtocol]:
-    """The protocol class for one server, with its limits."""
-    return type("MockstoreHttpProtocol", (GuardedHttpToolsProtocol,), {"limits": limits})
+def protocol_class(
+    limits: Limits, budget: MemoryBudget | None = None
+) -> type[GuardedHttpToolsProtocol]:
+    """The protocol class for one server, with its limits and the budget its connections draw on."""
+    attributes: dict[str, Any] = {"limits": limits}
+    if budget is not None:
+        attributes["memory"] = budget.connections
+    return type("MockstoreHttpProtocol", (GuardedHttpToolsProtocol,), attributes)

@@ -40,8 +40,8 @@ import pytest
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from mockstore.control_client import Control
-    from mockstore.control_types import (
+    from mockstore.clients.control import Control
+    from mockstore.clients.types import (
         ClockState,
         JournalEntry,
         ResetResult,
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from mockstore.server import MockServer
 
 MARKER = "mockstore_scenario"
-START_TIMEOUT = 30.0
 
 
 # -- hooks ---------------------------------------------------------------------
@@ -95,8 +94,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     url = config.getoption("--mockstore-url")
     if not url:
         return None
-    from mockstore.control_client import Control
-    from mockstore.control_types import ControlError
+    from mockstore.clients.control import Control
+    from mockstore.clients.types import ControlError
 
     with Control(url, config.getoption("--mockstore-token"), timeout=2) as control:
         try:
@@ -184,6 +183,11 @@ class MockstoreServer:
         """Load ``scenario`` (a bundled name, a path, YAML text or a mapping)."""
         return self.control.load_scenario(scenario, file=label)
 
+    @property
+    def shared(self) -> bool:
+        """True for a server given by ``--mockstore-url`` used as it is (not a tenant of it)."""
+        return self.server is None and self.tenant is None
+
     def restore_baseline(self) -> None:
         self.control.load_scenario(self.baseline_source, file=self.baseline_file)
         self.swapped = False
@@ -196,7 +200,7 @@ class MockstoreServer:
         close = getattr(self.control, "close_for_real", self.control.close)
         close()
         if self._owner is not None:
-            from mockstore.control_types import ControlError
+            from mockstore.clients.types import ControlError
 
             try:
                 if self.tenant is not None:
@@ -269,7 +273,7 @@ class Mockstore:
 
 @functools.cache
 def _session_control_class() -> type:
-    from mockstore.control_client import Control
+    from mockstore.clients.control import Control
 
     class SessionControl(Control):
         """The session's Control: it tells the session when a test swaps the scenario,
@@ -338,10 +342,15 @@ def mockstore_server(
 
 
 @pytest.fixture
-def mockstore(mockstore_server: MockstoreServer, request: pytest.FixtureRequest) -> Mockstore:
+def mockstore(
+    mockstore_server: MockstoreServer, request: pytest.FixtureRequest
+) -> Iterator[Mockstore]:
     """The session's mockstore server, reset to a fresh state for this test.
 
     ``@pytest.mark.mockstore_scenario(...)`` runs the test on another scenario.
+    On a shared server (``--mockstore-url``), a scenario the test loaded is
+    replaced by the session's again when the test ends: the server is never
+    left on a test's scenario for whoever uses it next.
     """
     server = mockstore_server
     marker = request.node.get_closest_marker(MARKER)
@@ -363,7 +372,9 @@ def mockstore(mockstore_server: MockstoreServer, request: pytest.FixtureRequest)
         # client): put the session's back so this test starts where it expects.
         server.restore_baseline()
         answer = server.reset()
-    return Mockstore(server, answer.journal_seq)
+    yield Mockstore(server, answer.journal_seq)
+    if server.swapped and server.shared:
+        server.restore_baseline()
 
 
 # -- starting and reaching servers -------------------------------------------------
@@ -376,7 +387,7 @@ def _started_server(scenario: str | None) -> MockstoreServer:
     # Configured by the plugin's options only: MOCKSTORE_* variables meant for a
     # container (port, token, inline scenario) are never read by MockServer.
     try:
-        server = MockServer(scenario or "default", start_timeout=START_TIMEOUT)
+        server = MockServer(scenario or "default")
     except ScenarioNotFound as exc:
         raise pytest.UsageError(f"--mockstore-scenario: mockstore did not start: {exc}") from None
     except ScenarioError as exc:
@@ -397,7 +408,8 @@ def _started_server(scenario: str | None) -> MockstoreServer:
 
 
 def _external_server(config: pytest.Config, url: str, token: str | None) -> MockstoreServer:
-    from mockstore.control_types import ControlError
+    from mockstore.clients.types import ControlError
+    from mockstore.server import START_TIMEOUT
 
     worker, workers, run_id = _xdist_worker(config)
     control = _session_control(url, token)

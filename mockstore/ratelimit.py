@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -125,6 +126,8 @@ class Bucket:
         "minute_start",
         "minute_used",
         "rejections",
+        "told_until",
+        "told_until_wall",
     )
 
     def __init__(self) -> None:
@@ -134,6 +137,10 @@ class Bucket:
         self.day_used = 0
         self.rejections: deque[float] = deque()
         self.banned_until: float | None = None
+        # The instant the last refusal said to come back at, on the scenario
+        # clock and on the wall clock (see ``RateLimiter._record_rejection``).
+        self.told_until: float | None = None
+        self.told_until_wall = 0.0
 
     def roll(self, now: float) -> None:
         """Start new windows when the clock has moved past the current ones (or back)."""
@@ -150,10 +157,17 @@ class Bucket:
 
 
 class RateLimiter:
-    """Counts requests per bucket against a plan and bans persistent offenders."""
+    """Counts requests per bucket against a plan and bans persistent offenders.
 
-    def __init__(self, ban: BanPolicy) -> None:
+    ``wall`` is the wall clock (the clock's ``wall``), read only when a request
+    is refused: a client that waited as it was told by the wall clock, while a
+    manual scenario clock stood still, is refused again but is not "sending
+    on after 429" and is never banned for it.
+    """
+
+    def __init__(self, ban: BanPolicy, wall: Callable[[], float] | None = None) -> None:
         self.ban = ban
+        self.wall = wall
         self._buckets: dict[str, Bucket] = {}
 
     def _bucket(self, bucket_id: str, now: float) -> Bucket:
@@ -192,7 +206,7 @@ class RateLimiter:
         if minute_left <= 0 or day_left <= 0:
             # Waiting for the minute window is pointless while the day is spent.
             reset = bucket.day_end if day_left <= 0 else bucket.minute_end
-            self._record_rejection(bucket, now)
+            self._record_rejection(bucket, now, reset)
             return self._decision("rate_limited", plan, bucket, now, reset)
 
         bucket.minute_used += 1
@@ -206,7 +220,21 @@ class RateLimiter:
             return self._decision("key_banned", plan, bucket, now, bucket.banned_until)
         return self._decision("allowed", plan, bucket, now, 0.0)
 
-    def _record_rejection(self, bucket: Bucket, now: float) -> None:
+    def _record_rejection(self, bucket: Bucket, now: float, retry_at: float) -> None:
+        if self.wall is not None:
+            wall = self.wall()
+            # The client came back when the wall clock said it might, but the
+            # scenario clock has not got there (a manual clock): it did as it was
+            # told, so this refusal does not count toward a ban.
+            waited = (
+                bucket.told_until is not None
+                and now < bucket.told_until
+                and wall >= bucket.told_until_wall
+            )
+            bucket.told_until = retry_at
+            bucket.told_until_wall = wall + (retry_at - now)
+            if waited:
+                return
         rejections = bucket.rejections
         rejections.append(now)
         horizon = now - self.ban.within_seconds
@@ -271,14 +299,17 @@ class RateLimiter:
         )
 
     def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
+        """A bucket's standing; during a ban nothing is left in either window, as the
+        headers of its answers say."""
         bucket = self._bucket(bucket_id, now)
         banned = bucket.banned_until if bucket.banned_until and now < bucket.banned_until else None
+        left = 0 if banned is not None else 1
         return Usage(
             minute_used=bucket.minute_used,
-            minute_remaining=max(0, plan.per_minute - bucket.minute_used),
+            minute_remaining=left * max(0, plan.per_minute - bucket.minute_used),
             minute_reset=bucket.minute_start + MINUTE,
             day_used=bucket.day_used,
-            day_remaining=max(0, plan.per_day - bucket.day_used),
+            day_remaining=left * max(0, plan.per_day - bucket.day_used),
             day_reset=bucket.day_start + DAY,
             banned_until=banned,
             recent_rejections=len(bucket.rejections),
@@ -301,3 +332,20 @@ class RateLimiter:
 
     def forget(self, bucket_id: str) -> None:
         self._buckets.pop(bucket_id, None)
+
+    def rebase(self, now: float, to: float) -> None:
+        """The clock moves back from ``now`` to ``to``: recount every bucket for the new instant.
+
+        What was counted happened after the new instant, so no window holds it:
+        each starts afresh. A ban keeps what was left of it, from the new
+        instant (a ban never grows by the clock moving back), and a told wait
+        is forgotten with the run it was told in.
+        """
+        for bucket in self._buckets.values():
+            bucket.minute_start = bucket.minute_end = bucket.day_start = bucket.day_end = -1
+            bucket.minute_used = bucket.day_used = 0
+            bucket.rejections.clear()
+            bucket.told_until = None
+            if bucket.banned_until is not None:
+                left = bucket.banned_until - now
+                bucket.banned_until = to + left if left > 0 else None

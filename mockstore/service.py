@@ -19,6 +19,7 @@ from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket
+from mockstore.memory import OverBudget
 from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
@@ -77,7 +78,7 @@ class Call(Protocol):
     content_type: bytes | None
 
 
-Handler = Callable[[PetStore, Call], bytes]
+Handler = Callable[["PetStoreService", PetStore, Call], bytes]
 
 
 def _error_styles(
@@ -97,6 +98,17 @@ def _error_styles(
         if code != own or status is not None:
             styles[condition] = (code, status)
     return styles
+
+
+def _sunset_rule(operation: schemas.Operation, handler: Handler, sunset: float) -> Handler:
+    """A deprecated operation's handler: 410 gone from the sunset on."""
+
+    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes:
+        if call.now >= sunset:
+            raise service._gone(operation)
+        return handler(service, store, call)
+
+    return until_sunset
 
 
 def human_date(when: float) -> str:
@@ -130,15 +142,19 @@ class PetStoreService:
         self._keep_unknown_fields = behaviour.unknown_fields == "keep"
         self._styles = _error_styles(behaviour.error_codes, behaviour.validation_status)
         operations: dict[str, Handler] = {
-            "listPets": self.list_pets,
-            "createPet": self.create_pet,
-            "getPet": self.get_pet,
-            "listOrders": self.list_orders,
+            "listPets": PetStoreService.list_pets,
+            "createPet": PetStoreService.create_pet,
+            "getPet": PetStoreService.get_pet,
+            "listOrders": PetStoreService.list_orders,
         }
-        # Each operation's handler, the sunset rule wrapped around deprecated ones.
+        # Each operation's handler, the sunset rule wrapped around deprecated ones:
+        # ``handlers[name](service, store, call)``. Functions, not methods bound to
+        # this service: a service holding its own bound methods is a reference
+        # cycle, and a replaced scenario (or a deleted tenant) would wait for the
+        # cyclic collector to be freed.
         self.handlers: dict[str, Handler] = {
-            name: self._sunset_rule(OPERATIONS[name], handler)
-            if OPERATIONS[name].deprecated
+            name: _sunset_rule(OPERATIONS[name], handler, self._sunset)
+            if OPERATIONS[name].deprecated and self._gone_after_sunset
             else handler
             for name, handler in operations.items()
         }
@@ -244,18 +260,6 @@ class PetStoreService:
 
     # -- the operations -------------------------------------------------------
 
-    def _sunset_rule(self, operation: schemas.Operation, handler: Handler) -> Handler:
-        """A deprecated operation's handler: 410 gone from the sunset on (unless kept)."""
-        if not self._gone_after_sunset:
-            return handler
-
-        def until_sunset(store: PetStore, call: Call) -> bytes:
-            if call.now >= self._sunset:
-                raise self._gone(operation)
-            return handler(store, call)
-
-        return until_sunset
-
     def list_pets(self, store: PetStore, call: Call) -> bytes:
         query = self._list_query(call.query)
         return store.list_json(query["limit"], query["status"])
@@ -275,6 +279,8 @@ class PetStoreService:
             _, encoded = store.create(self.new_pet(value), self._max_store_bytes)
         except StoreFull as full:
             raise ApiError("store_full", str(full)) from None
+        except OverBudget as over:
+            raise ApiError("memory_budget", f"{over}; nothing was stored") from None
         return encoded
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:

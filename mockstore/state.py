@@ -8,7 +8,17 @@ state forks its store from them, so a reset costs the same whatever the
 number of pets. A swap can be built in a worker thread (``prepare``) and only
 assigned on the event loop (``install``).
 The journal is not part of the state: it outlives resets and swaps, so a
-report at the end of a test run covers every test.
+report at the end of a test run covers every test. Each reset, swap and
+backwards move of the clock begins a new *run* in it (``mockstore.runs``).
+
+**Memory.** A runtime given a share of the process's memory budget
+(``mockstore.memory``) charges everything it holds for its callers to it:
+the journal, the scenario in service and its pets, and each state's stores
+(a per-key store has a share of its own, ``SHARES["key"]``) and issued keys.
+What a state or a scenario held is given back the moment it is replaced
+(``reset``, ``install``) and a runtime's all at once when it is closed (a
+deleted tenant); nothing here is a reference cycle, so the memory itself goes
+as soon as the last request that uses it ends.
 """
 
 from __future__ import annotations
@@ -16,38 +26,71 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
-from mockstore.clock import Clock
+from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.faults import FaultEngine, RouteTable
 from mockstore.journal import Journal
 from mockstore.keys import ApiKey, KeyRing, key_bucket
+from mockstore.memory import SHARES, Account
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
+from mockstore.runs import Run, RunCounter, RunReason
 from mockstore.scenario.model import Scenario
-from mockstore.store import PetStore
+from mockstore.store import _LIST_CACHE_BYTES, PET_OVERHEAD, PetStore
 
 # A ban policy that can never trigger, for scenarios with ``ban: {enabled: false}``.
 NO_BAN = BanPolicy(after_rejections=2**62, within_seconds=1, duration_seconds=0)
 
+# What a mock holds whatever it serves, charged when it opens: its service's
+# caches of parsed queries (validation.QUERY_CACHE_BYTES) and compiled tables.
+MOCK_COST = 2 * 1024 * 1024
+# What an issued key holds: the key, its bucket, and its own store when isolated.
+KEY_COST = 4 * 1024
+# What a scenario in service holds beyond its pets, per byte of its text: the
+# text itself (kept for HAR exports) and the model built from it (measured:
+# 1.6 bytes per byte for 10,000 listed pets, more for short values; plus
+# VALUE_COST per value).
+SCENARIO_TEXT_FACTOR = 2
+# A generated pet, in the inventory (measured with 200,000: 590 bytes each).
+GENERATED_PET_COST = 640
 
-class Tenants:
-    """One shared store, or one store per tenant (``isolation: per_key``)."""
 
-    def __init__(self, scenario: Scenario, template: PetStore) -> None:
+class Stores:
+    """One shared store, or one per group of keys (``isolation: per_key``).
+
+    A group is the keys that name the same ``tenant`` in the scenario (each key
+    on its own by default). Not to be confused with a server's tenants
+    (``mockstore.tenants``), which are whole isolated mocks.
+
+    Given a share of the memory budget, the shared store draws on it and each
+    group's store on a share of its own within it (``SHARES["key"]``).
+    """
+
+    def __init__(
+        self, scenario: Scenario, template: PetStore, account: Account | None = None
+    ) -> None:
         self.per_key = scenario.isolation == "per_key"
-        self.shared = template.fork()
+        self.account = account
+        self.shared = template.fork(account)
         # With per_key isolation the shared store is never written: it is the
-        # template each tenant's store is copied from.
+        # template each group's store is copied from.
         self._stores: dict[str, PetStore] = {}
 
-    def stores(self) -> list[PetStore]:
+    def all(self) -> list[PetStore]:
         return [self.shared, *self._stores.values()]
 
-    def store_for(self, tenant: str | None) -> PetStore:
-        if not self.per_key or tenant is None:
+    def store_for(self, group: str | None) -> PetStore:
+        """The store of the keys naming ``group`` (their ``tenant``), or the shared one."""
+        if not self.per_key or group is None:
             return self.shared
-        store = self._stores.get(tenant)
+        store = self._stores.get(group)
         if store is None:
-            store = self._stores[tenant] = self.shared.fork()
+            store = self._stores[group] = self.shared.fork(self._key_share(group))
         return store
+
+    def _key_share(self, group: str) -> Account | None:
+        if self.account is None:
+            return None
+        ceiling = int(self.account.root.ceiling * SHARES["key"].ceiling)
+        return self.account.share(f"the store of keys {group!r}", ceiling)
 
 
 class MockState:
@@ -58,16 +101,20 @@ class MockState:
         scenario: Scenario,
         clock: Clock | None = None,
         template: PetStore | None = None,
+        account: Account | None = None,
+        timebase: Timebase = REAL_TIME,
         keys: KeyRing | None = None,
     ) -> None:
         self.scenario = scenario
-        self.clock = clock or Clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
+        # What this state holds (its stores and issued keys), given back when it is replaced.
+        self.account = account
+        self.clock = clock or timebase.clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
         # ``keys``: the scenario's ring, copied (hashing every key again cost
         # half of a reset); built here when not given.
         self.keys = keys.copy() if keys is not None else scenario_keys(scenario)
-        self.limiter = RateLimiter(scenario.ban or NO_BAN)
-        self.tenants = Tenants(scenario, template or PetStore(scenario.initial_pets()))
+        self.limiter = RateLimiter(scenario.ban or NO_BAN, wall=self.clock.wall)
+        self.stores = Stores(scenario, template or PetStore(scenario.initial_pets()), account)
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -86,6 +133,11 @@ class MockState:
         self.requests_served += 1
         return b"req-%06d" % self.requests_served
 
+    def close(self) -> None:
+        """Give back what this state held to the memory budget (it is being replaced)."""
+        if self.account is not None:
+            self.account.close()
+
 
 def scenario_keys(scenario: Scenario) -> KeyRing:
     """The key ring a scenario declares."""
@@ -93,23 +145,105 @@ def scenario_keys(scenario: Scenario) -> KeyRing:
 
 
 class Runtime:
-    """Holds the current state, the journal, and what the control API may change."""
+    """Holds the current state, the journal, and what the control API may change.
+
+    ``account``: its share of the process's memory budget (None: nothing is
+    charged, as for a mock used in process without a server). ``runs``
+    numbers the runs (one counter per server, shared with its tenants);
+    ``first_run`` says why the first one began. ``timebase`` is where every
+    clock this runtime builds reads the time.
+    """
 
     def __init__(
-        self, scenario: Scenario, clock: Clock | None = None, *, template: PetStore | None = None
+        self,
+        scenario: Scenario,
+        clock: Clock | None = None,
+        *,
+        template: PetStore | None = None,
+        account: Account | None = None,
+        timebase: Timebase = REAL_TIME,
+        runs: RunCounter | None = None,
+        first_run: RunReason = "start",
     ) -> None:
+        self.account = account
         self._clock_override = clock
+        self._closed = False
+        if account is not None:
+            account.take(MOCK_COST, "a mock")
+        self.timebase = timebase
         # The scenario's pets, built once: every state forks its store from them
         # (generating and encoding 100,000 pets again would take most of a second).
+        # A template given is someone else's (a tenant shares the server's pets).
+        self._scenario_share = self._share("the scenario in service")
+        if self._scenario_share is not None:
+            self._scenario_share.take(_text_cost(scenario), "the scenario in service")
         self._template = template or PetStore(scenario.initial_pets())
+        if template is None and self._scenario_share is not None:
+            self._scenario_share.take(self._template.inventory.cost, "the scenario's pets")
         self._keys = scenario_keys(scenario)  # every reset copies it
-        self.state = MockState(scenario, clock, self._template, self._keys)
+        self.state = MockState(
+            scenario, clock, self._template, self._state_share(), timebase, self._keys
+        )
         self.journal = Journal(
             scenario.journal_size,
             scenario.journal_body_bytes,
             max_bytes=scenario.journal_max_bytes,
             header_bytes=scenario.journal_header_bytes,
+            account=account,
         )
+        self.runs = runs or RunCounter()
+        self._begin_run(first_run)
+
+    def _begin_run(self, reason: RunReason) -> Run:
+        clock = self.state.clock
+        run = Run(
+            self.runs.next(),
+            reason,
+            self.journal.last_seq + 1,
+            clock.now(),
+            clock.wall(),
+            self.state.scenario.name,
+            self.state.scenario.clock_headers,
+        )
+        self.journal.begin_run(run)
+        return run
+
+    @property
+    def run(self) -> int:
+        """The run the next request belongs to."""
+        return self.journal.run
+
+    def move_clock(self, when: float) -> bool:
+        """Set the scenario clock; True when that moved it back and began a new run.
+
+        Moving back, the limits and bans are recomputed for the new instant
+        (``RateLimiter.rebase``): no answer names a wait that only makes sense
+        at the time the clock came from.
+        """
+        state = self.state
+        now = state.clock.now()
+        if when >= now:
+            state.clock.set(when)
+            return False
+        state.limiter.rebase(now, when)
+        state.clock.set(when)
+        self._begin_run("clock")
+        return True
+
+    def _share(self, name: str, floor: int = 0) -> Account | None:
+        """A share of this runtime's account, closed when what it holds is replaced."""
+        if self.account is None:
+            return None
+        return self.account.share(name, self.account.ceiling, floor)
+
+    def _state_share(self) -> Account | None:
+        """A state's share: a quarter of the mock's floor is kept for its stores and keys.
+
+        So a journal filling up cannot leave a client's creates without room:
+        the journal lets its oldest entries go instead.
+        """
+        floor = self.account.floor // 4 if self.account is not None else 0
+        return self._share("state", floor)
 
     @property
     def template(self) -> PetStore:
@@ -125,7 +259,17 @@ class Runtime:
         clock = self._clock_override
         if clock is not None:
             clock.set(clock.start)
-        self.state = MockState(self.state.scenario, clock, self._template, self._keys)
+        replaced = self.state
+        replaced.close()  # first: its floor goes to the new state
+        self.state = MockState(
+            replaced.scenario,
+            clock,
+            self._template,
+            self._state_share(),
+            self.timebase,
+            self._keys,
+        )
+        self._begin_run("reset")
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
@@ -134,25 +278,45 @@ class Runtime:
         self.install(prepared)
         return prepared.state
 
-    @staticmethod
-    def prepare(scenario: Scenario) -> Prepared:
+    def prepare(self, scenario: Scenario) -> Prepared:
         """Build the state of ``scenario`` without touching the running one.
 
         Safe in a worker thread: it only makes new objects, so the slow part
         of a swap (generating and encoding the pets) can run off the event loop.
+        Its cost is charged to the memory budget before the pets are built (an
+        estimate, made exact once they are): ``OverBudget`` if it cannot be.
+        The ``Prepared`` must be installed, or ``discard``ed.
         """
-        template = PetStore(scenario.initial_pets())
-        return Prepared(scenario, template, MockState(scenario, None, template))
+        share = self._share("a scenario being put in service")
+        try:
+            estimate = _text_cost(scenario) + _pets_estimate(scenario)
+            if share is not None:
+                share.take(estimate, f"scenario {scenario.name!r} and its pets")
+            template = PetStore(scenario.initial_pets())
+            if share is not None:
+                actual = _text_cost(scenario) + template.inventory.cost
+                if actual > estimate:
+                    share.take(actual - estimate, f"scenario {scenario.name!r} and its pets")
+                else:
+                    share.release(estimate - actual)
+            state = MockState(scenario, None, template, self._state_share(), self.timebase)
+        except BaseException:
+            if share is not None:
+                share.close()
+            raise
+        return Prepared(scenario, template, state, share)
 
     def install(self, prepared: Prepared) -> Prepared:
         """Swap a prepared state in: on the event loop, one assignment, so atomic.
 
-        Returns the state it replaced, for ``release`` to free off the loop.
+        Returns the state it replaced, for ``release`` to free off the loop;
+        what it held is given back to the memory budget at once.
         """
-        replaced = Prepared(self.state.scenario, self._template, self.state)
+        replaced = Prepared(self.state.scenario, self._template, self.state, self._scenario_share)
         scenario = prepared.scenario
         self._clock_override = None
         self._template = prepared.template
+        self._scenario_share = prepared.share
         self._keys = scenario_keys(scenario)
         self.state = prepared.state
         self.journal.resize(
@@ -161,15 +325,59 @@ class Runtime:
             max_bytes=scenario.journal_max_bytes,
             header_bytes=scenario.journal_header_bytes,
         )
+        replaced.discard()
+        self._begin_run("scenario")
         return replaced
+
+    def give_journal(self) -> Journal:
+        """Hand the journal over (a deleted tenant's, kept for reports); an empty one stays.
+
+        The journal keeps drawing on this runtime's share until its new holder
+        rehomes it (``Journal.rehome``), which ``KeptJournals.keep`` does.
+        """
+        journal = self.journal
+        self.journal = Journal(0, journal.body_bytes)
+        return journal
+
+    def close(self) -> None:
+        """Give back everything this runtime holds to the memory budget (its mock is deleted)."""
+        self.state.close()
+        if self._scenario_share is not None:
+            self._scenario_share.close()
+        if self.account is not None and not self._closed:
+            self.account.release(MOCK_COST)
+        self._closed = True
+        self.journal.close()
+        if self.account is not None:
+            self.account.close()
 
 
 class Prepared(NamedTuple):
-    """A scenario's state, built and ready to swap in (or just swapped out)."""
+    """A scenario's state, built and ready to swap in (or just swapped out).
+
+    ``share``: what it holds of the memory budget (its pets and scenario).
+    """
 
     scenario: Scenario
     template: PetStore
     state: MockState
+    share: Account | None = None
+
+    def discard(self) -> None:
+        """Give back what it holds to the memory budget (it will not be, or is no longer, used)."""
+        self.state.close()
+        if self.share is not None:
+            self.share.close()
+
+
+def _text_cost(scenario: Scenario) -> int:
+    return SCENARIO_TEXT_FACTOR * len(scenario.source)
+
+
+def _pets_estimate(scenario: Scenario) -> int:
+    """What the scenario's pets will cost in an inventory, before it is built."""
+    listed = sum(PET_OVERHEAD + 2 * (len(str(pet)) + 16) for pet in scenario.pets)
+    return _LIST_CACHE_BYTES + listed + GENERATED_PET_COST * scenario.generate_pets
 
 
 def release(box: list[Prepared]) -> None:
@@ -185,7 +393,7 @@ def release(box: list[Prepared]) -> None:
     """
     replaced = box.pop()
     held: list[object] = replaced.template.inventory.held()
-    for store in (replaced.template, *replaced.state.tenants.stores()):
+    for store in (replaced.template, *replaced.state.stores.all()):
         held.extend(store.held())
     del replaced
     while held:

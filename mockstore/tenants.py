@@ -9,8 +9,14 @@ running scenario (sharing its pets, copy on write: creating one costs the same
 for 20 pets as for 100,000) and may load another.
 
 The registry is bounded (``MAX_TENANTS``): each tenant holds its own journal.
-Requests reach a tenant after one prefix check and one dict lookup; requests
-outside ``/__mockstore`` never look here.
+Each tenant has a share of the server's memory budget (``mockstore.memory``):
+one the budget cannot give its floor is not created (507 ``memory_budget``),
+and a deleted one gives everything back at once (nothing of it is a reference
+cycle, so its memory goes as soon as the last request that uses it ends) but
+its journal: that is kept (``KeptJournals``, bounded in bytes and charged to a
+share of its own) so the server's report still covers its traffic. Requests
+reach a tenant after one prefix check and one dict lookup; requests outside
+``/__mockstore`` never look here.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockstore.errors import ApiError
+from mockstore.journal import Journal
+from mockstore.kept_journals import KeptJournals
+from mockstore.memory import OverBudget
 from mockstore.urls import TENANT_ID, TENANTS_PREFIX
 
 MAX_TENANTS = 32
@@ -44,13 +53,22 @@ class Tenant:
 
 
 class TenantRegistry:
-    """The tenants of one server; ``factory`` builds a tenant's app from the server's state."""
+    """The tenants of one server; ``factory(id)`` builds a tenant's app from the server's state.
 
-    def __init__(self, factory: Callable[[], Any], limit: int = MAX_TENANTS) -> None:
+    An app may have ``close()``, called when its tenant is deleted.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[str], Any],
+        limit: int = MAX_TENANTS,
+        kept: KeptJournals | None = None,
+    ) -> None:
         self._factory = factory
         self.limit = limit
         self._tenants: dict[str, Tenant] = {}
         self._serial = 0
+        self.kept = kept if kept is not None else KeptJournals()
 
     def __len__(self) -> int:
         return len(self._tenants)
@@ -83,14 +101,36 @@ class TenantRegistry:
                 f"DELETE {TENANTS_PREFIX}<id> the ones no longer used",
                 status=507,
             )
-        tenant = self._tenants[tenant_id] = Tenant(tenant_id, self._factory())
+        try:
+            app = self._factory(tenant_id)
+        except OverBudget as exc:
+            raise ApiError(
+                "memory_budget", f"tenant {tenant_id!r} was not created: {exc}", status=507
+            ) from None
+        tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
         return tenant
 
     def get(self, tenant_id: str) -> Tenant | None:
         return self._tenants.get(tenant_id)
 
     def delete(self, tenant_id: str) -> Tenant | None:
-        return self._tenants.pop(tenant_id, None)
+        """Remove a tenant: keep its journal for reports, give back the rest to the budget."""
+        tenant = self._tenants.pop(tenant_id, None)
+        if tenant is not None:
+            self.kept.keep(tenant_id, tenant.app.runtime.give_journal())
+            _close(tenant.app)
+        return tenant
+
+    def journals(self) -> list[tuple[str, Journal, bool]]:
+        """(tenant id, journal, deleted) of every tenant, kept ones first, for reports."""
+        kept = [(k.tenant, k.journal, True) for k in self.kept]
+        live = [(t.id, t.app.runtime.journal, False) for t in self._tenants.values()]
+        return kept + live
+
+    def journal(self, tenant_id: str) -> Journal | None:
+        """A live tenant's journal, or a deleted one's if it was kept."""
+        tenant = self._tenants.get(tenant_id)
+        return tenant.app.runtime.journal if tenant is not None else self.kept.get(tenant_id)
 
     async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve a request under ``/__mockstore/tenants/<id>/``; False if it is not one."""
@@ -113,6 +153,12 @@ class TenantRegistry:
         inner_scope["root_path"] = scope.get("root_path", "") + prefix
         await app(inner_scope, receive, send)
         return True
+
+
+def _close(app: Any) -> None:
+    close = getattr(app, "close", None)
+    if close is not None:
+        close()
 
 
 def _unknown_tenant(tenant_id: str) -> ASGIApp:

@@ -16,6 +16,8 @@ import struct
 
 from starlette.types import Send
 
+from mockstore.limits import WRITE_CHUNK
+
 
 class ConnectionBroken(Exception):
     """Raised where the transport is out of reach, so the server drops the connection."""
@@ -83,3 +85,16 @@ async def send_slowly(
         await asyncio.sleep(seconds / pieces)
         chunk = body[index * step : (index + 1) * step]
         await send({"type": "http.response.body", "body": chunk, "more_body": index < pieces - 1})
+
+
+async def send_in_pieces(send: Send, body: bytes) -> None:
+    """Send ``body`` ``WRITE_CHUNK`` at a time: the server waits for the client between pieces.
+
+    So a client that reads slowly, or not at all, holds a piece of the answer
+    in the connection's buffer rather than all of it (see ``mockstore.protocol``).
+    """
+    view = memoryview(body)
+    size = len(body)
+    for start in range(0, size, WRITE_CHUNK):
+        end = start + WRITE_CHUNK
+        await send({"type": "http.response.body", "body": view[start:end], "more_body": end < size})

@@ -150,6 +150,40 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# JSON read from a recording or a journal (a body a client sent, a HAR) may be
+# nested at most this deep: Python's parser recurses, and a body of 100,000
+# brackets is a RecursionError (a traceback), not a value.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def json_depth_over(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True if ``data`` (JSON text) nests arrays and objects more than ``limit`` deep.
+
+    Decided before it is parsed, in C-speed passes: strings and everything but
+    brackets go, then each pass removes the innermost pairs; what is left
+    after ``limit`` passes is deeper than that.
+    """
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = _INNERMOST.sub(b"", brackets)
+    return bool(brackets)
+
+
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+
+
+def loads_bounded(data: bytes | str, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads``, refusing (``ValueError``) a document nested more than ``limit`` deep."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if json_depth_over(raw, limit):
+        raise ValueError(f"the JSON is nested more than {limit} levels deep")
+    return json.loads(data)
+
+
 def parse_json_body(body: bytes) -> Any:
     """The JSON value of a request body; raises ApiError naming the problem."""
     if not body.strip():

@@ -2,21 +2,35 @@
 
 The file's directory is watched (``watchfiles``, which uvicorn's own ``--reload``
 uses; it comes with ``uvicorn[standard]``), so editors that save by writing a
-new file and renaming it over the old one are seen too. Each change is read,
-validated and built in a worker thread, off the event loop; only the finished
-state is put in service, on the loop, in one assignment (``Runtime.install``),
-so no request ever sees half a scenario. An edit that does not validate is
-logged with every ``file:line:column: path: message`` and changes nothing; a
-file that disappears is reported and the running scenario stays.
+new file and renaming it over the old one are seen too. So are symbolic links:
+the directory of the path as given and the directory of the file it resolves
+to are both watched, and resolved again after every change, so a file
+replaced by a link, a link moved to another file, and a Kubernetes ConfigMap
+update (a new ``..<timestamp>`` directory, then the ``..data`` link swapped to
+it and the old directory removed) are each seen, every time.
+
+Each change is read (at most ``MAX_SCENARIO_BYTES``, never the whole of a
+larger file), validated and built in a worker thread, off the event loop,
+within the memory budget and one build at a time (as ``PUT /scenario``); only
+the finished state is put in service, on the loop, in one assignment
+(``Runtime.install``), so no request ever sees half a scenario. Every reload
+is logged, and so is every refusal: an edit that does not validate (with
+every ``file:line:column: path: message``), a file too large, unreadable or
+gone, one the memory budget cannot hold; each changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 from pathlib import Path
 
+from mockstore.memory import OverBudget, budget_of
 from mockstore.scenario import ScenarioError, load_scenario
+from mockstore.scenario.loader import priced
+from mockstore.scenario.source import ScenarioTooLarge, read_limited
 from mockstore.state import Prepared, Runtime, release
 
 log = logging.getLogger("mockstore.watch")
@@ -33,43 +47,88 @@ class ScenarioWatcher:
         self._text: str | None = runtime.scenario.source
         self.reloads = 0
 
+    def watched(self) -> tuple[Path, ...]:
+        """The directories to watch: the path's own, and its resolved target's (if elsewhere)."""
+        given = Path(os.path.abspath(self.path)).parent
+        folders = [given]
+        with contextlib.suppress(OSError, RuntimeError):
+            target = self.path.resolve().parent
+            if target != given and target.is_dir():
+                folders.append(target)
+        return tuple(folders)
+
+    def _ours(self, folders: tuple[Path, ...]) -> object:
+        """Which changes concern the file: its name, a ConfigMap's ``..`` links, its target."""
+        name = self.path.name
+        given = folders[0]
+        try:
+            target: Path | None = self.path.resolve()
+        except (OSError, RuntimeError):
+            target = None
+
+        def ours(change: object, changed: str) -> bool:
+            where = Path(changed)
+            if where.parent == given and (where.name == name or where.name.startswith("..")):
+                return True
+            return where == target
+
+        return ours
+
     async def run(self) -> None:
         from watchfiles import awatch
 
-        target = self.path.resolve()
-        directory = target.parent
-
-        def ours(change: object, changed: str) -> bool:
-            return Path(changed).resolve() == target
-
         log.info("watching %s for changes", self.display)
-        # The directory, not the file: an editor's rename over the file is a change
-        # to the directory. Not recursive: the file's siblings' subtrees are not ours.
-        changes = awatch(directory, watch_filter=ours, debounce=200, step=50, recursive=False)
-        try:
-            async for _ in changes:
-                try:
-                    await self.reload()
-                except Exception:  # a bug in a reload must not end the watching
-                    log.exception("reloading %s failed; the running scenario stays", self.display)
-        except (OSError, RuntimeError) as exc:  # the directory went away, the watcher broke
-            log.error("no longer watching %s (%s); the running scenario stays", self.display, exc)
+        while True:
+            folders = self.watched()
+            # Not recursive: the file's siblings' subtrees are not ours.
+            changes = awatch(
+                *folders,
+                watch_filter=self._ours(folders),  # type: ignore[arg-type]
+                debounce=200,
+                step=50,
+                recursive=False,
+            )
+            try:
+                async for _ in changes:
+                    try:
+                        await self.reload()
+                    except Exception:  # a bug in a reload must not end the watching
+                        log.exception(
+                            "reloading %s failed; the running scenario stays", self.display
+                        )
+                    if self.watched() != folders:
+                        break  # a link now leads elsewhere: watch where it leads
+                else:
+                    return
+            except (OSError, RuntimeError) as exc:
+                # A directory went away (a ConfigMap's old one): watch what is there now.
+                if self.watched() == folders:
+                    log.error(
+                        "no longer watching %s (%s); the running scenario stays",
+                        self.display,
+                        exc,
+                    )
+                    return
+                log.info("%s now leads elsewhere; watching there (%s)", self.display, exc)
 
     async def reload(self) -> bool:
         """Read the file again and put it in service if it is valid; True if it was."""
+        serving = self.runtime.scenario.name
         try:
-            text = await asyncio.to_thread(self.path.read_text, encoding="utf-8")
+            text = await asyncio.to_thread(read_limited, self.path)
         except FileNotFoundError:
-            log.warning(
-                "%s is gone; still serving scenario %r",
-                self.display,
-                self.runtime.scenario.name,
-            )
+            log.warning("%s is gone; still serving scenario %r", self.display, serving)
+            return False
+        except ScenarioTooLarge as exc:
+            log.warning("%s changed, but %s; still serving scenario %r", self.display, exc, serving)
             return False
         except (OSError, UnicodeDecodeError) as exc:
-            log.warning("%s cannot be read (%s); the running scenario stays", self.display, exc)
+            log.warning(
+                "%s cannot be read (%s); still serving scenario %r", self.display, exc, serving
+            )
             return False
         if text == self._text:
+            log.debug("%s changed on disk but not in content; nothing to reload", self.display)
             return False
         try:
             prepared = await asyncio.to_thread(self._build, text)
@@ -78,8 +137,16 @@ class ScenarioWatcher:
             log.warning(
                 "%s changed but is not valid; still serving scenario %r:\n%s",
                 self.display,
-                self.runtime.scenario.name,
+                serving,
                 lines,
+            )
+            return False
+        except OverBudget as exc:
+            log.warning(
+                "%s changed, but the memory budget cannot hold it (%s); still serving scenario %r",
+                self.display,
+                exc,
+                serving,
             )
             return False
         # The replaced state is freed in a worker too (see ``state.release``).
@@ -90,4 +157,8 @@ class ScenarioWatcher:
         return True
 
     def _build(self, text: str) -> Prepared:
-        return Runtime.prepare(load_scenario(text, self.display))
+        budget = budget_of(self.runtime.account)
+        if budget is None:
+            return self.runtime.prepare(load_scenario(text, self.display))
+        with budget.building(f"reloading {self.display}") as share, priced(share):
+            return self.runtime.prepare(load_scenario(text, self.display))

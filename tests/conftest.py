@@ -28,8 +28,15 @@ def fresh_server() -> Iterator[LiveServer]:
 
 @pytest.fixture
 def manual_clock() -> Clock:
-    """A manual clock at 2026-03-01T12:00:30Z (mid-minute, so windows are visible)."""
-    return Clock(start=1772366430.0, mode="manual")
+    """A manual clock at 2026-03-01T12:00:30Z (mid-minute, so windows are visible).
+
+    Its wall clock is itself, as for a client whose own clock is frozen with
+    it (freezegun, time-machine): headers name the scenario's instants as
+    they are, so tests can read dates literally.
+    """
+    clock = Clock(start=1772366430.0, mode="manual")
+    clock.wall = clock.now
+    return clock
 
 
 @pytest.fixture

@@ -24,7 +24,9 @@ class RawResponse:
     reason: str
     headers: list[tuple[str, str]]
     body: bytes
-    closed: bool = False  # the server closed the connection after it
+    # The read saw the server close the connection. False does not say it stays
+    # open: ``closes(sock)`` answers that, for the tests that ask.
+    closed: bool = False
     raw: bytes = field(default=b"", repr=False)
 
     def header(self, name: str) -> str | None:
@@ -54,6 +56,9 @@ def read_response(sock: socket.socket, deadline: float = 30.0) -> RawResponse | 
 
     Reads until the head and a ``Content-Length`` body are in, or the server
     closes. Raises TimeoutError when nothing conclusive came within ``deadline``.
+    It does not wait to learn whether the server then closes the connection:
+    that costs a wait whenever the connection stays open, so a test that cares
+    asks ``closes(sock)``.
     """
     end = time.monotonic() + deadline
     data = b""
@@ -108,19 +113,8 @@ def read_response(sock: socket.socket, deadline: float = 30.0) -> RawResponse | 
     length = response.header("content-length")
     if length is not None:
         response.body = response.body[: int(length)]
-    response.closed = closed or _closed_soon(sock)
+    response.closed = closed
     return response
-
-
-def _closed_soon(sock: socket.socket, wait: float = 2.0) -> bool:
-    """True if the server closes the connection within ``wait`` seconds."""
-    sock.settimeout(wait)
-    try:
-        return sock.recv(1) == b""
-    except (TimeoutError, BlockingIOError):
-        return False
-    except OSError:
-        return True
 
 
 def wait_closed(sock: socket.socket, deadline: float) -> tuple[bool, bytes]:
@@ -139,6 +133,15 @@ def wait_closed(sock: socket.socket, deadline: float) -> tuple[bool, bytes]:
             return True, data
         data += chunk
     return False, data
+
+
+def closes(sock: socket.socket, deadline: float = 30.0) -> bool:
+    """True as soon as the server closes ``sock``; False if it is still open at ``deadline``.
+
+    Only a failing test waits out the deadline: a server that closes is seen
+    at once, so the deadline can be generous.
+    """
+    return wait_closed(sock, deadline)[0]
 
 
 def send_all(sock: socket.socket, data: bytes) -> bool:

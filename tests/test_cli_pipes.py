@@ -15,15 +15,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mockstore.cli import EXIT_CODES, PIPE_CLOSED, _parser
+from mockstore.cli import main
+from mockstore.cli.args import PIPE_CLOSED
 from mockstore.scenario import bundled_names
 from tests.support import mock_server
 
-COMMANDS = sorted(set(EXIT_CODES) - {"mockstore"})
+EXIT_CODES = {command.NAME: command.EXIT_CODES for command in main.COMMANDS}
+COMMANDS = sorted(EXIT_CODES)
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = _parser()
+    parser = main.build_parser()
     [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(sub.choices)
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mockstore.cli import main
+from mockstore.cli.main import main
 from mockstore.scenario import bundled_names
 from mockstore.scenario.source import ONE_LINE_YAML
 from tests.support import assert_conforms, live_server
@@ -61,7 +61,27 @@ def test_help_shows_examples(args: list[str]) -> None:
     examples = result.stdout.split("examples:", 1)[1]
     assert "mockstore serve --port 9000 --scenario flaky-create" in examples
     assert "MOCKSTORE_SCENARIO=" in examples
+
+
+def test_the_overview_shows_a_few_commands_and_where_to_learn_more() -> None:
+    examples = run("--help").stdout.split("examples:", 1)[1]
     assert "mockstore validate" in examples
+    assert "mockstore COMMAND --help" in examples
+
+
+@pytest.mark.parametrize(
+    "command", ["serve", "validate", "report", "replay", "record", "drift", "calibrate"]
+)
+def test_each_command_shows_only_its_own_examples(command: str) -> None:
+    result = run(command, "--help")
+    assert result.returncode == 0
+    examples = result.stdout.split("examples:", 1)[1].split("exit status:", 1)[0]
+    shown = {
+        line.split("mockstore ", 1)[1].split()[0]
+        for line in examples.splitlines()
+        if "mockstore " in line
+    }
+    assert shown == {command}, examples
 
 
 def test_serve_help_names_the_environment_variables() -> None:

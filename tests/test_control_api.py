@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from starlette.testclient import TestClient
@@ -23,7 +24,7 @@ version: 1
 name: control-test
 description: Two keys, one pet, a scripted second create; manual clock.
 seed: 3
-clock: {{start: "{START}", mode: manual}}
+clock: {{start: "{START}", mode: manual, headers: scenario}}  # dates in headers read as written
 ban: {{after_rejections: 2, within_seconds: 60, duration_seconds: 120}}
 keys:
   - {{key: tight-key, plan: {{per_minute: 3, per_day: 5}}}}
@@ -161,6 +162,25 @@ def test_put_a_scenario_that_is_not_yaml_at_all_is_refused(client: TestClient) -
         " the end of the file (while parsing a flow sequence that starts at line 2, column 7)"
     ]
     assert client.get("/__mockstore/health").json()["scenario"] == "control-test"
+
+
+def test_put_scenario_takes_a_bundled_scenarios_name() -> None:
+    """``curl -X PUT --data default …/scenario``: no need to fetch the bundled file first."""
+    with mock_server(SCENARIO) as server:
+        for body in ("default", "free-tier-exhaustion\n"):
+            response = httpx.put(server.url + "/__mockstore/scenario", content=body)
+            assert response.status_code == 200, response.text
+            assert response.json()["name"] == body.strip()
+        health = httpx.get(server.url + "/__mockstore/health").json()
+        assert health["scenario"] == "free-tier-exhaustion"
+        misspelt = httpx.put(server.url + "/__mockstore/scenario", content="defualt")
+        assert misspelt.status_code == 400
+        error = misspelt.json()
+        assert error["code"] == "invalid_scenario"
+        assert "default" in " ".join(error["problems"]), "the bundled names are offered"
+        assert httpx.get(server.url + "/__mockstore/health").json()["scenario"] == (
+            "free-tier-exhaustion"
+        )
 
 
 # -- reset --------------------------------------------------------------------

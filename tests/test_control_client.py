@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import mockstore
 from mockstore import Control, ControlError, VerificationError
-from mockstore.control_types import PlanLimits
+from mockstore.clients.types import PlanLimits
 from tests.support import LiveServer, assert_conforms, mock_server
 
 START = "2026-03-01T12:00:00Z"

@@ -37,23 +37,28 @@ def _key_count(server: LiveServer) -> int:
     return len(httpx.get(server.url + "/__mockstore/keys", timeout=30).json())
 
 
-SIMPLE_REQUESTS = [
+# What a page can send cross-site without a preflight: a form, text/plain, or no body.
+SIMPLE_BODIES = [
     ("text/plain", '{"plan": "pro"}'),
     ("application/x-www-form-urlencoded", "plan=pro"),
     ("multipart/form-data; boundary=x", "--x--"),
-    (None, ""),
+]
+# What a browser says of a request from a page of another site (it always says one of them).
+BROWSER_MARKS = [
+    {"Origin": EVIL},
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},
+    {"Origin": EVIL, "Sec-Fetch-Site": "cross-site"},
 ]
 
 
-@pytest.mark.parametrize(("content_type", "body"), SIMPLE_REQUESTS)
+@pytest.mark.parametrize(("content_type", "body"), SIMPLE_BODIES)
 @pytest.mark.parametrize("origin", [EVIL, None])
-def test_a_simple_post_cannot_change_state(
-    server: LiveServer, content_type: str | None, body: str, origin: str | None
+def test_a_form_or_text_post_cannot_change_state(
+    server: LiveServer, content_type: str, body: str, origin: str | None
 ) -> None:
     before = _key_count(server)
-    headers = {}
-    if content_type:
-        headers["Content-Type"] = content_type
+    headers = {"Content-Type": content_type}
     if origin:
         headers["Origin"] = origin
     response = httpx.post(server.url + "/__mockstore/keys", content=body, headers=headers)
@@ -64,6 +69,18 @@ def test_a_simple_post_cannot_change_state(
     assert _key_count(server) == before
 
 
+@pytest.mark.parametrize("marks", BROWSER_MARKS)
+def test_a_browsers_cross_site_post_without_a_body_is_refused(
+    server: LiveServer, marks: dict[str, str]
+) -> None:
+    before = _clock(server)
+    for path in ("/__mockstore/reset", "/__mockstore/keys"):
+        response = request(server.url, "POST", path, list(marks.items()))
+        assert response.status == 403, (marks, path, response.body[:200])
+        assert response.json()["code"] == "cross_site_request"
+    assert _clock(server) >= before  # not reset
+
+
 def test_a_simple_post_cannot_reset_or_move_the_clock(server: LiveServer) -> None:
     moved = httpx.post(
         server.url + "/__mockstore/clock",
@@ -71,7 +88,22 @@ def test_a_simple_post_cannot_reset_or_move_the_clock(server: LiveServer) -> Non
         headers={"Content-Type": "text/plain", "Origin": EVIL},
     )
     assert moved.status_code == 403
-    assert httpx.post(server.url + "/__mockstore/reset").status_code == 403
+    refused = httpx.post(server.url + "/__mockstore/reset", headers={"Origin": EVIL})
+    assert refused.status_code == 403
+
+
+def test_curl_posts_without_any_header_are_served(server: LiveServer) -> None:
+    """``curl -X POST http://127.0.0.1:8080/__mockstore/reset``: no Origin, no
+    Sec-Fetch-Site, no Content-Type. Only a non-browser client sends that."""
+    reset = request(server.url, "POST", "/__mockstore/reset", [("User-Agent", "curl/8.5.0")])
+    assert reset.status == 200, reset.body[:300]
+    assert reset.json()["status"] == "reset"
+    # What scripts and CI jobs write, each exactly as curl sends it.
+    assert httpx.post(server.url + "/__mockstore/reset").status_code == 200
+    same_origin = httpx.post(
+        server.url + "/__mockstore/reset", headers={"Sec-Fetch-Site": "same-origin"}
+    )
+    assert same_origin.status_code == 200
 
 
 def test_json_from_another_origin_is_refused(server: LiveServer) -> None:

@@ -418,3 +418,145 @@ def _burst(url: str, threads: int, each: int) -> int:
     for worker in workers:
         worker.join()
     return threads * each
+
+
+# -- what the report means (issue 18) ---------------------------------------------------
+
+
+def test_evidence_older_than_the_pages_backlog_is_fetched_by_sequence_number(
+    browser: Any,
+) -> None:
+    """The page starts with the newest 200 entries; a finding's evidence may be older."""
+    with live_server() as server:
+        with server.client(headers=auth("pro")) as http:
+            assert http.get("/v1/pets/1").status_code == 200  # #1: the deprecated call
+            for _ in range(240):
+                http.get("/v1/pets", params={"limit": 1})
+        with dashboard_page(browser, server.url) as (page, _):
+            wait_live(page)
+            page.get_by_role("tab", name="Findings").click()
+            finding = page.locator("article.finding").filter(has_text="ETQ004")
+            finding.get_by_role("button", name="show them in the traffic list").click()
+            expect(rows(page)).to_have_count(1)
+            expect(rows(page).first).to_contain_text("/v1/pets/1")
+            expect(rows(page).first.locator(".c-seq")).to_have_text("1")
+
+
+def test_keys_that_share_a_prefix_are_told_apart(browser: Any) -> None:
+    with live_server() as server:
+        for name in ("test-key-one", "test-key-two"):
+            issued = httpx.post(server.url + "/__mockstore/keys", json={"key": name, "plan": "pro"})
+            assert issued.status_code == 201
+        with dashboard_page(browser, server.url) as (page, _):
+            wait_live(page)
+            with server.client() as http:
+                http.get("/v1/pets", headers=auth("test-key-one"))
+                http.get("/v1/pets", headers=auth("test-key-two"))
+            expect(rows(page)).to_have_count(2)
+            shown = [rows(page).nth(i).locator(".c-key .mono").inner_text() for i in range(2)]
+            assert shown[0] != shown[1], shown
+            assert not any("test-key" in text for text in shown), "keys stay masked"
+            # The keys panel names each key with what the traffic shows of it.
+            one = page.locator('#key-list li[data-key="test-key-one"]')
+            expect(one).to_contain_text(mask("test-key-one"))
+            options = page.get_by_label("Key", exact=True).locator("option")
+            expect(options).to_have_count(3)  # "all" and one per key
+
+
+def test_a_banned_key_has_no_headroom(browser: Any) -> None:
+    with live_server("--scenario", "ban-after-hammering") as server:
+        with server.client() as http:
+            for _ in range(4):
+                http.get("/v1/pets", headers=auth("free"))
+            http.get("/v1/pets", headers=auth("pro"))
+            # The window itself would have room again a minute on; the ban still allows nothing.
+            http.post("/__mockstore/clock", json={"advance_seconds": 60})
+        with dashboard_page(browser, server.url) as (page, _):
+            wait_live(page)
+            free = page.locator('#key-list li[data-key="free-key"]')
+            expect(free).to_contain_text("Banned")
+            expect(page.locator("#headroom-legend")).to_contain_text("free-key 0%")
+            expect(page.locator("#headroom-legend")).to_contain_text("pro-key 100%")
+            assert free.locator("meter").first.evaluate("m => m.value") == 0
+
+
+def _traffic_overflow(page: Any) -> dict[str, Any]:
+    """How far the traffic table reaches past what its box shows, and each column's edge."""
+    return page.evaluate(
+        """() => {
+            const wrap = document.querySelector('.traffic .table-wrap');
+            const box = wrap.getBoundingClientRect();
+            const cells = [...document.querySelectorAll('#traffic-rows tr:first-child td')];
+            return {
+                sideways: wrap.scrollWidth - wrap.clientWidth,
+                page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                hidden: cells.filter((c) => {
+                    const r = c.getBoundingClientRect();
+                    return r.width === 0 || r.right > box.right + 0.5 || r.left < box.left - 0.5;
+                }).map((c) => c.className),
+            };
+        }"""
+    )
+
+
+def _long_traffic(server: Any) -> None:
+    key = "a-rather-long-key-name-of-a-ci-job"
+    httpx.post(server.url + "/__mockstore/keys", json={"key": key, "plan": "pro"})
+    with server.client() as http:
+        http.get("/v1/pets", params={"limit": 5, "status": "available"}, headers=auth(key))
+        http.get("/v1/pets/987654321", headers=auth(key))
+
+
+def test_every_traffic_column_is_visible_at_1440_pixels(browser: Any) -> None:
+    with live_server() as server:
+        _long_traffic(server)
+        viewport = {"viewport": {"width": 1440, "height": 900}}
+        with dashboard_page(browser, server.url, **viewport) as (page, _):
+            wait_live(page)
+            expect(rows(page)).to_have_count(2)
+            expect(rows(page).first.locator(".c-status")).to_contain_text("404")
+            found = _traffic_overflow(page)
+            assert found["sideways"] <= 0, found
+            assert found["hidden"] == [], found
+            screenshot(page, "wide-1440")
+
+
+def test_a_phone_gets_a_stacked_readable_traffic_list(browser: Any) -> None:
+    with live_server() as server:
+        _long_traffic(server)
+        phone = {"viewport": {"width": 390, "height": 844}, "is_mobile": True}
+        with dashboard_page(browser, server.url, **phone) as (page, _):
+            wait_live(page)
+            expect(rows(page)).to_have_count(2)
+            found = _traffic_overflow(page)
+            assert found["page"] <= 0 and found["sideways"] <= 0, found
+            assert found["hidden"] == [], found
+            first = rows(page).first
+            # Stacked: each value under its column's name, one row a card.
+            expect(first.locator(".c-status")).to_be_visible()
+            label = first.locator(".c-status").evaluate(
+                "c => getComputedStyle(c, '::before').content"
+            )
+            assert "Status" in label, label
+            assert first.bounding_box()["height"] > 60
+            screenshot(page, "phone-390", full_page=True)
+
+
+def test_findings_of_this_run_or_all_say_which(browser: Any) -> None:
+    with live_server() as server, dashboard_page(browser, server.url) as (page, _):
+        wait_live(page)
+        with server.client(headers=auth("pro")) as http:
+            assert http.get("/v1/pets/1").status_code == 200  # a deprecated call: ETQ004
+            http.post("/__mockstore/reset", headers={"X-Mockstore-Client": "tests"})
+            http.get("/v1/pets")
+        page.get_by_role("tab", name="Findings").click()
+        scope = page.locator("#findings-scope")
+        expect(scope).to_contain_text("all 2 runs")
+        expect(page.locator("article.finding").filter(has_text="ETQ004")).to_have_count(1)
+        page.get_by_label("Judge").select_option("current")
+        expect(scope).to_contain_text("run 2 only")
+        expect(scope).to_contain_text("a reset")
+        expect(page.locator("article.finding")).to_have_count(0)
+        expect(page.locator("#findings-summary")).to_contain_text("No findings")
+        page.get_by_label("Judge").select_option("all")
+        expect(page.locator("article.finding").filter(has_text="ETQ004")).to_have_count(1)

@@ -120,3 +120,15 @@ def test_the_container_starts_as_specified_and_passes_its_probes(tmp_path: Path)
     finally:
         process.terminate()
         assert process.wait(30) == 0
+
+
+def test_the_memory_budget_and_its_allowance_fit_the_memory_limit() -> None:
+    # The process may hold its budget plus the documented allowance: no more
+    # than the container may have, or the kernel kills it before a 507 is said.
+    from mockstore.memory import parse_size
+    from tests.attacks import ALLOWANCE
+
+    container = _container()
+    env = {item["name"]: item["value"] for item in container["env"]}
+    limit = parse_size(container["resources"]["limits"]["memory"].removesuffix("i"))
+    assert parse_size(env["MOCKSTORE_MEMORY_BUDGET"]) + ALLOWANCE <= limit

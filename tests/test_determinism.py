@@ -1,5 +1,9 @@
 """Same scenario + same requests + manual clock = byte-identical responses, headers included.
 
+Byte for byte needs the headers' instants on the scenario clock
+(``clock.headers: scenario``): on the wall clock (the default) ``Date`` and
+every instant name the real time of each answer.
+
 The scenario mixes everything that could drift: probabilistic faults (answers
 and seeded delays), rate limits and their headers, created ids, request ids,
 the Date header, a scripted route, clock moves. Responses are compared raw:
@@ -25,7 +29,7 @@ version: 1
 name: determinism
 description: Probabilistic faults, tight limits and generated pets on a manual clock.
 seed: 99
-clock: {start: "2026-03-01T12:00:30Z", mode: manual}
+clock: {start: "2026-03-01T12:00:30Z", mode: manual, headers: scenario}
 keys:
   - {key: tight-key, plan: {per_minute: 5, per_day: 40}}
   - {key: pro-key, plan: pro}

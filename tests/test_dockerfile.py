@@ -614,6 +614,17 @@ def test_the_image_serves_on_its_env_and_passes_its_healthcheck(
     assert image.healthcheck(running.env).returncode != 0, "a stopped server must fail the check"
 
 
+def _wait_taken_in(port: int, key: str) -> None:
+    """Until the server has spent ``key``'s allowance on a request (before any fault delay)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        keys = httpx.get(f"http://127.0.0.1:{port}/__mockstore/keys", timeout=10).json()
+        if any(k["key"] == key and k["minute"]["used"] >= 1 for k in keys):
+            return
+        time.sleep(0.02)
+    raise AssertionError("the request never reached the server")
+
+
 @pytest.mark.slow
 def test_sigterm_stops_it_cleanly_with_a_request_in_flight(
     image: Image, record_property: pytest.RecordProperty
@@ -628,7 +639,7 @@ def test_sigterm_stops_it_cleanly_with_a_request_in_flight(
         _wait_healthy(image, running)
         with socket.create_connection(("127.0.0.1", port)) as sock:
             sock.sendall(b"GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
-            time.sleep(0.3)  # let the server take the request into its 30 s delay
+            _wait_taken_in(port, "k")  # the request is in its 30 s delay
             started = time.monotonic()
             running.process.send_signal(signal.SIGTERM)
             code = running.wait(timeout=15)

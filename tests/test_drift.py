@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 from mockstore import __version__
 from mockstore.app import create_app
 from mockstore.clock import Clock
-from mockstore.drift import drift
-from mockstore.drift_rules import CLASSES, reset_kind, retry_after_kind, sf_list
+from mockstore.fidelity.compare import CLASSES
+from mockstore.fidelity.drift import drift
+from mockstore.fidelity.formats import reset_kind, retry_after_kind, sf_list
+from mockstore.fidelity.replayer import call
 from mockstore.keys import key_alias
-from mockstore.replay import call
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.scenario import load_scenario, scenario_schema
 

@@ -121,13 +121,15 @@ def test_a_retry_before_retry_after_is_an_error(mock: TestClient) -> None:
     _advance(mock, 4.5)
     mock.get("/v1/pets", headers=auth("pro"))
     first, early = _seqs(mock)
+    run = mock.get("/__mockstore/requests").json()["entries"][-1]["run"]
 
     (finding,) = _findings(mock, "ETQ001")
     assert finding["severity"] == "error" and finding["subject"] == mask("pro-key")
     assert finding["seqs"] == [first, early]
     assert finding["details"]["examples"] == [
-        {"seq": early, "after_seq": first, "retry_after": "5", "early_by_seconds": 0.5}
+        {"seq": early, "after_seq": first, "run": run, "retry_after": "5", "early_by_seconds": 0.5}
     ]
+    assert finding["details"]["runs"] == [run]
     assert f"#{early} came 4.500 s after #{first}" in finding["message"]
     assert "0.500 s too early" in finding["message"]
 
@@ -225,6 +227,47 @@ def test_a_request_already_in_flight_when_the_429_was_sent_is_exempt() -> None:
     assert not [f for f in judge([limited, in_flight]) if f.rule.id == "ETQ001"]
     (finding,) = [f for f in judge([limited, in_flight, after]) if f.rule.id == "ETQ001"]
     assert finding.seqs == [1, 3]
+
+
+def test_in_flight_is_known_from_what_had_been_answered_when_a_request_arrived() -> None:
+    # A simulated clock that stood still while #1 was answered: times cannot tell
+    # in flight from sent after; what the journal had answered when each arrived can.
+    limited = _fact(
+        1, 100.0, 429, code="rate_limited", wait_until=130.0, retry_after="30", arrived_after=0
+    )
+    sent_before_the_answer = _fact(2, 100.0, arrived_after=0)
+    sent_after_it = _fact(3, 100.0, arrived_after=2)
+    assert not [f for f in judge([limited, sent_before_the_answer]) if f.rule.id == "ETQ001"]
+    (finding,) = [f for f in judge([limited, sent_after_it]) if f.rule.id == "ETQ001"]
+    assert finding.seqs == [1, 3]
+
+
+def test_a_wait_is_over_when_either_clock_says_so() -> None:
+    told = _fact(
+        1,
+        100.0,
+        429,
+        code="rate_limited",
+        wait_until=130.0,
+        wall_until=2030.0,
+        retry_after="30",
+        wall=2000.0,
+    )
+    slept = _fact(2, 100.0, wall=2030.0)  # a manual clock: only the wall clock moved
+    advanced = _fact(3, 130.0, wall=2000.5)  # a test moved the clock: only it moved
+    early = _fact(4, 129.0, wall=2029.0)
+    assert not [f for f in judge([told, slept]) if f.rule.id == "ETQ001"]
+    assert not [f for f in judge([told, advanced]) if f.rule.id == "ETQ001"]
+    (finding,) = [f for f in judge([told, early]) if f.rule.id == "ETQ001"]
+    assert finding.details["examples"][0]["early_by_seconds"] == 1.0
+
+
+def test_runs_are_judged_apart() -> None:
+    told = _fact(1, 100.0, 429, code="rate_limited", wait_until=130.0, retry_after="30", run=1)
+    after_a_reset = _fact(2, 100.0, run=2)  # the clock back at its start
+    assert not [f for f in judge([told, after_a_reset]) if f.rule.id == "ETQ001"]
+    same_run = _fact(2, 100.5, run=1)
+    assert [f.rule.id for f in judge([told, same_run])] == ["ETQ001"]
 
 
 # -- ETQ002 ---------------------------------------------------------------------

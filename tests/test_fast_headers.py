@@ -6,6 +6,12 @@ reference. A template that outlived what it was made for (a window that rolled,
 a plan that changed, a clock that moved, another scenario) would send stale
 figures, so these tests drive both ways with the same random sequences of
 requests, clock moves and key changes, and demand the same bytes every time.
+
+Instants are written on the wall clock by default (``clock.headers: wall``),
+shifted by how far the scenario clock is from it: the clocks here read a wall
+and a monotonic time the test sets (``Time``), so both ways see the same
+offset, for a running clock set apart from the wall (a constant offset, a
+fraction of a second included) and a manual one (an offset that grows).
 """
 
 from __future__ import annotations
@@ -39,15 +45,45 @@ STEP = st.one_of(
     st.tuples(st.just("request"), st.integers(0, 2), st.integers(0, 5000), st.booleans()),
     st.tuples(st.just("advance"), st.floats(-90, 400, allow_nan=False)),
     st.tuples(st.just("replan"), st.integers(0, 2), st.integers(0, len(PLANS) - 1)),
+    # Time passes on the wall (a running clock follows it; a manual one does not).
+    st.tuples(st.just("wait"), st.floats(0, 3, allow_nan=False)),
 )
 
 
-def headers_for(behaviour: dict[str, Any], base_path: str = "/v1") -> ResponseHeaders:
+class Time:
+    """A wall and a monotonic clock that move only when told (``pass_``)."""
+
+    def __init__(self, wall: float) -> None:
+        self.now_wall = wall
+        self.now_monotonic = 1000.0
+
+    def wall(self) -> float:
+        return self.now_wall
+
+    def monotonic(self) -> float:
+        return self.now_monotonic
+
+    def pass_(self, seconds: float) -> None:
+        self.now_wall += seconds
+        self.now_monotonic += seconds
+
+    def clock(self, start: float = 0.0, mode: str = "manual") -> Clock:
+        return Clock(start, mode, wall=self.wall, monotonic=self.monotonic)  # type: ignore[arg-type]
+
+
+def headers_for(
+    behaviour: dict[str, Any], base_path: str = "/v1", clock_headers: str = "wall"
+) -> ResponseHeaders:
     lines = [f"{name}: {value}" for name, value in behaviour.items()]
-    text = f"version: 1\nbase_path: {base_path}\nbehaviour:\n" + "".join(
-        f"  {line}\n" for line in lines
-    )
+    text = f"version: 1\nbase_path: {base_path}\nclock:\n  headers: {clock_headers}\n"
+    if lines:
+        text += "behaviour:\n" + "".join(f"  {line}\n" for line in lines)
     return ResponseHeaders(load_scenario(text.replace("True", "true").replace("False", "false")))
+
+
+def manual_clock() -> Clock:
+    """A manual clock at START, on a wall clock a little over a day ahead of it."""
+    return Time(START + 86_400 + 12.6).clock(START, "manual")
 
 
 def plain(
@@ -78,18 +114,34 @@ def fast(
 
 
 @settings(max_examples=200, deadline=None)
-@given(behaviour=BEHAVIOURS, steps=st.lists(STEP, min_size=1, max_size=60))
+@given(
+    behaviour=BEHAVIOURS,
+    clock_headers=st.sampled_from(["wall", "scenario"]),
+    mode=st.sampled_from(["manual", "running"]),
+    # How far the wall clock is from the scenario's at the start: none (real
+    # time), whole seconds, or a fraction (the Date turns mid-second).
+    apart=st.sampled_from([0.0, 3600.0, -86_400.0, 0.4, 7.75, -0.3]),
+    steps=st.lists(STEP, min_size=1, max_size=60),
+)
 def test_the_fast_block_equals_the_plain_one_for_any_sequence(
-    behaviour: dict[str, Any], steps: list[tuple[Any, ...]]
+    behaviour: dict[str, Any],
+    clock_headers: str,
+    mode: str,
+    apart: float,
+    steps: list[tuple[Any, ...]],
 ) -> None:
-    built = headers_for(behaviour)
-    clock = Clock(start=START, mode="manual")
+    built = headers_for(behaviour, clock_headers=clock_headers)
+    time = Time(START + apart)
+    clock = time.clock(START, mode)
     limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
     plans = [PLANS[0], PLANS[1], PLANS[3]]  # each key's plan, changed by "replan"
     allowed = 0
     for step in steps:
         if step[0] == "advance":
             clock.advance(step[1])
+            continue
+        if step[0] == "wait":
+            time.pass_(step[1])
             continue
         if step[0] == "replan":
             plans[step[1]] = PLANS[step[2]]
@@ -116,8 +168,9 @@ def _header(block: bytes, name: bytes) -> bytes:
 
 
 def test_the_block_follows_the_remaining_count_the_window_the_plan_and_the_clock() -> None:
-    built = headers_for({"ratelimit_draft_headers": True})
-    clock = Clock(start=START, mode="manual")
+    # Instants as the scenario clock names them: a window rolled is a reset a minute on.
+    built = headers_for({"ratelimit_draft_headers": True}, clock_headers="scenario")
+    clock = manual_clock()
     limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
     plan = PLANS[3]
     first = fast(built, 10, _allowed(limiter, plan, clock), plan, clock, False)
@@ -145,11 +198,18 @@ def test_the_block_follows_the_remaining_count_the_window_the_plan_and_the_clock
 
 
 def test_another_scenario_gets_its_own_blocks() -> None:
-    clock = Clock(start=START, mode="manual")
+    clock = manual_clock()
     plan = PLANS[3]
     limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
     decision = _allowed(limiter, plan, clock)
-    unix = fast(headers_for({"ratelimit_reset": "epoch"}), 1, decision, plan, clock, True)
+    unix = fast(
+        headers_for({"ratelimit_reset": "epoch"}, clock_headers="scenario"),
+        1,
+        decision,
+        plan,
+        clock,
+        True,
+    )
     delta = fast(headers_for({"ratelimit_reset": "delta"}, "/v2"), 1, decision, plan, clock, True)
     assert _header(unix, b"x-ratelimit-reset") == b"%d" % decision.reset
     assert _header(delta, b"x-ratelimit-reset") == b"30"  # 12:00:30.25 -> 12:01:00
@@ -160,7 +220,7 @@ def test_a_figure_that_looks_like_a_slot_is_still_sent_right() -> None:
     # A plan whose allowance is one of the template's sentinel numbers: the
     # template cannot tell it from a slot, notices, and the plain way answers.
     built = headers_for({"ratelimit_draft_headers": True})
-    clock = Clock(start=START, mode="manual")
+    clock = manual_clock()
     odd = Plan("odd", 7_304_918_265_517_362_802, 8_196_402_735_881_640_571)
     limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
     for _ in range(3):
@@ -172,7 +232,7 @@ def test_a_figure_that_looks_like_a_slot_is_still_sent_right() -> None:
 
 def test_a_block_without_rate_limit_headers_is_the_plain_one_too() -> None:
     built = headers_for({"ratelimit_draft_headers": True})
-    clock = Clock(start=START, mode="manual")
+    clock = manual_clock()
     limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
     decision = _allowed(limiter, PLANS[3], clock)
     block = fast(built, 3, decision, PLANS[3], clock, False, ratelimit=False)
@@ -184,10 +244,46 @@ def test_plans_alike_but_for_one_figure_get_their_own_blocks() -> None:
     # small and small-day allow 5 a minute; only the day differs, which only
     # the draft RateLimit-Policy header states: each key's block must say its own.
     built = headers_for({"ratelimit_draft_headers": True})
-    clock = Clock(start=START, mode="manual")
+    clock = manual_clock()
     limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
     for plan, bucket in ((PLANS[1], "key:a"), (PLANS[2], "key:b"), (PLANS[1], "key:a")):
         decision = _allowed(limiter, plan, clock, bucket)
         block = fast(built, 5, decision, plan, clock, False)
         assert block == plain(built, 5, decision, plan, clock, False)
         assert b'"day";q=%d;' % plan.per_day in _header(block, b"ratelimit-policy")
+
+
+def test_on_the_wall_clock_a_block_states_the_wall_clocks_instants() -> None:
+    # A running clock set to START, on a wall clock an hour and a fraction ahead:
+    # every instant is written an hour and a fraction later, rounded as build
+    # rounds it, and the Date turns with the wall clock's second, not the scenario's.
+    built = headers_for({"ratelimit_draft_headers": True})
+    time = Time(START + 3600.6)
+    clock = time.clock(START, "running")
+    limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
+    plan = PLANS[3]
+    seen = set()
+    for _ in range(8):  # a quarter of a second at a time: the wall's second turns at .4
+        decision = _allowed(limiter, plan, clock)
+        block = fast(built, 1, decision, plan, clock, True)
+        assert block == plain(built, 1, decision, plan, clock, True)
+        assert _header(block, b"x-ratelimit-reset") == b"%d" % (decision.reset + 3601)
+        seen.add(_header(block, b"date"))
+        time.pass_(0.25)
+    assert len(seen) == 3  # 13:00:30.85 .. 13:00:32.6 on the wall
+
+
+def test_a_manual_clock_on_the_wall_clock_is_answered_right_as_the_wall_moves() -> None:
+    built = headers_for({})
+    time = Time(START + 50.5)
+    clock = time.clock(START, "manual")
+    limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
+    plan = PLANS[3]
+    resets = set()
+    for _ in range(4):
+        decision = _allowed(limiter, plan, clock)
+        block = fast(built, 1, decision, plan, clock, False)
+        assert block == plain(built, 1, decision, plan, clock, False)
+        resets.add(_header(block, b"x-ratelimit-reset"))
+        time.pass_(0.7)  # the scenario clock stands still; the reset comes nearer on the wall
+    assert len(resets) > 1

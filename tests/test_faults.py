@@ -441,7 +441,7 @@ def test_scripted_answers_keep_rate_limit_headers_and_spend_allowance() -> None:
     ]
     assert first.headers["x-request-id"] != second.headers["x-request-id"]
     # getPet stays deprecated, whoever answers it.
-    assert first.headers["sunset"] == "Thu, 05 Dec 2030 00:00:00 GMT"
+    assert first.headers["deprecation"].startswith("@") and "sunset" in first.headers
 
 
 def test_scripted_answers_can_drop_rate_limit_headers_and_send_raw_bodies() -> None:

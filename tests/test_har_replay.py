@@ -24,8 +24,8 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
+from mockstore.fidelity.replay import replay
 from mockstore.keys import key_alias
-from mockstore.replay import replay
 from mockstore.scenario import load_scenario
 from tests.support import LiveServer, assert_conforms, auth, mock_server
 
@@ -311,7 +311,8 @@ def manual_session() -> Iterator[tuple[TestClient, str]]:
     text = """
 version: 1
 name: manual
-clock: {start: "2026-03-01T12:00:00Z", mode: manual}
+# A real service's HAR has its dates on the clock of its startedDateTime.
+clock: {start: "2026-03-01T12:00:00Z", mode: manual, headers: scenario}
 keys: [{key: tight-key, plan: {per_minute: 1, per_day: 100}}]
 """
     app = create_app(load_scenario(text, "manual.yaml"))

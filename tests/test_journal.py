@@ -74,7 +74,7 @@ def test_the_bearer_token_never_leaves_in_clear(client: TestClient) -> None:
     text = client.get("/__mockstore/requests").text
     assert "enterprise-key" not in text
     entry = json.loads(text)["entries"][0]
-    assert entry["key"] == mask("enterprise-key") == "ente********"
+    assert entry["key"] == mask("enterprise-key") == "ente*** (key-f8bb19ef)"
     assert dict(entry["request"]["headers"])["authorization"] == f"Bearer {mask('enterprise-key')}"
 
 
@@ -284,3 +284,5 @@ def test_every_entry_field_holds_what_its_name_says() -> None:
     assert entry.response_body == sent.content
     assert entry.latency_ms > 0
     assert (entry.rule, entry.outcome) == (None, "response")
+    assert entry.run == app.runtime.run
+    assert entry.arrived_after == entry.seq - 1  # nothing else was in flight

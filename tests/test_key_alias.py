@@ -12,9 +12,9 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mockstore.fidelity.recorder import _aliased, _Scrubber
 from mockstore.journal import mask
 from mockstore.keys import is_alias, key_alias
-from mockstore.record import _aliased, _Scrubber
 
 # Bearer tokens (RFC 6750 token68 characters), as long as real keys are.
 tokens = st.from_regex(r"[A-Za-z0-9._~+/-]{12,64}=*", fullmatch=True)

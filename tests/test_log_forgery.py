@@ -13,7 +13,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mockstore.cli import JsonFormatter, TextFormatter
+from mockstore.cli.logs import JsonFormatter, TextFormatter
 from tests.rawhttp import request
 from tests.support import LiveServer, live_server
 

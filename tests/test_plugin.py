@@ -189,11 +189,15 @@ keys:
 
 @pytest.fixture(autouse=True)
 def _lean_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The user runs skip plugins this suite's own runs load: hypothesis alone adds ~1 s.
+    """The user runs skip plugins this suite's own runs load and theirs do not use:
+    schemathesis alone costs over a second of CPU in every pytest process started.
 
     After ``pytester``, which clears ``PYTEST_ADDOPTS`` when it starts.
     """
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest -p no:anyio -p no:cacheprovider")
+    monkeypatch.setenv(
+        "PYTEST_ADDOPTS",
+        "-p no:hypothesispytest -p no:anyio -p no:cacheprovider -p no:schemathesis",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -360,7 +364,12 @@ def test_returns_to_the_session_scenario(mockstore):
     assert mockstore.control.health().scenario == "checkout"
 """,
     )
-    scenario = Path(__file__).parent.parent / "examples" / "scenarios" / "checkout.yaml"
+    # In the user's project, as a user keeps it: pytest picks its rootdir (and so
+    # its config file) from path arguments too, and this checkout's own config
+    # (-n auto) is not the user's.
+    scenario = pytester.path / "checkout.yaml"
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    scenario.write_bytes((examples / "scenarios" / "checkout.yaml").read_bytes())
     result = pytester.runpytest_subprocess(
         "--mockstore-url",
         external.url,
@@ -370,6 +379,33 @@ def test_returns_to_the_session_scenario(mockstore):
         str(scenario),
     )
     result.assert_outcomes(passed=2)
+
+
+def test_a_shared_server_is_back_on_its_scenario_after_a_marked_test(
+    pytester: pytest.Pytester,
+) -> None:
+    """The last test of a suite loads a scenario through the marker: whoever uses the
+    shared server next (another job, the report) finds it on its own scenario again."""
+    with mock_server("default") as shared:
+        _write_user_suite(
+            pytester,
+            """
+import pytest
+
+
+def test_plain(mockstore):
+    assert mockstore.control.health().scenario == "default"
+
+
+@pytest.mark.mockstore_scenario(MANUAL)
+def test_last_and_marked(mockstore):
+    assert mockstore.control.health().scenario == "manual"
+""",
+        )
+        result = pytester.runpytest_subprocess("--mockstore-url", shared.url)
+        result.assert_outcomes(passed=2)
+        with Control(shared.url) as control:
+            assert control.health().scenario == "default"
 
 
 def test_a_conftest_can_supply_the_url(

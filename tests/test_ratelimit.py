@@ -38,7 +38,8 @@ SCENARIO = """\
 version: 1
 name: limits
 description: Manual clock mid-minute; keys with allowance already spent.
-clock: {start: "2026-03-01T12:00:30Z", mode: manual}
+# The windows are read off X-RateLimit-Reset as the scenario clock names them.
+clock: {start: "2026-03-01T12:00:30Z", mode: manual, headers: scenario}
 keys:
   - {key: free-key, plan: free}
   - {key: pro-key, plan: pro}
@@ -210,6 +211,57 @@ def test_lift_ban_and_forget() -> None:
     assert limiter.check("b", plan, START).verdict == "rate_limited"
     limiter.forget("b")
     assert limiter.check("b", plan, START).verdict == "allowed"
+
+
+def test_a_client_that_waited_as_told_on_a_standing_clock_is_not_banned() -> None:
+    """A manual scenario clock stands still while the client sleeps the wait it was
+    told: its retry is refused again, but it did not send on after 429."""
+    wall = [1_800_000_000.0]
+    limiter = RateLimiter(replace(default_ban_policy(), after_rejections=2), wall=lambda: wall[0])
+    plan = Plan("p", 1, 100)
+    assert limiter.check("b", plan, START).allowed
+    told = limiter.check("b", plan, START)  # 30 s to the minute's end
+    assert told.verdict == "rate_limited"
+    for _ in range(5):
+        wall[0] += told.retry_after  # slept as told; the scenario clock did not move
+        assert limiter.check("b", plan, START).verdict == "rate_limited"
+    # One that does not wait is counted: the second refusal within the minute bans it.
+    assert limiter.check("b", plan, START).verdict == "rate_limited"
+    assert limiter.check("b", plan, START).verdict == "key_banned"
+
+
+def test_moving_the_clock_back_recounts_windows_and_keeps_what_is_left_of_a_ban() -> None:
+    limiter = RateLimiter(replace(default_ban_policy(), after_rejections=2, duration_seconds=300))
+    plan = Plan("p", 1, 100)
+    later = START + 4 * 365 * DAY  # years ahead
+    limiter.check("b", plan, later)
+    limiter.check("b", plan, later)
+    limiter.check("b", plan, later)
+    assert limiter.check("b", plan, later + 100).verdict == "key_banned"
+    limiter.rebase(later + 100, START)
+    banned = limiter.check("b", plan, START)
+    assert banned.verdict == "key_banned"
+    assert banned.retry_after == 200  # what was left, never years
+    # Once the ban is over, the windows hold nothing counted "in the future".
+    assert limiter.check("b", plan, START + 200).allowed
+    other = RateLimiter(default_ban_policy())
+    other.check("c", plan, START + 50)
+    other.rebase(START + 50, START + 10)  # back within the same minute
+    assert other.check("c", plan, START + 10).allowed
+
+
+def test_moved_back_a_bucket_states_the_windows_of_the_new_instant() -> None:
+    # A bucket remembers its windows' ends to skip the roll while an instant is
+    # inside them; moved back, it must work them out again (not keep the later ones).
+    plan = Plan("p", 5, 50)
+    limiter = RateLimiter(default_ban_policy())
+    later = START + 3 * DAY + 30
+    assert limiter.check("d", plan, later).reset == (later // MINUTE + 1) * MINUTE
+    limiter.rebase(later, START)
+    moved = limiter.check("d", plan, START)
+    assert moved.minute_reset == (START // MINUTE + 1) * MINUTE
+    assert moved.day_reset == (START // DAY + 1) * DAY
+    assert moved.minute_remaining == 4 and moved.day_remaining == 49
 
 
 # -- over HTTP, in process ------------------------------------------------

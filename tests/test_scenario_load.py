@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -32,12 +32,15 @@ def server() -> Iterator[LiveServer]:
         yield running
 
 
+Answer = tuple[float, float, str, str]  # (sent, answered, what, scenario)
+
+
 class Poller:
     """Asks /health and the API one after another, noting when each answer came."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.answers: list[tuple[float, float, str, str]] = []  # (sent, answered, what, scenario)
+        self.answers: list[Answer] = []
         self.failures: list[str] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -57,10 +60,17 @@ class Poller:
                         self.failures.append(f"{what}: {response.status_code} {response.text}")
                     self.answers.append((sent, time.monotonic(), what, scenario))
 
+    def wait_for(self, matches: Callable[[Answer], bool], count: int = 1) -> None:
+        """Wait until ``count`` answers match (for at most 60 s)."""
+        deadline = time.monotonic() + 60
+        while sum(map(matches, list(self.answers))) < count:
+            assert self.thread.is_alive(), "the poller stopped: " + str(self.failures[:3])
+            assert time.monotonic() < deadline, f"fewer than {count} such answers in 60 s"
+            time.sleep(0.01)
+
     def __enter__(self) -> Poller:
         self.thread.start()
-        while not self.answers:
-            time.sleep(0.01)
+        self.wait_for(lambda _: True)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -80,7 +90,8 @@ def test_health_and_the_api_keep_answering_while_a_large_scenario_loads(
             timeout=600,
         )
         finished = time.monotonic()
-        time.sleep(0.2)  # a few answers after the swap
+        # A few health answers asked after the swap, so "never back" is checked.
+        poller.wait_for(lambda a: a[0] > finished and a[2] == "health", count=3)
     assert response.status_code == 200, response.text
     assert response.json()["pets"] == 204000
     assert not poller.failures, poller.failures[:3]

@@ -11,6 +11,7 @@ runs the same mix for longer.
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.hostile_mix import SCENARIO, HostileMix
 from tests.support import auth, live_server
@@ -18,6 +19,7 @@ from tests.support import auth, live_server
 CEILING = 160 * 2**20  # the README's ceiling (Security: memory under a hostile mix)
 
 
+@pytest.mark.slow
 def test_memory_stays_under_the_ceiling_under_a_hostile_mix() -> None:
     with live_server(env={"MOCKSTORE_SCENARIO_YAML": SCENARIO}) as server:
         mix = HostileMix(server.url, server.process.pid, seconds=120, max_requests=200_000)

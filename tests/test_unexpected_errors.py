@@ -20,7 +20,8 @@ from tests.support import LiveServer, assert_conforms, auth, live_server
 
 BREAK = """\
 import sys
-from mockstore import cli, service
+from mockstore import service
+from mockstore.cli.main import main
 from mockstore.control import state
 
 
@@ -30,7 +31,7 @@ def broken(*args, **kwargs):
 
 service.PetStoreService.list_orders = broken
 state.StateEndpoints.pets = broken
-sys.exit(cli.main(sys.argv[1:]))
+sys.exit(main(sys.argv[1:]))
 """
 LAUNCHER = [sys.executable, "-c", BREAK]
 

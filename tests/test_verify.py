@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from mockstore.control_client import Control, VerificationError
+from mockstore.clients import Control, VerificationError
 from mockstore.reports.verify import Expectation, InvalidExpectation, contains
 from tests.support import TOOL, assert_conforms, auth, mock_server
 

@@ -92,8 +92,84 @@ def test_a_reload_keeps_the_journal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scenario", ["default", "version: 1\nname: inline\n"])
 def test_watch_needs_a_file(scenario: str) -> None:
-    from mockstore.cli import main
+    from mockstore.cli.main import main
 
     assert main(["serve", "--scenario", scenario, "--watch", "--port", "0"]) == 2
     with pytest.raises(ValueError, match="needs a scenario file"):
         mock_server(scenario, watch=True).__enter__()
+
+
+# -- issue 19, finding 9: symbolic links and ConfigMaps; every reload and refusal logged
+
+
+def test_a_file_replaced_by_a_link_to_another_is_reloaded_and_logged(tmp_path: Path) -> None:
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    elsewhere = tmp_path / "versions"
+    elsewhere.mkdir()
+    (elsewhere / "second.yaml").write_text(SECOND)
+    with live_server("--scenario", str(path), "--watch", "--log-level", "info") as server:
+        _until(lambda: "watching" in server.log(), "the watch begins", server)
+        link = tmp_path / "link.tmp"
+        link.symlink_to(elsewhere / "second.yaml")
+        os.replace(link, path)
+        _until(lambda: _scenario(server) == "second", "the link's file is served", server)
+        # The log line is written after the swap; wait for it rather than race it.
+        _until(
+            lambda: "changed: now serving scenario 'second'" in server.log(),
+            "the reload is logged",
+            server,
+        )
+        # The file the link leads to is watched too: editing it reloads.
+        (elsewhere / "second.yaml").write_text(FIRST)
+        _until(lambda: _scenario(server) == "first", "the linked file's edit is served", server)
+
+
+def _configmap_update(folder: Path, text: str, serial: int) -> None:
+    """What the kubelet does to a mounted ConfigMap: a new directory, then one link swapped."""
+    version = folder / f"..2026_11_25_00_00_{serial:02d}.000000000"
+    version.mkdir()
+    (version / "scenario.yaml").write_text(text)
+    swap = folder / "..data_tmp"
+    swap.symlink_to(version.name)
+    old = (folder / "..data").resolve() if (folder / "..data").exists() else None
+    os.replace(swap, folder / "..data")
+    if old is not None:
+        for item in old.iterdir():
+            item.unlink()
+        old.rmdir()
+
+
+def test_every_configmap_update_is_reloaded(tmp_path: Path) -> None:
+    folder = tmp_path / "config"
+    folder.mkdir()
+    _configmap_update(folder, FIRST, 0)
+    (folder / "scenario.yaml").symlink_to("..data/scenario.yaml")
+    path = folder / "scenario.yaml"
+    names = ["first", "second", "third", "fourth"]
+    with live_server("--scenario", str(path), "--watch", "--log-level", "info") as server:
+        _until(lambda: "watching" in server.log(), "the watch begins", server)
+        for serial, name in enumerate(names[1:], start=1):
+            _configmap_update(folder, FIRST.replace("name: first", f"name: {name}"), serial)
+            _until(lambda n=name: _scenario(server) == n, f"update {serial} is served", server)
+            # The log line is written after the swap; wait for it rather than race it.
+            _until(
+                lambda n=name: f"changed: now serving scenario '{n}'" in server.log(),
+                f"update {serial} is logged",
+                server,
+            )
+
+
+def test_every_refusal_is_logged(tmp_path: Path) -> None:
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    with live_server("--scenario", str(path), "--watch", "--log-level", "info") as server:
+        _until(lambda: "watching" in server.log(), "the watch begins", server)
+        _replace(path, "version: 1\nname: [unclosed\n")
+        _until(lambda: "is not valid; still serving scenario 'first'" in server.log(), "invalid")
+        path.write_bytes(b"version: 1\nname: \xff\n")
+        _until(lambda: "cannot be read" in server.log(), "not UTF-8 is reported", server)
+        path.unlink()
+        _until(lambda: "is gone; still serving scenario 'first'" in server.log(), "gone", server)
+        path.write_text(SECOND)
+        _until(lambda: _scenario(server) == "second", "it comes back", server)

@@ -1,4 +1,4 @@
-"""A pytest suite that uses the mockstore plugin: `pip install mockstore`, then `pytest`."""
+"""A pytest suite that uses the mockstore plugin: install mockstore, then run `pytest`."""
 
 import httpx
 import pytest

@@ -3,7 +3,12 @@
 Before any endpoint runs: the token (``--control-token``), the guard against
 web pages (``guard.py``: the ``Host`` header, cross-site requests), and a bound
 on the request body, in bytes and in time, so that no upload can hold memory
-or a worker for ever.
+or a worker for ever (once the body is in, a response that streams, the
+dashboard's events, waits for the client to leave without a deadline).
+Under ``/__mockstore/tenants/<id>/`` the ``Host`` check and the token come
+before the tenant is even looked up (``tenant_refusal``), so tenant ids cannot
+be probed. Clients' raw keys (``requests.har?mask=false``) go only to a token
+holder or a caller on this machine.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import asyncio
 import hmac
 import logging
 from collections.abc import Iterable
+from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -21,7 +27,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from mockstore.control.dashboard import is_public_path
-from mockstore.control.guard import ControlGuard
+from mockstore.control.guard import ControlGuard, is_remote_client
 from mockstore.control.http import error_response
 from mockstore.control.routes import control_routes
 from mockstore.errors import ApiError
@@ -30,7 +36,7 @@ from mockstore.limits import Limits
 from mockstore.routing import allow_header
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
-from mockstore.urls import CONTROL_PREFIX
+from mockstore.urls import CONTROL_PREFIX, TENANTS_PREFIX
 
 log = logging.getLogger("mockstore.control")
 _CLOSE = ((b"connection", b"close"),)
@@ -76,9 +82,14 @@ def bounded_receive(receive: Receive, limit: int, seconds: float) -> Receive:
     """``receive``, refusing a body over ``limit`` bytes (413) or late by ``seconds`` (408)."""
     size = 0
     deadline: float | None = None
+    complete = False
 
     async def bounded() -> Message:
-        nonlocal size, deadline
+        nonlocal size, deadline, complete
+        if complete:
+            # The body is in: what is left to receive is the client leaving,
+            # which a stream (the dashboard's events) waits for as long as it lasts.
+            return await receive()
         if deadline is None:
             deadline = asyncio.get_running_loop().time() + seconds
         try:
@@ -94,6 +105,7 @@ def bounded_receive(receive: Receive, limit: int, seconds: float) -> Receive:
             size += len(message.get("body", b""))
             if size > limit:
                 raise _too_large(limit)
+            complete = not message.get("more_body", False)
         return message
 
     return bounded
@@ -156,25 +168,104 @@ class ControlAPI:
             pass  # a Content-Length that is not a number: the server refuses it first
         receive = bounded_receive(receive, limit, self.limits.body_timeout)
         if self.token is not None and path != "/health" and not is_public_path(path):
-            header = None
-            for name, value in scope["headers"]:
-                if name == b"authorization":
-                    header = value
-            credentials = parse_authorization(header)
-            supplied = credentials.token.encode() if credentials.kind == "bearer" else b""
-            if not hmac.compare_digest(supplied, self.token.encode()):
-                response = error_response(
-                    "unauthorized",
-                    "the control API needs its token",
-                    401,
-                    headers={"www-authenticate": 'Bearer realm="mockstore-control"'},
-                )
-                await response(scope, receive, send)
+            if not self._has_token(scope):
+                await _needs_token()(scope, receive, send)
+                return
+        elif path == "/requests.har":
+            refusal = _raw_keys_refusal(scope)
+            if refusal is not None:
+                await _answer(refusal, scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
+    def close(self) -> None:
+        """Unlink the routes from this API's runtime (its tenant is deleted).
+
+        Starlette's ``Router`` is a reference cycle of its own (its
+        ``middleware_stack``, ``default`` and lifespan refer back to it), and so
+        is its ``ExceptionMiddleware`` (its handlers are its own bound methods):
+        whatever the routes reach would wait for the cyclic collector, a deleted
+        tenant's journal and store with it. Emptying the routes and clearing
+        those references leaves nothing for the collector, and the tenant is
+        freed the moment its last request ends.
+        """
+        router = self.app.router
+        router.routes = []
+        router.middleware_stack = None  # type: ignore[assignment]
+        router.default = None  # type: ignore[assignment]
+        router.lifespan_context = None  # type: ignore[assignment]
+        layer: object = self.app.middleware_stack
+        while layer is not None and layer is not router:
+            handlers = getattr(layer, "_exception_handlers", None)
+            if isinstance(handlers, dict):
+                handlers.clear()
+            layer = getattr(layer, "app", None)
+        self.app.middleware_stack = None
+
+    def _has_token(self, scope: Scope) -> bool:
+        assert self.token is not None
+        header = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+        credentials = parse_authorization(header)
+        supplied = credentials.token.encode() if credentials.kind == "bearer" else b""
+        return hmac.compare_digest(supplied, self.token.encode())
+
+    def tenant_refusal(self, scope: Scope, path: str) -> Response | None:
+        """The answer refusing a request under ``/__mockstore/tenants/<id>/``, before any lookup.
+
+        The ``Host`` check applies to every such path; the token (when the
+        server has one) to a tenant's control API, its ``/health`` included.
+        A tenant's Pet Store API needs no token (its callers send their API key
+        in ``Authorization``), so it can tell an unknown tenant from a known
+        one; ids a server generates are not guessable for that reason.
+        """
+        inner = path[len(TENANTS_PREFIX) :].partition("/")[2]
+        try:
+            self.guard.check_host(scope)
+        except ApiError as refusal:
+            return _error(refusal)
+        controls = inner == "__mockstore" or inner.startswith("__mockstore/")
+        if self.token is not None and controls and not self._has_token(scope):
+            return _needs_token()
+        return None
+
 
 async def _answer(refusal: ApiError, scope: Scope, receive: Receive, send: Send) -> None:
+    await _error(refusal)(scope, receive, send)
+
+
+def _error(refusal: ApiError) -> Response:
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in refusal.headers}
-    response = error_response(refusal.code, refusal.message, refusal.status, headers=headers)
-    await response(scope, receive, send)
+    return error_response(refusal.code, refusal.message, refusal.status, headers=headers)
+
+
+def _needs_token() -> Response:
+    return error_response(
+        "unauthorized",
+        "the control API needs its token",
+        401,
+        headers={"www-authenticate": 'Bearer realm="mockstore-control"'},
+    )
+
+
+def _raw_keys_refusal(scope: Scope) -> ApiError | None:
+    """Why a HAR with the clients' raw keys is refused to this caller (no token), if it is.
+
+    On a server without a token, only a caller on this machine gets them:
+    anyone else on the network would otherwise collect every key sent.
+    """
+    query = scope.get("query_string", b"").decode("latin-1")
+    raw = any(
+        name == "mask" and value.lower() in ("0", "false", "no", "off")
+        for name, value in parse_qsl(query, keep_blank_values=True)
+    )
+    if not raw or not is_remote_client(scope):
+        return None
+    return ApiError(
+        "forbidden",
+        "a HAR with the clients' raw keys (mask=false) is only for callers on this machine "
+        "or holders of the control token (--control-token); ask for it without mask=false",
+        status=403,
+    )

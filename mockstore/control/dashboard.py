@@ -9,8 +9,9 @@ the control API's public endpoints, plus the ones this module adds:
 * ``GET /scenarios`` and ``GET /scenarios/{name}``: the bundled scenarios and
   their YAML, for the scenario editor's list;
 * ``GET /requests/{seq}``: one journal entry, for a finding's evidence that has
-  scrolled out of the page's buffer;
-* ``GET /report.html``: the HTML report, as ``mockstore report --format html``.
+  scrolled out of the page's buffer (``?tenant=`` for a tenant's evidence);
+* ``GET /report.html``: the HTML report, as ``mockstore report --format html``
+  (``?run=`` as the JSON report).
 
 The page itself (``/ui`` and its files, and ``/`` which redirects there) needs
 no control token: it holds no data, and asks the user for the token before it
@@ -27,14 +28,14 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from mockstore.control.events import JournalStream, StreamSlots
-from mockstore.control.http import error_response, int_param, json_response
-from mockstore.control.journal import report_context
+from mockstore.control.http import PiecewiseResponse, error_response, int_param, json_response
+from mockstore.control.journal import charged, report_builder, tenant_journal
 from mockstore.reports.html import render_html
-from mockstore.reports.report import build_report
 from mockstore.scenario import bundled_names
 from mockstore.scenario.loader import parse_yaml
 from mockstore.scenario.source import bundled_dir
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX
 
 PAGE = "index.html"
@@ -108,8 +109,9 @@ def bundled_scenarios() -> list[dict[str, str]]:
 class DashboardEndpoints:
     """The dashboard's endpoints, bound to one ``Runtime``."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, tenants: TenantRegistry | None = None) -> None:
         self.runtime = runtime
+        self.tenants = tenants
         self.files = ui_files()
         self.slots = StreamSlots()
 
@@ -150,17 +152,24 @@ class DashboardEndpoints:
 
     async def one_request(self, request: Request) -> Response:
         seq = request.path_params["seq"]
+        tenant = request.query_params.get("tenant")
+        journal = tenant_journal(self.tenants, tenant) if tenant else self.runtime.journal
         # The first entry after seq - 1 is seq itself, unless it was evicted or cleared.
-        after = self.runtime.journal.select(since=seq - 1)
+        after = journal.select(since=seq - 1)
         if after and after[0].seq == seq:
             return json_response(after[0].to_dict())
-        return error_response("not_found", f"request #{seq} is not in the journal", 404)
+        where = f"tenant {tenant}'s journal" if tenant else "the journal"
+        return error_response("not_found", f"request #{seq} is not in {where}", 404)
 
     async def html_report(self, request: Request) -> Response:
-        entries = self.runtime.journal.select()
-        context = report_context(self.runtime, None)
-        page = await run_in_threadpool(
-            lambda: render_html(build_report(entries, context, timeline=True))
-        )
+        size, build = report_builder(request, self.runtime, self.tenants, None, True, render_html)
         headers = {**SECURITY_HEADERS, "content-security-policy": REPORT_POLICY}
-        return Response(page, media_type="text/html; charset=utf-8", headers=headers)
+        return await charged(
+            self.runtime,
+            size,
+            "this report",
+            build,
+            lambda page: PiecewiseResponse(
+                page, media_type="text/html; charset=utf-8", headers=headers
+            ),
+        )

@@ -3,14 +3,20 @@
 The control API has no key (a token is optional), so a page open in any browser
 on the same machine or network could otherwise drive it:
 
-* **Cross-site requests.** A page may send a POST without asking first (no
-  CORS preflight) only as a "simple" request: a form, ``text/plain``, or no
-  body, and no custom header. So a state-changing POST must carry a JSON or
-  YAML content type or the ``X-Mockstore-Client`` header, which a page can
-  only add after a preflight that mockstore never answers. PUT and DELETE are
-  never simple (a browser always preflights them), so they need neither, and
-  ``curl -X PUT --data-binary @scenario.yaml`` keeps working. Any
-  state-changing request that names an ``Origin`` must name this server's own.
+* **Cross-site requests.** A browser says where every request it sends comes
+  from: a state-changing request from a page carries ``Origin`` (and a modern
+  browser ``Sec-Fetch-Site``). So a state-changing request whose ``Origin`` is
+  not this server's own, or whose ``Sec-Fetch-Site`` is anything but
+  ``same-origin`` (or ``none``, typed by the user), is refused. A request with
+  neither comes from a non-browser client (curl, a script, a test) and is
+  served: ``curl -X POST http://127.0.0.1:8080/__mockstore/reset`` works. As
+  well, a POST with a body a page may send without a preflight (a form:
+  ``application/x-www-form-urlencoded``, ``multipart/form-data``, or
+  ``text/plain``) is refused unless it names its tool in ``X-Mockstore-Client``,
+  which a page can only add after a preflight mockstore never answers: an old
+  browser that sends no ``Origin`` on a form is kept out too. PUT and DELETE are
+  never simple (a browser always preflights them), so ``curl -X PUT
+  --data-binary @scenario.yaml`` keeps working.
 * **DNS rebinding.** A page can make its own host name resolve to this server
   and then read it as same-origin; the request still says ``Host: its-name``.
   So every control request (``/health`` aside) must name the server: a
@@ -32,10 +38,13 @@ from mockstore.errors import ApiError
 CLIENT_HEADER = "X-Mockstore-Client"
 _CLIENT_HEADER = CLIENT_HEADER.lower().encode()
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# Media types a page cannot send without a preflight, that the control API reads.
-_BODY_TYPES = frozenset(
-    {b"application/json", b"application/yaml", b"application/x-yaml", b"text/yaml", b"text/x-yaml"}
+# The body types a page may send cross-site without a preflight (CORS-safelisted).
+_SIMPLE_TYPES = frozenset(
+    {b"application/x-www-form-urlencoded", b"multipart/form-data", b"text/plain"}
 )
+_FETCH_SITE = b"sec-fetch-site"
+# Sec-Fetch-Site values a page of this server (or the user) sends.
+_OWN_SITES = frozenset({b"same-origin", b"none"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -64,11 +73,37 @@ def _is_ip(name: str) -> bool:
     return True
 
 
-def _is_body_type(content_type: bytes | None) -> bool:
+def _is_simple_type(content_type: bytes | None) -> bool:
     if content_type is None:
         return False
-    media = content_type.split(b";", 1)[0].strip().lower()
-    return media in _BODY_TYPES or media.endswith((b"+json", b"+yaml"))
+    return content_type.split(b";", 1)[0].strip().lower() in _SIMPLE_TYPES
+
+
+def _host_not_allowed(host: str, host_name: str) -> ApiError:
+    return ApiError(
+        "host_not_allowed",
+        f"Host {host!r} is not a name of this server, so the control API does not "
+        "answer it (a DNS-rebinding page would come with such a name): use a loopback "
+        f"name or an IP address, or start mockstore with --allowed-host {host_name} "
+        "(MOCKSTORE_ALLOWED_HOSTS)",
+        status=403,
+    )
+
+
+def is_remote_client(scope: Scope) -> bool:
+    """True when the request came over the network from another machine.
+
+    A loopback address is this machine; a client that is not an address at
+    all (an in-process client such as Starlette's TestClient) is this process.
+    """
+    client = scope.get("client")
+    if not client:
+        return False
+    try:
+        address = ipaddress.ip_address(str(client[0]).split("%", 1)[0])
+    except ValueError:
+        return False
+    return not address.is_loopback
 
 
 class ControlGuard:
@@ -91,7 +126,7 @@ class ControlGuard:
 
     def check(self, scope: Scope, path: str) -> None:
         """Raise the ApiError (403) that refuses this request, if any."""
-        host = origin = content_type = None
+        host = origin = content_type = fetch_site = None
         named_client = False
         for name, value in scope["headers"]:
             if name == b"host":
@@ -100,18 +135,13 @@ class ControlGuard:
                 origin = value.decode("latin-1")
             elif name == b"content-type":
                 content_type = value
+            elif name == _FETCH_SITE:
+                fetch_site = value.strip().lower()
             elif name == _CLIENT_HEADER and value.strip():
                 named_client = True
         host_name, host_port = _split_host(host) if host is not None else ("", None)
         if host is not None and path != "/health" and not self.host_allowed(host_name, scope):
-            raise ApiError(
-                "host_not_allowed",
-                f"Host {host!r} is not a name of this server, so the control API does not "
-                "answer it (a DNS-rebinding page would come with such a name): use a loopback "
-                f"name or an IP address, or start mockstore with --allowed-host {host_name} "
-                "(MOCKSTORE_ALLOWED_HOSTS)",
-                status=403,
-            )
+            raise _host_not_allowed(host, host_name)
         method = scope["method"]
         if method not in STATE_CHANGING:
             return
@@ -122,15 +152,32 @@ class ControlGuard:
                 f"state-changing calls only from its own origin ({CLIENT_HEADER} or not)",
                 status=403,
             )
-        if method == "POST" and not named_client and not _is_body_type(content_type):
-            sent = content_type.decode("latin-1") if content_type else "none"
+        if fetch_site is not None and fetch_site not in _OWN_SITES:
             raise ApiError(
                 "cross_site_request",
-                f"POST without a JSON or YAML body type (Content-Type was {sent}) looks like "
-                "a cross-site form: send Content-Type: application/json (or a YAML type), or "
-                f"the header {CLIENT_HEADER}: <your tool>",
+                f"{method} with Sec-Fetch-Site: {fetch_site.decode('latin-1')} refused: the "
+                "control API takes state-changing calls from a browser only from its own "
+                "origin (a tool that sends neither Origin nor Sec-Fetch-Site is served)",
                 status=403,
             )
+        if method == "POST" and not named_client and _is_simple_type(content_type):
+            assert content_type is not None
+            raise ApiError(
+                "cross_site_request",
+                f"POST with a form body (Content-Type: {content_type.decode('latin-1')}) looks "
+                "like a cross-site form: send Content-Type: application/json (or a YAML type, "
+                f"or no body), or the header {CLIENT_HEADER}: <your tool>",
+                status=403,
+            )
+
+    def check_host(self, scope: Scope) -> None:
+        """The ``Host`` check alone, for every path (raises the 403 ApiError that refuses it)."""
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1")
+                host_name, _ = _split_host(host)
+                if not self.host_allowed(host_name, scope):
+                    raise _host_not_allowed(host, host_name)
 
     @staticmethod
     def _same_origin(origin: str, host: str, port: int | None, scope: Scope) -> bool:

@@ -9,23 +9,45 @@ Error builder.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import secrets
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from mockstore.errors import ApiError, error_body
 from mockstore.errors import compact_json as encode_json
+from mockstore.limits import WRITE_CHUNK
+from mockstore.transport import send_in_pieces
 
 JSON = "application/json"
 _TRUE = {"1", "true", "yes", "on"}
 
 
+class PiecewiseResponse(Response):
+    """A ``Response`` whose body goes out ``WRITE_CHUNK`` at a time when it is larger.
+
+    Starlette sends a body in one message; a report or a scenario of several
+    megabytes would then sit whole in the buffer of a client that does not read.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if len(self.body) <= WRITE_CHUNK or scope.get("method") == "HEAD":
+            await Response.__call__(self, scope, receive, send)
+            return
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        await send_in_pieces(send, self.body)
+
+
 def json_response(
     content: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    return Response(encode_json(content), status, headers, media_type=JSON)
+    return PiecewiseResponse(encode_json(content), status, headers, media_type=JSON)
 
 
 def error_response(
@@ -38,6 +60,73 @@ def error_response(
 ) -> Response:
     """An Error answer; ``extra`` adds fields after ``code``, ``message`` and ``status``."""
     return Response(error_body(code, message, status, **extra), status, headers, media_type=JSON)
+
+
+# A streamed document's items are handed to the socket about this much at a time.
+STREAM_BATCH_BYTES = WRITE_CHUNK
+
+
+def json_stream(
+    document: Mapping[str, Any], items: Iterable[Any], encode: Callable[[Any], Any]
+) -> Iterator[bytes]:
+    """``document`` as compact JSON, its ``STREAMED`` value replaced by the list of ``items``.
+
+    The same bytes as ``encode_json`` of the whole (each item made by
+    ``encode``), written a batch of items at a time: a full journal's JSON is
+    never whole in memory (a HAR of 48 MiB of entries peaked at three times
+    that). ``STREAMED`` must appear exactly once in ``document``.
+    """
+    marker = secrets.token_hex(16)
+    head, tail = encode_json(_placed(document, marker)).split(b'"' + marker.encode() + b'"')
+    batch = [head, b"["]
+    size = 0
+    first = True
+    for item in items:
+        piece = encode_json(encode(item))
+        batch.append(piece if first else b"," + piece)
+        first = False
+        size += len(piece)
+        if size >= STREAM_BATCH_BYTES:
+            yield b"".join(batch)
+            batch, size = [], 0
+    batch.append(b"]" + tail)
+    yield b"".join(batch)
+
+
+async def in_worker(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """``chunks``, each made in a worker thread (the event loop keeps answering meanwhile).
+
+    Not Starlette's ``iterate_in_threadpool``: it ends the iteration by raising,
+    and each such exception, with its traceback, is a reference cycle left to
+    the collector once per stream.
+    """
+    done: Any = object()
+    while True:
+        chunk = await run_in_threadpool(next, chunks, done)
+        if chunk is done:
+            return
+        yield chunk
+
+
+class _Streamed:
+    """The place of the streamed list in a document (``STREAMED``)."""
+
+    def __repr__(self) -> str:
+        return "STREAMED"
+
+
+STREAMED: Any = _Streamed()
+
+
+def _placed(value: Any, marker: str) -> Any:
+    """``value`` with ``STREAMED`` replaced by ``marker`` (a copy of the containers on the way)."""
+    if value is STREAMED:
+        return marker
+    if isinstance(value, Mapping):
+        return {key: _placed(item, marker) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_placed(item, marker) for item in value]
+    return value
 
 
 # The readers below raise ApiError rather than return an answer, so an endpoint

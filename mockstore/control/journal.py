@@ -5,61 +5,122 @@ The journal is read on the event loop (a snapshot, so the server can keep
 appending); verification, the HAR and the report (with its encoding) run in
 a worker thread: on a full 10,000-entry journal they take a noticeable
 fraction of a second, and the API must keep answering meanwhile.
+
+The HAR and the list of requests are written a batch of entries at a time
+(``json_stream``): built whole, a full journal's HAR held three times the
+journal. A report is built whole, so what it needs (about the size of the
+entries it covers) is reserved from the memory budget first: 507 when the
+budget has no room.
+
+``?run=N`` (or ``current``) selects one run (``mockstore.runs``). A server's
+report covers its tenants' journals too, the deleted ones' kept included
+(``?tenants=none`` leaves them out); ``?tenant=ID`` reads one tenant's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
-from mockstore import __version__
 from mockstore.control.http import (
     JSON,
+    STREAMED,
+    PiecewiseResponse,
     encode_json,
     error_response,
+    in_worker,
     int_param,
     json_object,
     json_response,
+    json_stream,
     yes_no,
 )
-from mockstore.reports.har import HarMeta, to_har
+from mockstore.errors import ApiError
+from mockstore.journal import Entry, Journal
+from mockstore.memory import OverBudget, budget_of
+from mockstore.reports.har import HarMeta, har_entry, har_shell
 from mockstore.reports.model import ReportContext
+from mockstore.reports.report import Journal as ReportedJournal
 from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
+from mockstore.scenario.model import default_ban_policy
 from mockstore.state import Runtime
+from mockstore.tenants import TenantRegistry
+from mockstore.version import __version__
+
+
+def run_param(request: Request, runtime: Runtime) -> int | None:
+    """``?run=``: a run number, ``current`` (the one the next request joins), or ``all`` (None)."""
+    raw = request.query_params.get("run")
+    if raw is None or raw in ("", "all"):
+        return None
+    if raw == "current":
+        return runtime.run
+    try:
+        return int(raw)
+    except ValueError:
+        message = f"query parameter 'run' must be a run number, 'current' or 'all', got {raw!r}"
+        raise ApiError("invalid_request", message, status=400) from None
+
+
+def tenant_journal(tenants: TenantRegistry | None, tenant_id: str) -> Journal:
+    """``?tenant=ID``: that tenant's journal, live or kept after its deletion."""
+    journal = tenants.journal(tenant_id) if tenants is not None else None
+    if journal is None:
+        message = f"no journal of a tenant {tenant_id!r} on this server"
+        raise ApiError("not_found", message, status=404)
+    return journal
 
 
 class JournalEndpoints:
-    """Bound to one ``Runtime``, whose journal outlives resets and scenario swaps."""
+    """Bound to one ``Runtime``, whose journal outlives resets and scenario swaps.
 
-    def __init__(self, runtime: Runtime) -> None:
+    ``tenants`` is the server's registry (None in a tenant's own control API).
+    """
+
+    def __init__(self, runtime: Runtime, tenants: TenantRegistry | None = None) -> None:
         self.runtime = runtime
+        self.tenants = tenants
+
+    def _journal(self, request: Request) -> Journal:
+        tenant = request.query_params.get("tenant")
+        return tenant_journal(self.tenants, tenant) if tenant else self.runtime.journal
 
     async def requests(self, request: Request) -> Response:
         since = int_param(request, "since")
         status = int_param(request, "status")
-        journal = self.runtime.journal
+        run = run_param(request, self.runtime)
+        journal = self._journal(request)
         entries = journal.select(
             operation=request.query_params.get("operation") or None,
             key=request.query_params.get("key") or None,
             status=status,
             since=since,
+            run=run,
         )
-        return json_response(
-            {
-                "entries": [e.to_dict() for e in entries],
-                "dropped": journal.dropped,
-                "last_seq": journal.last_seq,
-                "size": journal.size,
-                "enabled": journal.enabled,
-                "bytes": journal.bytes,
-                "max_bytes": journal.max_bytes,
-            }
+        document = {
+            "entries": STREAMED,
+            "dropped": journal.dropped,
+            "last_seq": journal.last_seq,
+            "size": journal.size,
+            "enabled": journal.enabled,
+            "bytes": journal.bytes,
+            "max_bytes": journal.max_bytes,
+            "run": "all" if run is None else run,
+            "current_run": journal.run,
+        }
+        return StreamingResponse(
+            in_worker(json_stream(document, entries, Entry.to_dict)), media_type=JSON
         )
 
     async def clear(self, request: Request) -> Response:
         self.runtime.journal.clear()
+        if self.tenants is not None:
+            self.tenants.kept.clear()  # deleted tenants' journals: kept for nothing else
         return Response(status_code=204)
 
     async def har(self, request: Request) -> Response:
@@ -91,9 +152,10 @@ class JournalEndpoints:
             scenario_source=scenario.source,
             scenario_file=scenario.file,
         )
-        body = await run_in_threadpool(lambda: encode_json(to_har(entries, meta)))
-        return Response(
-            body,
+        shell = har_shell(entries, meta)
+        shell["log"]["entries"] = STREAMED
+        return StreamingResponse(
+            in_worker(json_stream(shell, entries, lambda entry: har_entry(entry, meta.mask))),
             media_type=JSON,
             headers={"content-disposition": 'inline; filename="mockstore.har"'},
         )
@@ -138,15 +200,58 @@ class JournalEndpoints:
     async def report(self, request: Request) -> Response:
         since = int_param(request, "since")
         include = {part.strip() for part in request.query_params.get("include", "").split(",")}
-        entries = self.runtime.journal.select(since=since)
-        context = report_context(self.runtime, since)
-        body = await run_in_threadpool(
-            lambda: encode_json(build_report(entries, context, timeline="timeline" in include))
+        size, build = report_builder(
+            request, self.runtime, self.tenants, since, "timeline" in include
         )
-        return Response(body, media_type=JSON)
+        return await charged(
+            self.runtime,
+            size,
+            "this report",
+            build,
+            lambda body: PiecewiseResponse(body, media_type=JSON),
+        )
 
 
-def report_context(runtime: Runtime, since: int | None) -> ReportContext:
+def tenants_param(request: Request) -> bool:
+    """``?tenants=all`` (the default) or ``none``: whether a server's report covers its tenants."""
+    raw = request.query_params.get("tenants", "all")
+    if raw not in ("all", "none"):
+        message = f"query parameter 'tenants' must be 'all' or 'none', got {raw!r}"
+        raise ApiError("invalid_request", message, status=400)
+    return raw == "all"
+
+
+def report_builder(
+    request: Request,
+    runtime: Runtime,
+    tenants: TenantRegistry | None,
+    since: int | None,
+    timeline: bool,
+    render: Callable[[dict[str, Any]], Any] = encode_json,
+) -> tuple[int, Callable[[], Any]]:
+    """The report the request asks for (``?run``, ``?tenants``): what it holds, and its builder.
+
+    The size is what the journals it reads hold (a report's peak is about that);
+    the builder is for a worker thread (``charged``).
+    """
+    run = run_param(request, runtime)
+    entries = runtime.journal.select(since=since, run=run)
+    size = runtime.journal.bytes if entries else 0
+    others = []
+    if tenants is not None and tenants_param(request):
+        for tenant, journal, deleted in tenants.journals():
+            selected = journal.select(since=since, run=run)
+            if selected:
+                size += journal.bytes
+            others.append(ReportedJournal(selected, tenant, deleted, journal.runs))
+    context = report_context(runtime, since, run)
+    runs = tuple(runtime.journal.runs)
+    return size, lambda: render(
+        build_report(entries, context, timeline=timeline, tenants=others, runs=runs)
+    )
+
+
+def report_context(runtime: Runtime, since: int | None, run: int | None = None) -> ReportContext:
     """What a report needs to know of the running scenario and the journal."""
     scenario = runtime.scenario
     journal = runtime.journal
@@ -155,9 +260,38 @@ def report_context(runtime: Runtime, since: int | None) -> ReportContext:
         scenario=scenario.name,
         base_path=scenario.base_path,
         ban_after_rejections=ban.after_rejections if ban else None,
-        ban_within_seconds=ban.within_seconds if ban else 60.0,
+        ban_within_seconds=(ban or default_ban_policy()).within_seconds,
         journal_size=journal.size,
         journal_enabled=journal.enabled,
         dropped=journal.dropped,
         since=since,
+        run=run,
     )
+
+
+Built = TypeVar("Built")
+
+
+async def charged(
+    runtime: Runtime,
+    size: int,
+    what: str,
+    build: Callable[[], Built],
+    answer: Callable[[Built], Response],
+) -> Response:
+    """``answer(build())``, ``build`` run in a worker thread with ``size`` bytes reserved first.
+
+    What a report needs at its peak is about what its entries hold in the
+    journals (measured: 0.6 to 1 times), so that is reserved from the budget's
+    share for reports while it is built; 507 if it cannot be.
+    """
+    budget = budget_of(runtime.account)
+    if budget is None or not size:
+        return answer(await run_in_threadpool(build))
+    if not budget.reports.reserve(size):
+        refusal = OverBudget(what, size, budget.reports)
+        return error_response("memory_budget", f"{refusal}; ask for less (since=N)", 507)
+    try:
+        return answer(await run_in_threadpool(build))
+    finally:
+        budget.reports.release(size)

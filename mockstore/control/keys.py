@@ -10,10 +10,11 @@ from starlette.responses import Response
 
 from mockstore.clock import format_time
 from mockstore.control.http import error_response, json_object, json_response
+from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
 from mockstore.ratelimit import Plan
 from mockstore.scenario.loader import Marks, schema_problems
-from mockstore.state import Runtime
+from mockstore.state import KEY_COST, Runtime
 
 
 class KeyEndpoints:
@@ -26,6 +27,7 @@ class KeyEndpoints:
         usage = state.limiter.usage(key_bucket(key.key), plan, state.clock.now())
         return {
             "key": key.key,
+            "shown": mask(key.key),  # as the journal (and the dashboard's traffic) shows it
             "plan": key.plan,
             "tenant": key.tenant,
             "limits": {"per_minute": plan.per_minute, "per_day": plan.per_day},
@@ -62,12 +64,23 @@ class KeyEndpoints:
         key = body["key"]
         if key in state.keys:
             return error_response("key_exists", f"key {key!r} already exists", 409)
+        # An issued key holds memory (and, isolated, a store of its own): charged
+        # to the mock's share of the memory budget, so keys cannot be issued without end.
+        if state.account is not None and not state.account.reserve(KEY_COST):
+            return error_response(
+                "memory_budget",
+                f"key {key!r} was not issued: the memory budget has no room for another key "
+                f"({len(state.keys)} held); revoke keys no longer used, or reset",
+                507,
+            )
         plan = body.get("plan", "free")
         if isinstance(plan, dict):
             name = f"custom:{key}"
             state.plans[name] = Plan(name, plan["per_minute"], plan["per_day"])
             plan = name
         if plan not in state.plans:
+            if state.account is not None:
+                state.account.release(KEY_COST)
             known = ", ".join(sorted(state.plans))
             return error_response("unknown_plan", f"unknown plan {plan!r} (known: {known})", 400)
         issued = ApiKey(key, plan, body.get("tenant") or key)
@@ -85,6 +98,8 @@ class KeyEndpoints:
         key = request.path_params["key"]
         if state.keys.revoke(key) is None:
             return error_response("unknown_key", f"no key {key!r}", 404)
+        if state.account is not None and all(k.key != key for k in state.scenario.keys):
+            state.account.release(KEY_COST)  # an issued key: charged when issued
         state.limiter.forget(key_bucket(key))
         return Response(status_code=204)
 

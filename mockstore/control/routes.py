@@ -51,11 +51,12 @@ def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> l
     scenario = ScenarioEndpoints(runtime)
     clock = ClockEndpoints(runtime)
     keys = KeyEndpoints(runtime)
-    journal = JournalEndpoints(runtime)
-    dashboard = DashboardEndpoints(runtime)
+    journal = JournalEndpoints(runtime, tenants)
+    dashboard = DashboardEndpoints(runtime, tenants)
     tenant = TenantEndpoints(tenants)
     return [
         route("/health", GET=state.health),
+        route("/memory", GET=state.memory),
         route("/openapi.json", GET=documents.openapi),
         route("/schema", GET=documents.scenario_schema),
         route("/scenario", GET=scenario.show, PUT=scenario.swap),

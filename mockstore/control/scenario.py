@@ -1,5 +1,9 @@
 """Endpoints over the scenario: show the running one, swap in another.
 
+``PUT /scenario`` takes a scenario's YAML or JSON, or a bundled scenario's name
+(``curl -X PUT --data default …/scenario``): a body that is one word is a name,
+looked up among the bundled scenarios only (never a file of the server's).
+
 Loading a scenario is slow work in pure Python (YAML with line marks, the
 schema, the pets of the store): up to seconds for the largest one the bounds
 allow. It runs in a worker thread, so the API and ``/health`` keep answering
@@ -14,12 +18,19 @@ while it scans (100-200 ms per collection, measured), so it is paused for the
 duration of the build (nothing the build makes is cyclic garbage; requests
 served meanwhile make little, collected once the build is done), and the GIL
 is handed over more often (``_loop_first``).
+
+A build is priced: it draws on the memory budget's share for builds while it
+reads the document (``loader.NODE_COST`` a node, refused with 507 as soon as
+the share has no room, before the rest is read), and the scenario and pets it
+puts in service on the mock's share (``Runtime.prepare``). Builds take turns
+across the whole process (``MemoryBudget.building``), tenants included.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,9 +39,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from mockstore.control.dashboard import bundled_source
 from mockstore.control.http import error_response, json_response
-from mockstore.scenario import ScenarioError, load_scenario
+from mockstore.memory import OverBudget, budget_of
+from mockstore.scenario import ScenarioError, bundled_names, load_scenario
+from mockstore.scenario.loader import priced
 from mockstore.state import Prepared, Runtime, release
+
+# A body that is one word, as a scenario's name is: never a YAML mapping.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class ScenarioEndpoints:
@@ -45,6 +62,22 @@ class ScenarioEndpoints:
         name = request.query_params.get("file", "<PUT /__mockstore/scenario>")
         # The body's size and arrival time are bounded by ControlAPI.
         raw = await request.body()
+        word = raw.strip()
+        if len(word) <= 64 and _NAME.fullmatch(word.decode("latin-1")):
+            bundled = word.decode("ascii").removesuffix(".yaml")
+            if bundled not in bundled_names():
+                return error_response(
+                    "invalid_scenario",
+                    f"{bundled!r} is not a bundled scenario; send a scenario's YAML or JSON, "
+                    "or one of their names",
+                    400,
+                    problems=[
+                        f"{name}: not a bundled scenario's name: {bundled!r} (bundled: "
+                        f"{', '.join(bundled_names())})"
+                    ],
+                )
+            text, name = bundled_source(bundled)
+            raw = text.encode()
         if self._loading is None:
             self._loading = asyncio.Lock()
         async with self._loading:
@@ -63,13 +96,21 @@ class ScenarioEndpoints:
                     problems=[str(p) for p in exc.problems],
                     details=[p.as_dict() for p in exc.problems],
                 )
+            except OverBudget as exc:
+                return error_response(
+                    "memory_budget", f"{exc}; the running scenario is unchanged", 507
+                )
             replaced = [self.runtime.install(prepared)]
             await run_in_threadpool(release, replaced)
         return json_response(prepared.scenario.to_json())
 
     def _prepare(self, raw: bytes, name: str) -> Prepared:
         """Decode, parse, validate and build the new state: in a worker thread."""
-        with _loop_first():
+        budget = budget_of(self.runtime.account)
+        if budget is None:
+            with _loop_first():
+                return self.runtime.prepare(load_scenario(raw.decode("utf-8"), name))
+        with budget.building(f"building {name}") as share, priced(share), _loop_first():
             return self.runtime.prepare(load_scenario(raw.decode("utf-8"), name))
 
 

@@ -2,6 +2,6 @@
 
 Pure functions of journal entries: no HTTP, no app. The control API serves
 them (``mockstore.control.journal``), ``mockstore report`` renders them
-(``mockstore.report_command``), ``mockstore replay`` reads HAR back
-(``mockstore.replay``).
+(``mockstore.cli.report``), ``mockstore replay`` reads HAR back
+(``mockstore.fidelity.replay``).
 """

@@ -7,18 +7,24 @@ off the deprecated ``GET /pets/{petId}`` before 5 December 2030, and to send
 of those sentences into a check over the journal, with a stable id so a team
 can track or discuss a finding by its number.
 
-Time is always *scenario* time (the mock's clock when each request arrived),
-so a manual clock judges exactly the time a test moved, and a running clock
-judges real waiting. Rate-limit rules work per *bucket*: what the limiter
-counts, i.e. one API key, or one client address for callers without a valid
-key.
+Every rule judges within a *run* (``mockstore.runs``): a reset, a scenario
+load, a new tenant or a clock moved back starts the mock's time afresh, and
+nothing sent in one run is measured against an answer of another. Time is
+read on two clocks: the scenario clock (the mock's, when each request
+arrived), which a test moves, and the wall clock, which a client that sleeps
+moves. A wait counts as done when *either* clock shows it done: a client may
+sleep, a test may advance the clock instead. Rate-limit rules work per
+*bucket*: what the limiter counts, i.e. one API key, or one client address for
+callers without a valid key (in one tenant).
 
 =======  ======================  ========  ==========================================
 id       rule                    severity  fires when (threshold)
 =======  ======================  ========  ==========================================
 ETQ001   retry-after-ignored     error     a request on a bucket arrives before the
                                            ``Retry-After`` of an earlier response on that
-                                           bucket has elapsed (no tolerance). A request
+                                           bucket has elapsed, by both clocks (no
+                                           tolerance; a spent window's reset the answer
+                                           named, if sooner, counts as its end). A request
                                            that arrived after that response's request
                                            but before the response was sent (in flight
                                            on another connection) is exempt.
@@ -27,8 +33,10 @@ ETQ002   no-exponential-backoff  warning   in a run of retries after consecutive
                                            by a ``Retry-After`` the client honoured,
                                            fewer than half of the successive waits grow
                                            to at least 1.5x the one before (and above
-                                           10 ms). A wait that honours ``Retry-After``
-                                           ends the run: the server set the pace.
+                                           10 ms), by the scenario clock and by the wall
+                                           clock alike. A wait that honours
+                                           ``Retry-After`` ends the run: the server set
+                                           the pace.
 ETQ003   key-banned              error     a response says ``key_banned``. Evidence: the
                                            429 ``rate_limited`` rejections within the
                                            scenario's ban window before the ban, and
@@ -67,6 +75,9 @@ BACKOFF_FLOOR = 0.010  # ... and longer than this many seconds (no wait is not a
 # 422: a provider's validation status (behaviour.validation_status, or a recording).
 INVALID_STATUSES = frozenset({400, 413, 415, 422})
 EXAMPLES = 20  # pairs of evidence spelled out in a finding's details
+# ETQ001's tolerance is 0 s; this much is floating-point arithmetic on Unix times
+# (a second is 2**-22 of one near 2030), not time.
+ARITHMETIC = 1e-6
 
 RETRY_AFTER_IGNORED = Rule(
     "ETQ001",
@@ -74,16 +85,17 @@ RETRY_AFTER_IGNORED = Rule(
     "error",
     "Request sent before Retry-After elapsed",
     "no request on a key (or anonymous client) until the Retry-After of its last "
-    "response has elapsed, in scenario time; tolerance 0 s",
+    "response has elapsed by the scenario clock or the wall clock, within one run; "
+    "tolerance 0 s",
 )
 NO_BACKOFF = Rule(
     "ETQ002",
     "no-exponential-backoff",
     "warning",
     "Retries after 429 without exponential backoff",
-    f"in runs of >= {BACKOFF_MIN_WAITS} retries after consecutive 429s (waits not set by "
-    f"Retry-After), at least half the waits grow >= {BACKOFF_GROWTH}x the one before "
-    f"and exceed {int(BACKOFF_FLOOR * 1000)} ms",
+    f"in streaks of >= {BACKOFF_MIN_WAITS} retries after consecutive 429s (waits not set "
+    f"by Retry-After), at least half the waits grow >= {BACKOFF_GROWTH}x the one before "
+    f"and exceed {int(BACKOFF_FLOOR * 1000)} ms, by the scenario clock or the wall clock",
 )
 KEY_BANNED = Rule(
     "ETQ003",
@@ -141,21 +153,29 @@ REPLACEMENTS: dict[str, str] = {
 
 
 def judge(facts: list[Fact], context: ReportContext | None = None) -> list[Finding]:
-    """Every finding for these facts, most severe first, then by rule id and subject."""
+    """Every finding for these facts, most severe first, then by rule id and subject.
+
+    Facts are judged within their run and their tenant's journal: rules over a
+    bucket's requests see one run at a time; the others group per tenant.
+    """
     context = context or ReportContext()
-    buckets: dict[str, list[Fact]] = defaultdict(list)
+    buckets: dict[tuple[str | None, str], dict[int, list[Fact]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    journals: dict[str | None, list[Fact]] = defaultdict(list)
     for fact in facts:
-        buckets[fact.bucket].append(fact)
-    for items in buckets.values():
-        items.sort(key=lambda f: (f.time, f.seq))
+        buckets[fact.tenant, fact.bucket][fact.run].append(fact)
+        journals[fact.tenant].append(fact)
     findings: list[Finding] = []
-    for items in buckets.values():
-        findings.extend(_retry_after_ignored(items))
-        findings.extend(_no_backoff(items))
-        findings.extend(_bans(items, context))
-    findings.extend(_deprecated(facts))
-    findings.extend(_invalid(facts))
-    findings.extend(_bad_authorization(facts))
+    for by_run in buckets.values():
+        runs = [sorted(items, key=lambda f: (f.time, f.seq)) for _, items in sorted(by_run.items())]
+        findings.extend(_retry_after_ignored(runs))
+        findings.extend(_no_backoff(runs))
+        findings.extend(_bans(runs, context))
+    for items in journals.values():
+        findings.extend(_deprecated(items))
+        findings.extend(_invalid(items))
+        findings.extend(_bad_authorization(items))
     findings.sort(key=lambda f: (-severity_rank(f.rule.severity), f.rule.id, f.subject))
     return findings
 
@@ -164,6 +184,10 @@ def _finding(
     rule: Rule, subject: str, message: str, evidence: Iterable[Fact], **details: object
 ) -> Finding:
     ordered = sorted({f.seq: f for f in evidence}.values(), key=lambda f: f.seq)
+    tenant = ordered[0].tenant if ordered else None
+    where = f" in tenant {tenant}"
+    if tenant is not None and not subject.endswith(where):
+        subject += where
     return Finding(
         rule,
         subject,
@@ -171,6 +195,7 @@ def _finding(
         [f.seq for f in ordered],
         [f.request_id for f in ordered],
         dict(details),
+        tenant,
     )
 
 
@@ -183,34 +208,77 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
 # -- ETQ001 ---------------------------------------------------------------------
 
 
-def _retry_after_ignored(items: list[Fact]) -> list[Finding]:
-    deadline: float | None = None
-    told: Fact | None = None
+def _late_enough(fact: Fact, told: Fact) -> bool:
+    """Whether ``fact`` came once ``told``'s wait was over, by either clock."""
+    assert told.wait_until is not None
+    if fact.time >= told.wait_until - ARITHMETIC:
+        return True
+    return (
+        told.wall_until is not None
+        and fact.wall is not None
+        and fact.wall >= told.wall_until - ARITHMETIC
+    )
+
+
+def _earliness(fact: Fact, told: Fact) -> tuple[float, float, str]:
+    """(seconds after ``told``, seconds too early, which clock) on the clock nearer done."""
+    assert told.wait_until is not None
+    after, early, clock = fact.time - told.time, told.wait_until - fact.time, "scenario"
+    if told.wall_until is not None and fact.wall is not None and told.wall is not None:
+        wall_early = told.wall_until - fact.wall
+        # The scenario clock's figure, unless the wall clock's is nearer done by more
+        # than the time a request takes (a client slept part of its wait).
+        if wall_early < early - 0.5:
+            after, early, clock = fact.wall - told.wall, wall_early, "wall"
+    return after, early, clock
+
+
+def _in_flight(fact: Fact, told: Fact) -> bool:
+    """Whether ``fact`` had already been sent when ``told`` was answered.
+
+    Known exactly from what had been answered when it arrived; for entries that
+    do not say (recordings), from the scenario time and ``told``'s latency.
+    """
+    if fact.arrived_after >= 0:
+        return fact.arrived_after < told.seq
+    return told.time < fact.time < told.time + told.latency
+
+
+def _early_in_run(items: list[Fact]) -> list[tuple[Fact, Fact]]:
+    """(early request, the answer whose wait it broke) pairs within one run."""
+    waiting: list[Fact] = []  # answers whose wait is not over by either clock
     early: list[tuple[Fact, Fact]] = []
     for fact in items:
-        if deadline is not None and told is not None and fact.time < deadline:
-            in_flight = told.time < fact.time < told.time + told.latency
-            if not in_flight:
-                early.append((fact, told))
-        if fact.wait_until is not None and (deadline is None or fact.wait_until >= deadline):
-            deadline, told = fact.wait_until, fact
+        waiting = [told for told in waiting if not _late_enough(fact, told)]
+        broken = [told for told in waiting if not _in_flight(fact, told)]
+        if broken:
+            early.append((fact, max(broken, key=lambda told: told.wait_until or 0.0)))
+        if fact.wait_until is not None:
+            waiting.append(fact)
+    return early
+
+
+def _retry_after_ignored(runs: list[list[Fact]]) -> list[Finding]:
+    early = [pair for items in runs for pair in _early_in_run(items)]
     if not early:
         return []
     first, source = early[0]
-    assert source.wait_until is not None
+    after, too_early, clock = _earliness(first, source)
+    by = " by the wall clock" if clock == "wall" else ""
     message = (
         f"{_plural(len(early), 'request')} on {first.subject} arrived before the "
         f"Retry-After of an earlier response had elapsed; e.g. #{first.seq} came "
-        f"{first.time - source.time:.3f} s after #{source.seq} "
+        f"{after:.3f} s after #{source.seq} "
         f"({source.status} {source.code or ''}, Retry-After: {source.retry_after}), "
-        f"{source.wait_until - first.time:.3f} s too early"
+        f"{too_early:.3f} s too early{by}"
     ).replace(" )", ")")
     examples = [
         {
             "seq": f.seq,
             "after_seq": s.seq,
+            "run": f.run,
             "retry_after": s.retry_after,
-            "early_by_seconds": round((s.wait_until or f.time) - f.time, 6),
+            "early_by_seconds": round(_earliness(f, s)[1], 6),
         }
         for f, s in early[:EXAMPLES]
     ]
@@ -222,6 +290,7 @@ def _retry_after_ignored(items: list[Fact]) -> list[Finding]:
             message,
             evidence,
             early_requests=len(early),
+            runs=sorted({f.run for f, _ in early}),
             examples=examples,
         )
     ]
@@ -230,13 +299,17 @@ def _retry_after_ignored(items: list[Fact]) -> list[Finding]:
 # -- ETQ002 ---------------------------------------------------------------------
 
 
-def _runs(items: list[Fact]) -> list[list[tuple[Fact, float]]]:
-    """Runs of (retry, wait before it) after consecutive 429s.
+Streak = list[tuple[Fact, float, float | None]]  # (retry, wait by scenario, wait by wall)
 
-    A wait that honoured the Retry-After of the 429 before it ends the run.
+
+def _streaks(items: list[Fact]) -> list[Streak]:
+    """Streaks of (retry, its wait on each clock) after consecutive 429s, in one run.
+
+    A wait that honoured the Retry-After of the 429 before it (by either clock)
+    ends the streak.
     """
-    runs: list[list[tuple[Fact, float]]] = []
-    current: list[tuple[Fact, float]] = []
+    streaks: list[Streak] = []
+    current: Streak = []
     previous: Fact | None = None
     for fact in items:
         follows_429 = previous is not None and previous.status == 429
@@ -244,17 +317,37 @@ def _runs(items: list[Fact]) -> list[list[tuple[Fact, float]]]:
             follows_429
             and previous is not None
             and previous.wait_until is not None
-            and fact.time >= previous.wait_until
+            and _late_enough(fact, previous)
         )
         if follows_429 and not honoured and previous is not None:
-            current.append((fact, fact.time - previous.time))
+            wall = None
+            if previous.wall is not None and fact.wall is not None:
+                wall = fact.wall - previous.wall
+            current.append((fact, fact.time - previous.time, wall))
         elif current:
-            runs.append(current)
+            streaks.append(current)
             current = []
         previous = fact
     if current:
-        runs.append(current)
-    return runs
+        streaks.append(current)
+    return streaks
+
+
+def _backs_off(streak: Streak) -> bool:
+    """Whether the waits back off by either clock (a client sleeps; a test moves the clock)."""
+    if grows([scenario for _, scenario, _ in streak]):
+        return True
+    walls = [wall for _, _, wall in streak]
+    return all(w is not None for w in walls) and grows([w for w in walls if w is not None])
+
+
+def _shown_waits(streak: Streak) -> list[float]:
+    """The waits of a streak on the clock that moved more (what the finding quotes)."""
+    scenario = [s for _, s, _ in streak]
+    walls = [w for _, _, w in streak]
+    if all(w is not None for w in walls) and sum(w or 0.0 for w in walls) > sum(scenario):
+        return [w or 0.0 for w in walls]
+    return scenario
 
 
 def grows(waits: list[float]) -> bool:
@@ -264,17 +357,18 @@ def grows(waits: list[float]) -> bool:
     return 2 * growing >= len(pairs)
 
 
-def _no_backoff(items: list[Fact]) -> list[Finding]:
+def _no_backoff(runs: list[list[Fact]]) -> list[Finding]:
     failing = [
-        run
-        for run in _runs(items)
-        if len(run) >= BACKOFF_MIN_WAITS and not grows([wait for _, wait in run])
+        streak
+        for items in runs
+        for streak in _streaks(items)
+        if len(streak) >= BACKOFF_MIN_WAITS and not _backs_off(streak)
     ]
     if not failing:
         return []
     subject = failing[0][0][0].subject
-    shown = [round(wait, 3) for _, wait in failing[0][:8]]
-    retries = sum(len(run) for run in failing)
+    shown = [round(wait, 3) for wait in _shown_waits(failing[0])[:8]]
+    retries = sum(len(streak) for streak in failing)
     message = (
         f"{_plural(len(failing), 'run')} of retries after 429 on {subject} "
         f"({_plural(retries, 'retry', 'retries')}) did not back off: waits in seconds "
@@ -286,10 +380,13 @@ def _no_backoff(items: list[Fact]) -> list[Finding]:
             NO_BACKOFF,
             subject,
             message,
-            [fact for run in failing for fact, _ in run],
+            [fact for streak in failing for fact, _, _ in streak],
             runs=[
-                {"seqs": [f.seq for f, _ in run], "waits": [round(w, 6) for _, w in run]}
-                for run in failing[:EXAMPLES]
+                {
+                    "seqs": [f.seq for f, _, _ in streak],
+                    "waits": [round(w, 6) for w in _shown_waits(streak)],
+                }
+                for streak in failing[:EXAMPLES]
             ],
         )
     ]
@@ -298,25 +395,26 @@ def _no_backoff(items: list[Fact]) -> list[Finding]:
 # -- ETQ003 ---------------------------------------------------------------------
 
 
-def _bans(items: list[Fact], context: ReportContext) -> list[Finding]:
+def _bans(runs: list[list[Fact]], context: ReportContext) -> list[Finding]:
     bans = 0
     led: list[Fact] = []
     banned: list[Fact] = []
-    in_ban = False
-    for index, fact in enumerate(items):
-        if fact.code == "key_banned":
-            if not in_ban:
-                bans += 1
-                horizon = fact.time - context.ban_within_seconds
-                for earlier in reversed(items[:index]):
-                    if earlier.time < horizon or earlier.code == "key_banned":
-                        break
-                    if earlier.code == "rate_limited":
-                        led.append(earlier)
-            in_ban = True
-            banned.append(fact)
-        else:
-            in_ban = False
+    for items in runs:
+        in_ban = False
+        for index, fact in enumerate(items):
+            if fact.code == "key_banned":
+                if not in_ban:
+                    bans += 1
+                    horizon = fact.time - context.ban_within_seconds
+                    for earlier in reversed(items[:index]):
+                        if earlier.time < horizon or earlier.code == "key_banned":
+                            break
+                        if earlier.code == "rate_limited":
+                            led.append(earlier)
+                in_ban = True
+                banned.append(fact)
+            else:
+                in_ban = False
     if not bans:
         return []
     subject = banned[0].subject

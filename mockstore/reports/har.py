@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -219,6 +220,25 @@ def _har_entry(entry: Entry, masked: bool) -> dict[str, Any]:
 
 def to_har(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, Any]:
     """A HAR 1.2 document of ``entries`` (journal order)."""
+    document = har_shell(entries, meta)
+    document["log"]["entries"] = [
+        har_entry(e, document["log"]["_mockstore"]["masked"]) for e in entries
+    ]
+    return document
+
+
+def har_entry(entry: Entry, masked: bool = True) -> dict[str, Any]:
+    """One journal entry as a HAR entry (its token masked unless ``masked`` is False)."""
+    return _har_entry(entry, masked)
+
+
+def har_shell(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, Any]:
+    """The HAR document of ``entries`` without them: ``log.entries`` is empty.
+
+    For a document written a piece at a time (the control API streams a HAR
+    rather than hold a full journal's three times over): the shell, then each
+    ``har_entry`` in its place.
+    """
     meta = meta or HarMeta()
     keys = [_masked_key(k) if meta.mask else dict(k) for k in meta.issued_keys]
     return {
@@ -226,7 +246,7 @@ def to_har(entries: Sequence[Entry], meta: HarMeta | None = None) -> dict[str, A
             "version": "1.2",
             "creator": {"name": "mockstore", "version": meta.creator_version},
             "pages": [],
-            "entries": [_har_entry(e, meta.mask) for e in entries],
+            "entries": [],
             "comment": f"mockstore journal, scenario {meta.scenario!r} (scenario time)",
             "_mockstore": {
                 "scenario": meta.scenario,
@@ -329,45 +349,60 @@ def read_har(document: Any) -> list[Recorded]:
     for index, raw in enumerate(entries):
         where = f"log.entries[{index}]"
         try:
-            request, response = raw["request"], raw["response"]
-            method, url = str(request["method"]), str(request["url"])
-            status = int(response["status"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise HarError(f"{where}: missing or invalid request/response ({exc})") from exc
-        extra = raw.get("_mockstore") or {}
-        parts = urlsplit(url)
-        post = request.get("postData") or {}
-        content = response.get("content") or {}
-        body = _decode(str(post.get("text", "")), post.get("_encoding")) if post else b""
-        response_body = _decode(str(content.get("text", "")), content.get("encoding"))
-        size = content.get("size", len(response_body))
-        when = extra.get("time")
-        if not isinstance(when, int | float):
-            when = _parse_started(raw.get("startedDateTime"), where)
-        outcome = extra.get("outcome") or ("response" if status else "connection_error")
-        recorded.append(
-            Recorded(
-                index=index,
-                seq=extra.get("seq"),
-                request_id=extra.get("request_id"),
-                method=method,
-                path=unquote(parts.path) or "/",
-                query=parts.query,
-                headers=_pairs(request.get("headers", []), f"{where}.request.headers"),
-                body=body,
-                time=float(when),
-                elapsed=extra.get("elapsed"),
-                client=str(extra.get("client") or "127.0.0.1"),
-                status=status,
-                response_headers=_pairs(response.get("headers", []), f"{where}.response.headers"),
-                response_body=response_body,
-                response_size=int(size) if isinstance(size, int) and size >= 0 else 0,
-                outcome=str(outcome),
-                request_truncated=bool(extra.get("request_truncated", False)),
-                extra=extra,
-            )
-        )
+            recorded.append(_entry(index, raw, where))
+        except HarError:
+            raise
+        except (AttributeError, KeyError, OverflowError, TypeError, ValueError) as exc:
+            # A field of the wrong type somewhere in the entry: still a sentence.
+            raise HarError(f"{where}: not a HAR entry ({type(exc).__name__}: {exc})") from exc
     return recorded
+
+
+def _entry(index: int, raw: Any, where: str) -> Recorded:
+    """One entry of ``log.entries``; raises ``HarError`` (or a lookup error) if it is not one."""
+    try:
+        request, response = raw["request"], raw["response"]
+        method, url = str(request["method"]), str(request["url"])
+        status = int(response["status"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HarError(f"{where}: missing or invalid request/response ({exc})") from exc
+    extra = raw.get("_mockstore")
+    if not isinstance(extra, dict):
+        extra = {}
+    parts = urlsplit(url)
+    post = request.get("postData") or {}
+    content = response.get("content") or {}
+    body = _decode(str(post.get("text", "")), post.get("_encoding")) if post else b""
+    response_body = _decode(str(content.get("text", "")), content.get("encoding"))
+    size = content.get("size", len(response_body))
+    when = extra.get("time")
+    if not isinstance(when, int | float):
+        when = _parse_started(raw.get("startedDateTime"), where)
+    wall = extra.get("wall")
+    if not math.isfinite(when) or (isinstance(wall, int | float) and not math.isfinite(wall)):
+        raise HarError(f"{where}: its time is not a finite number")
+    outcome = extra.get("outcome") or ("response" if status else "connection_error")
+    elapsed = extra.get("elapsed")
+    return Recorded(
+        index=index,
+        seq=extra.get("seq"),
+        request_id=extra.get("request_id"),
+        method=method,
+        path=unquote(parts.path) or "/",
+        query=parts.query,
+        headers=_pairs(request.get("headers", []), f"{where}.request.headers"),
+        body=body,
+        time=float(when),
+        elapsed=float(elapsed) if isinstance(elapsed, int | float) else None,
+        client=str(extra.get("client") or "127.0.0.1"),
+        status=status,
+        response_headers=_pairs(response.get("headers", []), f"{where}.response.headers"),
+        response_body=response_body,
+        response_size=int(size) if isinstance(size, int) and size >= 0 else 0,
+        outcome=str(outcome),
+        request_truncated=bool(extra.get("request_truncated", False)),
+        extra=extra,
+    )
 
 
 def har_meta(document: dict[str, Any]) -> dict[str, Any]:

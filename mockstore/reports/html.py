@@ -10,8 +10,10 @@ charts come from the report's ``timeline``:
   ``X-RateLimit-Remaining`` it was told after each request, as a step line
   under its limit, with every 429 marked.
 
-Time is scenario time in seconds after the first request. When the clock never
-moved (a manual clock nobody advanced), the x axis is the request number.
+Time is scenario time in seconds after the first request (wall time when the
+report covers several runs, whose scenario times need not follow one another:
+the timeline's ``clock``). When the clock never moved (a manual clock nobody
+advanced), the x axis is the request number.
 Hovering over a bar or a marker shows its figures (SVG ``<title>``).
 """
 
@@ -138,7 +140,7 @@ def _x_values(rows: list[list[Any]]) -> tuple[list[float], bool]:
     return [float(i + 1) for i in range(len(rows))], False
 
 
-def timeline_svg(rows: list[list[Any]]) -> str:
+def timeline_svg(rows: list[list[Any]], clock: str = "scenario") -> str:
     """The stacked histogram of requests per time slice, by outcome."""
     height, top, bottom = 240, 12, 210
     xs, by_time = _x_values(rows)
@@ -185,7 +187,7 @@ def timeline_svg(rows: list[list[Any]]) -> str:
                 f'width="{max(1.0, bar - 1):.1f}" height="{h:.1f}" fill="{colour}">'
                 f"<title>{escape(span)}: {n} x {escape(label)}</title></rect>"
             )
-    axis_label = "scenario time after the first request" if by_time else "request number"
+    axis_label = f"{clock} time after the first request" if by_time else "request number"
     parts.append(
         f'<text x="{WIDTH - PLOT_RIGHT}" y="{height - 4}" text-anchor="end">'
         f"{escape(axis_label)}</text>"
@@ -349,10 +351,20 @@ def _coverage(report: dict[str, Any]) -> str:
     )
 
 
+def _runs_judged(summary: dict[str, Any]) -> str:
+    runs = summary.get("runs", {})
+    if runs.get("selected", "all") != "all":
+        return f"run {runs['selected']} only"
+    count = runs.get("count", 0)
+    return f"each of {count} runs on its own" if count != 1 else "one run"
+
+
 def render_html(report: dict[str, Any]) -> str:
     """The whole page. ``report`` must include the ``timeline`` (``?include=timeline``)."""
     summary = report["summary"]
-    rows = report.get("timeline", {}).get("rows", [])
+    timeline = report.get("timeline", {})
+    rows = timeline.get("rows", [])
+    chart = timeline_svg(rows, timeline.get("clock", "scenario")) if rows else "<p>No requests.</p>"
     counts = summary["findings"]
     badges = "".join(
         f'<span style="background:{_SEVERITY_COLOUR[s]}">{counts[s]} {s}</span>'
@@ -374,10 +386,10 @@ def render_html(report: dict[str, Any]) -> str:
         f"<style>{STYLE}</style></head><body><main>"
         "<h1>mockstore report</h1>"
         f'<p class="sub">Scenario <b>{escape(summary["scenario"])}</b>, '
-        f"{summary['requests']} request(s) judged.</p>"
+        f"{summary['requests']} request(s) judged, {escape(_runs_judged(summary))}.</p>"
         f'<div class="badges">{badges}</div>{note}'
         "<h2>Requests over time</h2>"
-        f'<div class="card">{timeline_svg(rows) if rows else "<p>No requests.</p>"}'
+        f'<div class="card">{chart}'
         f"{_legend()}</div>"
         "<h2>Rate-limit headroom per key</h2>"
         f'<div class="card">{headroom}</div>'

@@ -2,22 +2,24 @@
 
 A report looks at thousands of exchanges, each several times, so the journal's
 raw entries (header lists, body bytes) are read once into a compact ``Fact``:
-who was counted (the rate-limit bucket), when (scenario time), what came back
-(status, Error code, the instant ``Retry-After`` allows, headroom). The rules
-then work on facts only. Nothing here knows HTTP frameworks.
+who was counted (the rate-limit bucket), when (scenario and wall time, and
+the run), what came back (status, Error code, the instants the answer said to
+wait until, headroom). The rules then work on facts only. Nothing here knows
+HTTP frameworks.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from mockstore.journal import Entry, mask
 from mockstore.keys import client_bucket, key_bucket, parse_authorization
+from mockstore.scenario.loader import schema_default
+from mockstore.validation import loads_bounded
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 FAIL_ON: tuple[str, ...] = (*SEVERITIES, "never")
@@ -63,6 +65,7 @@ class Finding:
     seqs: list[int]
     request_ids: list[str]
     details: dict[str, Any] = field(default_factory=dict)
+    tenant: str | None = None  # whose journal its evidence is in (None: the server's own)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,22 +79,27 @@ class Finding:
             "count": len(self.seqs),
             "seqs": self.seqs[:EVIDENCE_CAP],
             "request_ids": self.request_ids[:EVIDENCE_CAP],
+            "tenant": self.tenant,
             "details": self.details,
         }
 
 
 @dataclass(frozen=True, slots=True)
 class ReportContext:
-    """What the reports need to know about the server beyond the journal."""
+    """What the reports need to know about the server beyond the journal.
+
+    Its defaults are a scenario's that says nothing (the scenario schema's).
+    """
 
     scenario: str = ""
-    base_path: str = "/v1"
-    ban_after_rejections: int | None = 10
-    ban_within_seconds: float = 60.0
-    journal_size: int = 10_000
+    base_path: str = schema_default("base_path")
+    ban_after_rejections: int | None = schema_default("ban", "after_rejections")
+    ban_within_seconds: float = schema_default("ban", "within_seconds")
+    journal_size: int = schema_default("journal", "size")
     journal_enabled: bool = True
     dropped: int = 0
     since: int | None = None
+    run: int | None = None  # the one run judged; None: every run
 
 
 @dataclass(slots=True)
@@ -109,7 +117,10 @@ class Fact:
     status: int
     code: str | None  # the Error ``code`` of an error response
     message: str | None
-    wait_until: float | None  # the scenario instant Retry-After allows a new request
+    # The instant the answer allowed a new request from, on the scenario clock
+    # (``wait_until``) and on the wall clock (``wall_until``): the earliest its
+    # Retry-After (and, beside it, a spent window's reset) allows.
+    wait_until: float | None
     retry_after: str | None  # the header as sent
     remaining: int | None
     limit: int | None
@@ -118,13 +129,19 @@ class Fact:
     latency: float  # seconds between the request's arrival and its response
     outcome: str
     sunset: float | None  # from a Sunset header (deprecated operations)
+    run: int = 0
+    wall: float | None = None  # the wall clock when it was answered (None: not recorded)
+    wall_until: float | None = None
+    tenant: str | None = None  # the tenant whose journal it came from (None: the server's)
+    arrived_after: int = -1  # the last seq answered when it arrived (-1: not known)
 
 
-def subject_of(key: str | None, client: str) -> tuple[str, str]:
+def subject_of(key: str | None, client: str, tenant: str | None = None) -> tuple[str, str]:
     """(bucket, subject) for a request: its key's bucket, or its address's anonymous one."""
+    where = f" in tenant {tenant}" if tenant is not None else ""
     if key:
-        return key_bucket(key), mask(key)
-    return client_bucket(client), f"anonymous ({client})"
+        return key_bucket(key), mask(key) + where
+    return client_bucket(client), f"anonymous ({client}){where}"
 
 
 _SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
@@ -138,21 +155,86 @@ def parse_http_date(text: str) -> float | None:
         return None
 
 
-def parse_retry_after(value: str, now: float, wall: float | None = None) -> float | None:
-    """The scenario instant a ``Retry-After`` allows; None if unreadable.
-
-    ``now`` is the scenario time of the response. Delta-seconds count from it.
-    An HTTP-date is an instant on the client's (wall) clock, so it counts from
-    ``wall``, the wall time the response was sent at (``now`` when not known,
-    as in a recording of a real service, whose clock is the wall clock).
-    """
-    text = value.strip()
+def _wait(
+    value: bytes, now: float, wall: float | None, date: float | None, header_clock: str | None
+) -> float | None:
+    """Seconds to wait from the answer, for a ``Retry-After`` (seconds or HTTP-date)."""
+    text = value.decode("latin-1").strip()
     if _SECONDS.fullmatch(text):
-        return now + float(text)
-    date = parse_http_date(text)
-    if date is None:
+        return float(text)
+    instant = parse_http_date(text)
+    if instant is None:
         return None
-    return now + (date - (now if wall is None else wall))
+    return instant - _reference(now, wall, date, header_clock=header_clock)
+
+
+def _reference(
+    now: float,
+    wall: float | None,
+    date: float | None,
+    latest: bool = True,
+    header_clock: str | None = None,
+) -> float:
+    """The "now" an instant in this answer's headers counts from.
+
+    mockstore writes instants on the wall clock, or on the scenario clock
+    (``clock.headers``): ``header_clock``, from the run, when the journal knows
+    it. Otherwise the answer's ``Date`` says which: it is the second its "now"
+    fell in; when both clocks fall in that second, the reading that favours the
+    client is taken: the later "now" for a wait (``latest``), the earlier for a
+    sunset. A recording's wall and scenario clocks are one.
+    """
+    if wall is None:
+        return now
+    if header_clock is not None:
+        return wall if header_clock == "wall" else now
+    candidates = [now, wall]
+    if date is not None:
+        fitting = [r for r in candidates if date - 0.001 <= r < date + 1.001]
+        # None fits: a Date written by something else (a scripted answer): the nearer clock.
+        candidates = fitting or [min(candidates, key=lambda r: abs(r - date))]
+    return max(candidates) if latest else min(candidates)
+
+
+_DRAFT_WINDOW = re.compile(rb";r=([0-9]+);t=([0-9]+)")
+
+
+def _told(
+    e: Entry,
+    retry_after: bytes | None,
+    reset: bytes | None,
+    remaining: bytes | None,
+    draft: bytes | None,
+    date: bytes | None,
+    header_clock: str | None,
+) -> float | None:
+    """Seconds after the answer that it allowed a new request from; None if it did not say.
+
+    Its ``Retry-After``; and, on a 429 that said one, the reset of a spent
+    window (``X-RateLimit-Reset`` with ``X-RateLimit-Remaining: 0``, or the
+    draft ``RateLimit`` header's spent windows) when that comes sooner: the
+    headers round to whole seconds on different clocks, and a client that
+    waited for any of them did as it was told.
+    """
+    if retry_after is None:
+        return None
+    sent = parse_http_date(date.decode("latin-1")) if date is not None else None
+    wait = _wait(retry_after, e.time, e.wall, sent, header_clock)
+    if wait is None:
+        return None
+    if e.status == 429:
+        if reset is not None and remaining is not None and remaining.strip() == b"0":
+            value = _int(reset)
+            if value is not None:
+                # A Unix time is > 10**9 (2001); anything less is a delta.
+                reference = _reference(e.time, e.wall, sent, header_clock=header_clock)
+                from_reset = value - reference if value > 10**9 else float(value)
+                wait = min(wait, from_reset)
+        if draft is not None:
+            spent = [int(t) for r, t in _DRAFT_WINDOW.findall(draft) if int(r) == 0]
+            if spent:
+                wait = min(wait, float(max(spent)))
+    return wait
 
 
 def _int(value: bytes | None) -> int | None:
@@ -164,8 +246,17 @@ def _int(value: bytes | None) -> int | None:
         return None
 
 
-def facts_of(entries: Iterable[Entry]) -> list[Fact]:
-    """One ``Fact`` per entry, in journal order. Reads every entry's headers once."""
+def facts_of(
+    entries: Iterable[Entry],
+    tenant: str | None = None,
+    header_clocks: Mapping[int, str] | None = None,
+) -> list[Fact]:
+    """One ``Fact`` per entry, in journal order. Reads every entry's headers once.
+
+    ``tenant`` names the tenant whose journal the entries come from;
+    ``header_clocks`` the clock each run wrote its headers' instants on.
+    """
+    header_clocks = header_clocks or {}
     facts: list[Fact] = []
     sunsets: dict[bytes, float | None] = {}
     masks: dict[tuple[str | None, str], tuple[str, str]] = {}
@@ -180,7 +271,7 @@ def facts_of(entries: Iterable[Entry]) -> list[Fact]:
         if authorization is not None:
             scheme = authorization.strip().partition(b" ")[0].decode("latin-1")
 
-        retry_after = remaining = limit = sunset_raw = None
+        retry_after = remaining = limit = sunset_raw = reset = draft = date = None
         for name, value in e.response_headers:
             lowered = name.lower()
             if lowered == b"retry-after":
@@ -189,13 +280,19 @@ def facts_of(entries: Iterable[Entry]) -> list[Fact]:
                 remaining = value
             elif lowered == b"x-ratelimit-limit":
                 limit = value
+            elif lowered == b"x-ratelimit-reset":
+                reset = value
+            elif lowered == b"ratelimit":
+                draft = value
+            elif lowered == b"date":
+                date = value
             elif lowered == b"sunset":
                 sunset_raw = value
 
         code = message = None
         if e.status >= 400 and e.response_body[:1] == b"{":
             try:
-                body = json.loads(e.response_body)
+                body = loads_bounded(e.response_body)
             except ValueError:
                 body = None
             if isinstance(body, dict):
@@ -206,13 +303,13 @@ def facts_of(entries: Iterable[Entry]) -> list[Fact]:
         if sunset_raw is not None:
             if sunset_raw not in sunsets:
                 sunsets[sunset_raw] = parse_http_date(sunset_raw.decode("latin-1"))
-            sunset = sunsets[sunset_raw]
+            sunset = _scenario_instant(sunsets[sunset_raw], e, date, header_clocks.get(e.run))
 
         ident = (e.key, e.client)
         who = masks.get(ident)
         if who is None:
-            who = masks[ident] = subject_of(e.key, e.client)
-        ra_text = retry_after.decode("latin-1") if retry_after is not None else None
+            who = masks[ident] = subject_of(e.key, e.client, tenant)
+        wait = _told(e, retry_after, reset, remaining, draft, date, header_clocks.get(e.run))
         facts.append(
             Fact(
                 seq=e.seq,
@@ -226,10 +323,8 @@ def facts_of(entries: Iterable[Entry]) -> list[Fact]:
                 status=e.status,
                 code=code,
                 message=message,
-                wait_until=(
-                    parse_retry_after(ra_text, e.time, e.wall) if ra_text is not None else None
-                ),
-                retry_after=ra_text,
+                wait_until=None if wait is None else e.time + wait,
+                retry_after=retry_after.decode("latin-1") if retry_after is not None else None,
                 remaining=_int(remaining),
                 limit=_int(limit),
                 auth=credentials.kind,
@@ -237,6 +332,29 @@ def facts_of(entries: Iterable[Entry]) -> list[Fact]:
                 latency=e.latency_ms / 1000,
                 outcome=e.outcome,
                 sunset=sunset,
+                run=e.run,
+                wall=e.wall,
+                wall_until=None if wait is None or e.wall is None else e.wall + wait,
+                tenant=tenant,
+                arrived_after=e.arrived_after,
             )
         )
     return facts
+
+
+def _scenario_instant(
+    instant: float | None, e: Entry, date: bytes | None, header_clock: str | None
+) -> float | None:
+    """A sunset read from an answer's header, on the scenario clock (see ``_reference``).
+
+    Written on the wall clock, it was rounded down to the second from an
+    instant a fraction of a second later on the scenario clock: read back, the
+    second is given to the client (a call in it is not "after the sunset").
+    """
+    if instant is None:
+        return None
+    sent = parse_http_date(date.decode("latin-1")) if date is not None else None
+    reference = _reference(e.time, e.wall, sent, latest=False, header_clock=header_clock)
+    if reference == e.time:
+        return instant
+    return instant - reference + e.time + 1.0

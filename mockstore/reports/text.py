@@ -15,13 +15,34 @@ def _evidence(finding: dict[str, Any]) -> str:
     return shown + (f" ... (+{more} more)" if more > 0 else "")
 
 
+def _runs_line(summary: dict[str, Any]) -> str:
+    """Which runs were judged: every rule judges within a run."""
+    runs = summary.get("runs", {"selected": "all", "count": 0, "latest": []})
+    if runs["selected"] != "all":
+        listed = runs["latest"][0] if runs["latest"] else None
+        why = f", begun by {listed['began_with']}" if listed and listed["began_with"] else ""
+        return f"run {runs['selected']} only{why}"
+    count = runs["count"]
+    return f"all runs ({count}), each judged on its own" if count != 1 else "one run"
+
+
 def render_text(report: dict[str, Any]) -> str:
     summary = report["summary"]
     counts = summary["findings"]
     lines = [
         f"mockstore report: scenario {summary['scenario']!r}, {summary['requests']} request(s)"
         + (f" (seq {summary['first_seq']}-{summary['last_seq']})" if summary["requests"] else ""),
+        _runs_line(summary),
     ]
+    journals = summary.get("journals")
+    if journals:
+        parts = [
+            ("this server" if j["tenant"] is None else f"tenant {j['tenant']}")
+            + (" (deleted)" if j["deleted"] else "")
+            + f": {j['requests']}"
+            for j in journals
+        ]
+        lines.append("journals: " + ", ".join(parts))
     journal = summary["journal"]
     if journal["dropped"]:
         lines.append(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore.journal import Entry, mask
+from mockstore.validation import loads_bounded
 
 CLOSEST = 3  # near misses shown in a failure message
 SHOWN = 5  # matched requests shown in a failure message
@@ -188,7 +189,7 @@ def conditions(expectation: Expectation, base_path: str = "") -> list[Condition]
             if not entry.request_body:
                 return "there is no request body"
             try:
-                body = json.loads(entry.request_body)
+                body = loads_bounded(entry.request_body)
             except ValueError:
                 return "the request body is not JSON"
             return contains(body, want_body)

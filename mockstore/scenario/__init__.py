@@ -1,5 +1,12 @@
-"""The scenario format: loading, validation, the frozen model, and the one resolver."""
+"""The scenario format: the frozen model, its builder, the YAML loader, the one resolver.
 
+``model`` holds the plain frozen types; ``build`` turns a file's text into them
+(``load_scenario``); ``loader`` reads YAML with positions and checks it against
+``scenario.schema.json``; ``source`` resolves what a user names (a bundled name,
+a path, YAML text) into that text.
+"""
+
+from mockstore.scenario.build import load_scenario
 from mockstore.scenario.loader import Problem, ScenarioError, scenario_schema
 from mockstore.scenario.model import (
     Behaviour,
@@ -9,7 +16,6 @@ from mockstore.scenario.model import (
     Reply,
     Route,
     Scenario,
-    load_scenario,
 )
 from mockstore.scenario.source import (
     ScenarioNotFound,

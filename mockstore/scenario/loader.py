@@ -10,6 +10,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -19,13 +22,18 @@ import yaml
 from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 
-from mockstore.clock import parse_time
+from mockstore.clock import outside_range, parse_time
+from mockstore.memory import Account
 
 Path = tuple[str | int, ...]
 
-# A document whose aliases expand past this many values is refused rather than
-# built: a "billion laughs" file must not take the server (or the CI) down.
-MAX_VALUES = 5_000_000
+# A document whose aliases expand past this many values, or past this many
+# bytes of keys and values, is refused while it is being read: a "billion
+# laughs" file, or a 400-byte one that expands to millions of values, must not
+# take the server (or the CI) down. Expanded, a scenario may hold what it could
+# hold written out (MAX_NODES values; about as many bytes as the largest file).
+MAX_VALUES = 300_000
+MAX_EXPANDED_BYTES = 16 * 1024 * 1024
 # Nothing in a scenario nests deeper than a dozen levels; a document nested
 # deeper is refused as soon as the parser gets there (YAML is composed by
 # recursion, and 5,000 levels of brackets cost seconds before failing).
@@ -34,6 +42,16 @@ MAX_DEPTH = 64
 # values (10,000 listed pets are 90,000; 10,000 keys about as many); more is refused while
 # it is being read, instead of after seconds of building what would be refused.
 MAX_NODES = 300_000
+# What one YAML node costs at the peak of a load (composed, built, checked
+# against the schema, made into the model), measured on CPython 3.11 with
+# bench/scenario_cost.py: charged to the memory budget while the document is
+# read, PRICE_EVERY nodes at a time, so a load the budget cannot hold is
+# refused before it is built.
+NODE_COST = 1024
+PRICE_EVERY = 4096
+# The share of the memory budget a load in this thread draws on (None: not
+# charged, as ``mockstore validate`` loads). Set with ``priced``.
+_BUILD_ACCOUNT: ContextVar[Account | None] = ContextVar("mockstore_build_account", default=None)
 # A value quoted in a problem is cut to this many characters: a problem names
 # what is wrong, it does not copy the file into the log.
 QUOTE_LIMIT = 60
@@ -85,15 +103,54 @@ def json_path(path: Path) -> str:
     return text
 
 
+@contextmanager
+def priced(account: Account) -> Iterator[None]:
+    """Loads in this thread (and context) draw on ``account`` while they read a document."""
+    token = _BUILD_ACCOUNT.set(account)
+    try:
+        yield
+    finally:
+        _BUILD_ACCOUNT.reset(token)
+
+
 class _TooBig(yaml.MarkedYAMLError):
-    """A document nested deeper than MAX_DEPTH, or holding more than MAX_NODES values."""
+    """A document nested deeper than MAX_DEPTH, or holding (or expanding to) too much."""
+
+
+class _Mark:
+    """Where a node starts: all a problem needs of PyYAML's marks, in a tenth of the memory.
+
+    PyYAML keeps two full marks per node (six attributes each); a 300,000-value
+    document held 130 MB of them.
+    """
+
+    __slots__ = ("column", "line")
+    name = "<scenario>"
+
+    def __init__(self, mark: yaml.Mark) -> None:
+        self.line = mark.line
+        self.column = mark.column
+
+    def get_snippet(self) -> None:
+        return None
+
+    def __str__(self) -> str:
+        return f"line {self.line + 1}, column {self.column + 1}"
 
 
 class _Loader(yaml.SafeLoader):
-    """Safe YAML in which times stay strings (the schema checks their format), within bounds."""
+    """Safe YAML in which times stay strings (the schema checks their format), within bounds.
+
+    While composing, each node learns how many values and bytes it expands to
+    (``_size``: aliases followed), so the whole document's expansion is known
+    as it is read, and refused as soon as it passes the bounds.
+    """
 
     _depth = 0
     _nodes = 0
+    _aliased_values = 0  # values that aliases add beyond the nodes themselves
+    _bytes = 0  # bytes of keys and scalar values, aliases followed
+    _priced = 0  # nodes charged to the memory budget so far
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         self._depth += 1
@@ -104,10 +161,50 @@ class _Loader(yaml.SafeLoader):
             elif self._nodes > MAX_NODES:
                 problem = f"more than {MAX_NODES:,} values"
             else:
-                return super().compose_node(parent, index)  # type: ignore[no-any-return]
+                alias = self.check_event(yaml.AliasEvent)
+                node = super().compose_node(parent, index)
+                problem = self._measure(node, alias)
+                if problem is None:
+                    return node  # type: ignore[no-any-return]
             raise _TooBig(problem=problem, problem_mark=self.peek_event().start_mark)
         finally:
             self._depth -= 1
+
+    def _measure(self, node: yaml.Node, alias: bool) -> str | None:
+        """Count what ``node`` expands to; the problem if the document passes a bound."""
+        if alias:
+            # The anchored node was measured when it was composed (unless it
+            # contains this alias: a recursive alias, which building reports).
+            values, size = getattr(node, "_size", (1, 0))
+            self._aliased_values += values - 1
+            self._bytes += size
+        else:
+            if isinstance(node, yaml.ScalarNode):
+                values, size = 1, len(node.value)
+                self._bytes += size
+            else:
+                values, size = 1, 0
+                for item in node.value:
+                    for part in item if isinstance(item, tuple) else (item,):
+                        part_values, part_size = getattr(part, "_size", (1, 0))
+                        values += part_values
+                        size += part_size
+            node._size = (values, size)
+            node.start_mark = _Mark(node.start_mark)
+            node.end_mark = None
+        if self._nodes + self._aliased_values > MAX_VALUES:
+            return f"the document expands to more than {MAX_VALUES:,} values (aliases?)"
+        if self._bytes > MAX_EXPANDED_BYTES:
+            return (
+                f"the document expands to more than {MAX_EXPANDED_BYTES // 2**20} MiB "
+                "of keys and values (aliases?)"
+            )
+        if self._nodes - self._priced >= PRICE_EVERY:
+            account = _BUILD_ACCOUNT.get()
+            if account is not None:
+                account.take(PRICE_EVERY * NODE_COST, "reading this scenario")
+            self._priced += PRICE_EVERY
+        return None
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -175,9 +272,6 @@ def parse_yaml(text: str, file: str) -> tuple[Any, Marks]:
         )
     builder = _TreeBuilder(loader, file)
     try:
-        if _expanded_size(node, {}, set()) > MAX_VALUES:
-            message = f"YAML: the document expands to more than {MAX_VALUES:,} values (aliases?)"
-            raise ScenarioError([Problem(file, 1, 1, "$", message)])
         data = builder.build(node, ())
     except RecursionError:
         raise ScenarioError([Problem(file, 1, 1, "$", "YAML: nested too deeply")]) from None
@@ -227,30 +321,6 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
     elif "the end of the block" in problem:
         message += "; check the indentation of this line"
     return Problem(file, line, column, "$", message)
-
-
-def _expanded_size(node: yaml.Node, sizes: dict[int, int], active: set[int]) -> int:
-    """How many values the node becomes once every alias is expanded.
-
-    Counted per node, not per path, so a "billion laughs" file is measured in
-    as many steps as it has nodes, and refused before anything is built.
-    """
-    known = sizes.get(id(node))
-    if known is not None:
-        return known
-    if id(node) in active:
-        return 1  # a recursive alias; building reports it
-    size = 1
-    if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-        active.add(id(node))
-        for item in node.value:
-            parts = item if isinstance(item, tuple) else (item,)
-            size += sum(_expanded_size(part, sizes, active) for part in parts)
-            if size > MAX_VALUES:
-                break
-        active.discard(id(node))
-    sizes[id(node)] = size
-    return size
 
 
 class _TreeBuilder:
@@ -366,9 +436,12 @@ def _is_time(value: object) -> bool:
                 "2026-03-01T12:00:00Z"
             )
         try:
-            parse_time(value)
-        except ValueError as exc:
+            when = parse_time(value)
+        except (ValueError, OverflowError) as exc:
             raise ValueError(f"not a valid date-time: {quoted(value)} ({exc})") from None
+        problem = outside_range(when)
+        if problem is not None:
+            raise ValueError(problem)
     return True
 
 

@@ -1,80 +1,85 @@
-"""The scenario model: a frozen description of how the mock behaves.
+"""The scenario model: plain frozen types saying how the mock behaves.
 
-``load_scenario`` turns a file's text into a ``Scenario`` or raises
-``ScenarioError`` with every problem at once. What the JSON Schema cannot say
-(a plan that must exist, a key defined twice, pets that must be valid Pets by
-the OpenAPI document) is checked here, with the same file positions.
+Nothing here reads a file or checks one: ``mockstore.scenario.build`` turns a
+file's text into a ``Scenario`` (or every problem at once). Each default is
+the scenario schema's own (``scenario.schema.json``): the ``Behaviour`` fields
+are the schema's ``behaviour`` settings, in its order, and a test holds the two
+together.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
 from dataclasses import dataclass, field
-from pathlib import Path as FilePath
 from typing import Any
 
 from mockstore import schemas
 from mockstore.clock import parse_time
-from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
-from mockstore.scenario.loader import (
-    Marks,
-    Problem,
-    ScenarioError,
-    check_schema,
-    describe_document,
-    did_you_mean,
-    json_path,
-    parse_yaml,
-    problem_at,
-    scenario_schema,
-    schema_default,
-)
-from mockstore.urls import CONTROL_PREFIX, is_control_path
+from mockstore.scenario.loader import scenario_schema, schema_default
 
-Path = tuple[str | int, ...]
 
-SUNSET = parse_time(schema_default("behaviour", "sunset"))
-DEPRECATED_SINCE = parse_time(schema_default("behaviour", "deprecated_since"))
-FAULT_KINDS = (
-    "connection_reset",
-    "empty_response",
-    "malformed_json",
-    "truncated_body",
-    "slow_body",
-)
+def _behaviour_schema() -> dict[str, Any]:
+    node: dict[str, Any] = scenario_schema()["properties"]["behaviour"]["properties"]
+    return node
 
 
 def _default_error_codes() -> tuple[tuple[str, str], ...]:
     """Every condition's Error code as the schema's defaults give it (mockstore's own)."""
-    node = scenario_schema()["properties"]["behaviour"]["properties"]["error_codes"]
+    node = _behaviour_schema()["error_codes"]
     return tuple((name, spec["default"]) for name, spec in node["properties"].items())
 
 
 DEFAULT_ERROR_CODES = _default_error_codes()
 
 
+def behaviour_value(name: str, value: Any) -> Any:
+    """A ``behaviour`` setting as the scenario file gives it, as ``Behaviour`` holds it.
+
+    Instants (the schema's ``date-time``) become Unix seconds, ``default_status:
+    omit`` becomes ``None``, and ``error_codes`` a ``(condition, code)`` pair for
+    every condition, in the schema's order; every other value is kept as it is.
+    """
+    if name == "error_codes":
+        given = value if isinstance(value, dict) else {}
+        return tuple(
+            (condition, given.get(condition, code)) for condition, code in DEFAULT_ERROR_CODES
+        )
+    if name == "default_status":
+        return None if value == "omit" else value
+    if _behaviour_schema()[name].get("format") == "date-time":
+        return parse_time(value)
+    return value
+
+
+def _default(name: str) -> Any:
+    """The schema's default of ``behaviour.<name>``, as ``Behaviour`` holds it."""
+    return behaviour_value(name, _behaviour_schema()[name].get("default"))
+
+
+SUNSET: float = _default("sunset")
+DEPRECATED_SINCE: float = _default("deprecated_since")
+
+
 @dataclass(frozen=True, slots=True)
 class Behaviour:
-    """The knobs for what the spec leaves open."""
+    """The knobs for what the spec leaves open: the schema's ``behaviour``, in its order."""
 
-    default_status: str | None = None  # the schema's "omit"
-    retry_after: str = schema_default("behaviour", "retry_after")
-    after_sunset: str = schema_default("behaviour", "after_sunset")
-    ratelimit_draft_headers: bool = schema_default("behaviour", "ratelimit_draft_headers")
-    max_body_bytes: int = schema_default("behaviour", "max_body_bytes")
-    max_store_bytes: int = schema_default("behaviour", "max_store_bytes")
+    default_status: str | None = _default("default_status")  # None: the schema's "omit"
+    retry_after: str = _default("retry_after")
+    after_sunset: str = _default("after_sunset")
+    ratelimit_draft_headers: bool = _default("ratelimit_draft_headers")
+    max_body_bytes: int = _default("max_body_bytes")
+    max_store_bytes: int = _default("max_store_bytes")
     deprecated_since: float = DEPRECATED_SINCE
     sunset: float = SUNSET
-    validation_status: int = schema_default("behaviour", "validation_status")
+    validation_status: int = _default("validation_status")
     # (condition, code) for every condition, in the schema's order.
     error_codes: tuple[tuple[str, str], ...] = DEFAULT_ERROR_CODES
-    ratelimit_reset: str = schema_default("behaviour", "ratelimit_reset")
-    serve_head: bool = schema_default("behaviour", "serve_head")
-    path_check: str = schema_default("behaviour", "path_check")
-    unknown_fields: str = schema_default("behaviour", "unknown_fields")
+    ratelimit_reset: str = _default("ratelimit_reset")
+    serve_head: bool = _default("serve_head")
+    path_check: str = _default("path_check")
+    unknown_fields: str = _default("unknown_fields")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +174,7 @@ class Scenario:
     isolation: str = schema_default("isolation")
     clock_start: float | None = None
     clock_mode: str = schema_default("clock", "mode")
+    clock_headers: str = schema_default("clock", "headers")
     plans: dict[str, Plan] = field(default_factory=lambda: dict(BUILTIN_PLANS))
     anonymous_plan: str = schema_default("anonymous_plan")
     keys: tuple[KeySpec, ...] = ()
@@ -202,7 +208,11 @@ class Scenario:
             "seed": self.seed,
             "base_path": self.base_path,
             "isolation": self.isolation,
-            "clock": {"start": self.clock_start, "mode": self.clock_mode},
+            "clock": {
+                "start": self.clock_start,
+                "mode": self.clock_mode,
+                "headers": self.clock_headers,
+            },
             "plans": {
                 n: {"per_minute": p.per_minute, "per_day": p.per_day} for n, p in self.plans.items()
             },
@@ -239,45 +249,6 @@ def generate_pets(count: int, seed: int, existing: list[dict[str, Any]]) -> list
     return pets
 
 
-def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
-    """Parse, validate and build a scenario; raises ``ScenarioError``.
-
-    The schema problems and the semantic ones (unknown plans, keys defined
-    twice, invalid pets, ...) are reported together: the semantic checks skip
-    only the parts the schema already refused, so one run shows every error.
-    """
-    if len(text) > MAX_SCENARIO_BYTES:
-        message = (
-            f"the scenario is {len(text):,} characters long; the limit is "
-            f"{MAX_SCENARIO_BYTES:,} bytes (use generate: for large inventories)"
-        )
-        raise ScenarioError([Problem(file, 1, 1, "$", message)])
-    data, marks = parse_yaml(text, file)
-    if not isinstance(data, dict):
-        # Never quote it: a file given by mistake (say /etc/passwd) stays out of the log.
-        message = (
-            f"not a scenario: the file holds {describe_document(data)}, where a scenario "
-            "is a mapping that starts with version: 1"
-        )
-        raise ScenarioError([Problem(file, 1, 1, "$", message)])
-    checked = check_schema(data, marks, file)
-    builder = _Builder(data, marks, file, broken=[path for path, _ in checked])
-    scenario = builder.build(text)
-    problems = {str(p): p for p in [*(p for _, p in checked), *builder.problems]}
-    if problems:
-        raise ScenarioError(sorted(problems.values(), key=lambda p: (p.line, p.column, p.path)))
-    return scenario
-
-
-# Headers that frame the message: the server derives them, a scenario may not.
-_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
-
-
-_SCHEMA_DEFAULT = object()
-
-
 def default_ban_policy() -> BanPolicy:
     """The ban a scenario gets when it says nothing of bans (the schema's defaults)."""
     return BanPolicy(
@@ -288,451 +259,16 @@ def default_ban_policy() -> BanPolicy:
     )
 
 
-class _Builder:
-    """Turns schema-checked data into a Scenario, noting what the schema cannot check.
-
-    ``broken`` holds the paths the schema refused. Building a part needs it
-    whole (``clean``); checking one field needs only that field to be free of
-    schema problems (``checkable``) and of the expected type, so the semantic
-    checks run on everything the schema did not already report.
-    """
-
-    def __init__(
-        self, data: dict[str, Any], marks: Marks, file: str, broken: list[Path] | None = None
-    ) -> None:
-        self.data = data
-        self.marks = marks
-        self.file = file
-        self.problems: list[Problem] = []
-        self._broken = [path for path in broken or [] if path]
-
-    def problem(self, path: Path, message: str, *, key: bool = False) -> None:
-        self.problems.append(problem_at(self.file, self.marks, path, message, key=key))
-
-    def clean(self, path: Path) -> bool:
-        """True when the schema found nothing wrong at, inside or around ``path``."""
-        for bad in self._broken:
-            shorter = min(len(bad), len(path))
-            if bad[:shorter] == path[:shorter]:
-                return False
-        return True
-
-    def checkable(self, path: Path) -> bool:
-        """True when the schema found nothing wrong at or inside ``path``."""
-        return not any(bad[: len(path)] == path for bad in self._broken)
-
-    def get(self, path: Path, default: Any = _SCHEMA_DEFAULT) -> Any:
-        """The value at ``path`` if present and clean, else ``default``.
-
-        Without ``default``, the scenario schema's own default for ``path``.
-        """
-        if default is _SCHEMA_DEFAULT:
-            default = schema_default(*(str(p) for p in path))
-        value: Any = self.data
-        for part in path:
-            if not isinstance(value, dict) or part not in value:
-                return default
-            value = value[part]
-        return value if self.clean(path) else default
-
-    def build(self, source: str) -> Scenario:
-        plans = self._plans()
-        keys = self._keys(plans)
-        anonymous = self.get(("anonymous_plan",))
-        if anonymous not in plans and self._plan_names_known():
-            self.problem(("anonymous_plan",), self._unknown_plan(anonymous, plans))
-        base_path = self.get(("base_path",))
-        if is_control_path(base_path):
-            self.problem(("base_path",), f"must not be under {CONTROL_PREFIX} (the control API)")
-        start_text = self.get(("clock", "start"), None)
-        start = parse_time(start_text) if start_text is not None else None
-        mode = self.get(("clock", "mode"))
-        ban = None
-        if self.get(("ban", "enabled")):
-            ban = BanPolicy(
-                after_rejections=self.get(("ban", "after_rejections")),
-                within_seconds=self.get(("ban", "within_seconds")),
-                duration_seconds=self.get(("ban", "duration_seconds")),
-                status=self.get(("ban", "status")),
-            )
-        key_names = set(self._key_names())
-        faults = []
-        for index, raw in self._items("faults"):
-            path: Path = ("faults", index)
-            self._check_fault(raw, path, key_names, plans, base_path)
-            if self.clean(path):
-                faults.append(self._fault(index, raw))
-        routes = []
-        for index, raw in self._items("routes"):
-            path = ("routes", index)
-            self._check_route(raw, path, base_path)
-            if self.clean(path):
-                routes.append(self._route(index, raw))
-        return Scenario(
-            name=self.get(("name",), FilePath(self.file.split(" ")[0]).stem or "scenario"),
-            description=self.get(("description",), "").strip(),
-            seed=self.get(("seed",)),
-            base_path=base_path,
-            isolation=self.get(("isolation",)),
-            clock_start=start,
-            clock_mode=mode,
-            plans=plans,
-            anonymous_plan=anonymous,
-            keys=tuple(keys),
-            ban=ban,
-            pets=tuple(self._pets()),
-            generate_pets=self.get(("generate", "pets")),
-            behaviour=self._behaviour(),
-            faults=tuple(faults),
-            routes=tuple(routes),
-            journal_size=self.get(("journal", "size")),
-            journal_body_bytes=self.get(("journal", "body_bytes")),
-            drift_accept=self._drift_accept(),
-            journal_max_bytes=self.get(("journal", "max_bytes")),
-            journal_header_bytes=self.get(("journal", "header_bytes")),
-            source=source,
-            file=self.file,
-        )
-
-    def _drift_accept(self) -> tuple[DriftAccept, ...]:
-        drift = self.data.get("drift")
-        if not isinstance(drift, dict) or not self.clean(("drift",)):
-            return ()
-        return tuple(
-            DriftAccept(
-                raw["class"], raw["where"], raw["reason"], raw.get("status"), raw.get("operation")
-            )
-            for raw in drift.get("accept", [])
-        )
-
-    def _items(self, section: str) -> list[tuple[int, dict[str, Any]]]:
-        """The mapping items of a list section, with their indexes."""
-        items = self.data.get(section)
-        if not isinstance(items, list):
-            return []
-        return [(index, raw) for index, raw in enumerate(items) if isinstance(raw, dict)]
-
-    def _field(self, raw: dict[str, Any], path: Path, name: str, kind: type | tuple) -> Any:
-        """``raw[name]`` when it is there, of ``kind`` and free of schema problems."""
-        value = raw.get(name)
-        if (
-            isinstance(value, kind)
-            and not isinstance(value, bool)
-            and self.checkable((*path, name))
-        ):
-            return value
-        return None
-
-    def _plan_names_known(self) -> bool:
-        """False when ``plans`` is not a mapping, so no name can be called unknown."""
-        return "plans" not in self.data or isinstance(self.data["plans"], dict)
-
-    def _plans(self) -> dict[str, Plan]:
-        plans = dict(BUILTIN_PLANS)
-        raw_plans = self.data.get("plans")
-        if isinstance(raw_plans, dict):
-            for name, raw in raw_plans.items():
-                if self.clean(("plans", name)):
-                    plans[name] = Plan(name, raw["per_minute"], raw["per_day"])
-                else:
-                    # Refused by the schema, but named: keys using it are not "unknown".
-                    plans[name] = Plan(name, 1, 1)
-        return plans
-
-    def _key_names(self) -> list[str]:
-        raw_keys = self.data.get("keys")
-        if not isinstance(raw_keys, list):
-            return []
-        return [k["key"] for k in raw_keys if isinstance(k, dict) and isinstance(k.get("key"), str)]
-
-    @staticmethod
-    def _unknown_plan(name: str, plans: dict[str, Plan]) -> str:
-        known = sorted(n for n in plans if not n.startswith("custom:"))
-        return f"unknown plan {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})"
-
-    def _keys(self, plans: dict[str, Plan]) -> list[KeySpec]:
-        keys: list[KeySpec] = []
-        first_seen: dict[str, int] = {}
-        for index, raw in self._items("keys"):
-            path: Path = ("keys", index)
-            key = self._field(raw, path, "key", str)
-            if key is not None:
-                if key in first_seen:
-                    line = self.marks.at(("keys", first_seen[key]))[0]
-                    self.problem(
-                        (*path, "key"), f"key {key!r} is defined twice (first on line {line})"
-                    )
-                    continue
-                first_seen[key] = index
-            plan_name = self._field(raw, path, "plan", str)
-            if plan_name is not None and plan_name not in plans and self._plan_names_known():
-                self.problem((*path, "plan"), self._unknown_plan(plan_name, plans))
-                continue
-            if not self.clean(path):
-                continue
-            plan_value = raw["plan"]
-            if isinstance(plan_value, dict):
-                plan_name = f"custom:{key}"
-                plans[plan_name] = Plan(plan_name, plan_value["per_minute"], plan_value["per_day"])
-            plan = plans[plan_name]
-            used = raw.get("used", {})
-            minute, day = used.get("minute", 0), used.get("day", used.get("minute", 0))
-            if minute > plan.per_minute:
-                self.problem(
-                    (*path, "used", "minute"),
-                    f"{minute} is more than the plan's per_minute allowance ({plan.per_minute})",
-                )
-            if day > plan.per_day:
-                self.problem(
-                    (*path, "used", "day"),
-                    f"{day} is more than the plan's per_day allowance ({plan.per_day})",
-                )
-            if minute > day:
-                self.problem((*path, "used"), f"minute ({minute}) cannot exceed day ({day})")
-            keys.append(KeySpec(key, plan_name, raw.get("tenant", key), minute, day))
-        return keys
-
-    def _pets(self) -> list[dict[str, Any]]:
-        validator = schemas.schema_validator("Pet")
-        fields = set(schemas.object_fields("Pet"))
-        integers = schemas.integer_fields("Pet")
-        seen: dict[Any, int] = {}
-        pets = []
-        for index, pet in self._items("pets"):
-            if not self.clean(("pets", index)):
-                continue
-            errors = list(schemas.errors_of(validator, pet))
-            for error in errors:
-                self.problem(
-                    ("pets", index, *error.absolute_path),
-                    "not a valid Pet: " + schemas.describe(error, ""),
-                )
-            extra = sorted(set(pet) - fields)
-            if self.get(("behaviour", "unknown_fields")) == "keep":
-                extra = []  # a provider that keeps unknown fields has pets that carry some
-            for name in extra:
-                self.problem(
-                    ("pets", index, name),
-                    f"unknown Pet field {name!r}{did_you_mean(name, fields)}"
-                    f" (a Pet has {', '.join(sorted(fields))})",
-                    key=True,
-                )
-            pet_id = pet.get("id")
-            id_ok = not any(tuple(e.absolute_path)[:1] == ("id",) for e in errors)
-            if pet_id is not None and id_ok:
-                # Checked even on an otherwise broken pet, so every clash shows at once.
-                if pet_id in seen:
-                    line = self.marks.at(("pets", seen[pet_id]))[0]
-                    self.problem(
-                        ("pets", index, "id"),
-                        f"pet id {pet_id} is used twice (first on line {line})",
-                    )
-                    continue
-                seen[pet_id] = index
-            if not errors and not extra:
-                pets.append(schemas.as_integers(dict(pet), integers))
-        return pets
-
-    def _behaviour(self) -> Behaviour:
-        def setting(name: str) -> Any:
-            return self.get(("behaviour", name))
-
-        status = setting("default_status")
-        codes = tuple(
-            (name, self.get(("behaviour", "error_codes", name), code))
-            for name, code in DEFAULT_ERROR_CODES
-        )
-        return Behaviour(
-            default_status=None if status == "omit" else status,
-            retry_after=setting("retry_after"),
-            after_sunset=setting("after_sunset"),
-            ratelimit_draft_headers=setting("ratelimit_draft_headers"),
-            max_body_bytes=setting("max_body_bytes"),
-            max_store_bytes=setting("max_store_bytes"),
-            deprecated_since=parse_time(setting("deprecated_since")),
-            sunset=parse_time(setting("sunset")),
-            validation_status=setting("validation_status"),
-            error_codes=codes,
-            ratelimit_reset=setting("ratelimit_reset"),
-            serve_head=setting("serve_head"),
-            path_check=setting("path_check"),
-            unknown_fields=setting("unknown_fields"),
-        )
-
-    def _check_reply(self, raw: Any, path: Path) -> None:
-        """An error status needs an Error body whose status matches (unless raw)."""
-        if not isinstance(raw, dict):
-            return
-        self._check_headers(raw, path)
-        status = self._field(raw, path, "status", int)
-        if status is None or status < 400 or raw.get("raw", False) is True:
-            return
-        if "body" not in raw:
-            self.problem(
-                path,
-                f"an error status ({status}) needs an Error body "
-                f"{{code, message, status: {status}}} (or raw: true)",
-            )
-            return
-        if not self.checkable((*path, "body")):
-            return
-        body = raw["body"]
-        for error in schemas.errors_of(schemas.schema_validator("Error"), body):
-            self.problem(
-                (*path, "body", *error.absolute_path),
-                "not an Error: " + schemas.describe(error, ""),
-            )
-        if isinstance(body, dict) and body.get("status") not in (None, status):
-            self.problem(
-                (*path, "body", "status"),
-                f"Error status {body.get('status')} differs from the response status {status}",
-            )
-
-    def _check_headers(self, raw: dict[str, Any], path: Path) -> None:
-        """Scripted headers must be sendable: a token name, a Latin-1 one-line value."""
-        headers = self._field(raw, path, "headers", dict)
-        for name, value in (headers or {}).items():
-            where = (*path, "headers", name)
-            if name.lower() in _FRAMING_HEADERS:
-                self.problem(
-                    where, f"{name} is set by the server from the body; remove it", key=True
-                )
-            elif not _HEADER_NAME.fullmatch(name):
-                self.problem(where, f"{name!r} is not a valid HTTP header name", key=True)
-            if isinstance(value, str) and not _HEADER_VALUE.fullmatch(value):
-                self.problem(where, "a header value must be one line of Latin-1 text")
-
-    @staticmethod
-    def _reply(raw: dict[str, Any]) -> Reply:
-        """A checked ``respond`` encoded once, so answering costs no encoding."""
-        body = raw.get("body")
-        encoded = None
-        if "body" in raw:
-            if isinstance(body, str) and raw.get("raw", False):
-                encoded = body.encode()
-            else:
-                encoded = json.dumps(body, ensure_ascii=False).encode()
-        headers = tuple((str(k), str(v)) for k, v in raw.get("headers", {}).items())
-        return Reply(raw["status"], encoded, headers, raw.get("ratelimit_headers", True))
-
-    def _check_where(self, raw: dict[str, Any], path: Path, base_path: str) -> None:
-        """A path must be relative to the base path, or it could never match."""
-        where = self._field(raw, path, "path", str)
-        if base_path and where is not None and where.startswith(base_path + "/"):
-            self.problem(
-                (*path, "path"),
-                f"paths are relative to base_path {base_path}: write {where[len(base_path) :]!r}",
-            )
-
-    def _check_match(
-        self,
-        raw: Any,
-        path: Path,
-        key_names: set[str],
-        plans: dict[str, Plan],
-        base_path: str,
-    ) -> None:
-        if not isinstance(raw, dict):
-            return
-        key = self._field(raw, path, "key", str)
-        if key is not None and key not in key_names:
-            hint = did_you_mean(key, key_names)
-            self.problem((*path, "key"), f"key {key!r} is not defined under keys{hint}")
-        plan = self._field(raw, path, "plan", str)
-        if plan is not None and plan not in plans and self._plan_names_known():
-            self.problem((*path, "plan"), self._unknown_plan(plan, plans))
-        between = self._field(raw, path, "between_seconds", list)
-        if between is not None and between[0] >= between[1]:
-            self.problem((*path, "between_seconds"), "the start must be before the end")
-        first = self._field(raw, path, "from_call", int)
-        last = self._field(raw, path, "until_call", int)
-        if first is not None and last is not None and first > last:
-            self.problem((*path, "from_call"), "from_call must not be after until_call")
-        if "operation" in raw and ("method" in raw or "path" in raw):
-            self.problem(path, "use operation, or method and path, not both")
-        self._check_where(raw, path, base_path)
-
-    def _check_fault(
-        self,
-        raw: dict[str, Any],
-        path: Path,
-        key_names: set[str],
-        plans: dict[str, Plan],
-        base_path: str,
-    ) -> None:
-        self._check_match(raw.get("match"), (*path, "match"), key_names, plans, base_path)
-        self._check_reply(raw.get("respond"), (*path, "respond"))
-        delay = raw.get("delay")
-        if isinstance(delay, dict):
-            bounds = self._field(delay, (*path, "delay"), "uniform_ms", list)
-            if bounds is not None and bounds[0] > bounds[1]:
-                self.problem((*path, "delay", "uniform_ms"), "the low bound is above the high")
-
-    def _check_route(self, raw: dict[str, Any], path: Path, base_path: str) -> None:
-        # The schema reports a route that names neither or all of operation,
-        # method and path; one naming an operation and a method only passes it.
-        if "operation" in raw and ("method" in raw) != ("path" in raw):
-            self.problem(path, "a route needs either operation, or method and path (not both)")
-        self._check_where(raw, path, base_path)
-        self._check_reply(raw.get("respond"), (*path, "respond"))
-
-    @staticmethod
-    def _match(raw: dict[str, Any]) -> Match:
-        between = raw.get("between_seconds")
-        return Match(
-            operation=raw.get("operation"),
-            method=raw.get("method"),
-            path=raw.get("path"),
-            key=raw.get("key"),
-            plan=raw.get("plan"),
-            query=tuple(sorted(raw.get("query", {}).items())),
-            headers=tuple(sorted((k.lower(), v) for k, v in raw.get("headers", {}).items())),
-            body=tuple(sorted(raw.get("body", {}).items())),
-            calls=frozenset(raw.get("calls", ())),
-            from_call=raw.get("from_call"),
-            until_call=raw.get("until_call"),
-            every=raw.get("every"),
-            probability=raw.get("probability"),
-            between_seconds=(float(between[0]), float(between[1])) if between else None,
-        )
-
-    def _fault(self, index: int, raw: dict[str, Any]) -> FaultRule:
-        delay = None
-        spec = raw.get("delay")
-        if spec is not None:
-            if "fixed_ms" in spec:
-                delay = Delay("fixed", spec["fixed_ms"])
-            elif "uniform_ms" in spec:
-                delay = Delay("uniform", *spec["uniform_ms"])
-            else:
-                delay = Delay(
-                    "lognormal", spec["lognormal"]["median_ms"], spec["lognormal"]["sigma"]
-                )
-        return FaultRule(
-            index=index,
-            name=raw.get("name", f"faults[{index}]"),
-            match=self._match(raw["match"]),
-            reply=self._reply(raw["respond"]) if "respond" in raw else None,
-            delay=delay,
-            fault=raw.get("fault"),
-        )
-
-    def _route(self, index: int, raw: dict[str, Any]) -> Route:
-        return Route(
-            index=index,
-            operation=raw.get("operation"),
-            method=raw.get("method"),
-            path=raw.get("path"),
-            reply=self._reply(raw["respond"]),
-        )
-
-
 __all__ = [
     "Behaviour",
+    "Delay",
     "DriftAccept",
     "FaultRule",
+    "KeySpec",
+    "Match",
+    "Reply",
+    "Route",
     "Scenario",
-    "ScenarioError",
-    "json_path",
-    "load_scenario",
+    "default_ban_policy",
+    "generate_pets",
 ]

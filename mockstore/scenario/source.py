@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.scenario.loader import Problem, ScenarioError, did_you_mean
 
 ScenarioSpec = str | os.PathLike[str] | Mapping[str, Any]
@@ -64,7 +65,7 @@ class ScenarioSource:
 
     def load(self) -> Any:
         """The ``Scenario`` (raises ``ScenarioError`` with every problem)."""
-        from mockstore.scenario.model import load_scenario
+        from mockstore.scenario.build import load_scenario
 
         return load_scenario(self.text, self.file)
 
@@ -140,12 +141,34 @@ def _bundled(name: str) -> ScenarioSource | None:
     )
 
 
+class ScenarioTooLarge(ValueError):
+    """A scenario file over ``MAX_SCENARIO_BYTES``; ``str()`` says so."""
+
+
+def read_limited(path: Path, limit: int = MAX_SCENARIO_BYTES) -> str:
+    """The file's text, read up to ``limit`` bytes and never more, whatever its size.
+
+    Raises ``ScenarioTooLarge`` past the limit (a 600 MB file is refused after
+    8 MiB of it), ``UnicodeDecodeError`` and ``OSError`` as reading does.
+    """
+    with path.open("rb") as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise ScenarioTooLarge(
+            f"the file is over {limit:,} bytes, the limit for a scenario "
+            "(use generate: for large inventories); only that much of it was read"
+        )
+    return data.decode("utf-8")
+
+
 def _read_file(path: Path) -> ScenarioSource:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path)
     except UnicodeDecodeError as exc:
         message = f"not UTF-8 text (byte {exc.start}); a scenario is a YAML file"
         raise ScenarioError([Problem(str(path), 1, 1, "$", message)]) from None
+    except ScenarioTooLarge as exc:
+        raise ScenarioError([Problem(str(path), 1, 1, "$", str(exc))]) from None
     except OSError as exc:
         message = f"cannot read: {exc.strerror or exc}"
         raise ScenarioError([Problem(str(path), 1, 1, "$", message)]) from None

@@ -1,4 +1,5 @@
-// Findings and coverage, from GET /__mockstore/report, kept fresh while traffic
+// Findings and coverage, from GET /__mockstore/report (every run, each judged
+// on its own, or this run only: ?run=current), kept fresh while traffic
 // arrives. A report reads the whole journal (about 0.1 s of server time for
 // 10,000 entries), so it is asked for again only when there are new requests,
 // and at most once per 25 times the last one took while the Findings tab is
@@ -25,14 +26,19 @@ export function sawRequest(seq) {
 }
 
 /** Fetch the report when it may be stale and the cost budget allows. */
+let again = false; // a forced refresh was asked for while one was under way
+
 export async function maybeRefresh(force = false) {
-  if (busy) return;
+  if (busy) {
+    again = again || force;
+    return;
+  }
   if (!force && (latestSeq === reportedSeq || performance.now() < nextAllowed)) return;
   busy = true;
   const started = performance.now();
   const covering = latestSeq;
   try {
-    const report = await get("/report");
+    const report = await get($("findings-run").value === "current" ? "/report?run=current" : "/report");
     reportedSeq = Math.max(covering, report.summary.last_seq ?? 0);
     draw(report);
   } catch (error) {
@@ -42,12 +48,27 @@ export async function maybeRefresh(force = false) {
     const [least, factor] = $("panel-findings").hidden ? PACE.hidden : PACE.shown;
     nextAllowed = performance.now() + Math.max(least, took * factor);
     busy = false;
+    if (again) {
+      again = false;
+      maybeRefresh(true);
+    }
   }
+}
+
+/** Which runs the report judged, in words: every rule judges within a run. */
+function scope(runs) {
+  if (runs.selected === "all") {
+    return runs.count === 1 ? "Judged: one run." : `Judged: all ${number(runs.count)} runs, each on its own.`;
+  }
+  const run = runs.latest.find((r) => r.run === runs.selected);
+  const began = run && run.began_with ? ` (begun by ${run.began_with})` : "";
+  return `Judged: run ${runs.selected} only${began}.`;
 }
 
 function draw(report) {
   const s = report.summary;
   $("report-stats").textContent = `${number(s.requests)} requests judged`;
+  $("findings-scope").textContent = scope(s.runs);
   const counts = s.findings;
   const total = counts.error + counts.warning + counts.info;
   $("findings-count").textContent = total ? `(${total})` : "";
@@ -68,7 +89,7 @@ function draw(report) {
 function renderFinding(f) {
   const place = `${f.id}-${f.subject}`;
   const links = f.seqs.slice(0, EVIDENCE_LINKS).map((seq) =>
-    h("button", { type: "button", className: "link", "aria-label": `Show request ${seq}`, "data-focus": `${place}-${seq}`, onclick: () => showRequest(seq) }, `#${seq}`));
+    h("button", { type: "button", className: "link", "aria-label": `Show request ${seq}`, "data-focus": `${place}-${seq}`, onclick: () => showRequest(seq, f.tenant) }, `#${seq}`));
   const more = f.count > EVIDENCE_LINKS ? ` and ${number(f.count - EVIDENCE_LINKS)} more` : "";
   return h("article", { className: `finding sev-${f.severity}`, id: `finding-${place}` },
     h("h3", {}, h("span", { className: "sev" }, f.severity), `${f.id} ${f.rule}: ${f.title}`),
@@ -79,14 +100,14 @@ function renderFinding(f) {
   );
 }
 
-function showRequest(seq) {
+function showRequest(seq, tenant) {
   document.getElementById("tab-live").click();
-  traffic.showExchange(seq).then(() => $("detail").focus());
+  traffic.showExchange(seq, tenant).then(() => $("detail").focus());
 }
 
 function showAll(finding) {
   document.getElementById("tab-live").click();
-  traffic.showOnly(finding.seqs, `the ${finding.id} evidence for ${finding.subject}`);
+  traffic.showOnly(finding.seqs, `the ${finding.id} evidence for ${finding.subject}`, finding.tenant);
 }
 
 function drawCoverage(coverage) {
@@ -144,4 +165,6 @@ async function openReport(event) {
 
 export function init() {
   $("report-link").addEventListener("click", openReport);
+  $("findings-form").addEventListener("submit", (event) => event.preventDefault());
+  $("findings-run").addEventListener("change", () => maybeRefresh(true));
 }

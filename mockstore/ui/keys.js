@@ -36,8 +36,10 @@ export function setPlans(plans) {
 // -- the list of keys -------------------------------------------------------------------
 
 /** One key's card, built once: updates change its text, so focus on its buttons survives. */
-function buildCard(key) {
+function buildCard(key, shown) {
   const parts = {
+    // The key as the traffic list shows it (masked, with its alias): to match them up.
+    shown: h("span", { className: "mono muted", title: "as the traffic list shows it" }, shown),
     plan: h("span", { className: "muted" }),
     ban: h("p", { className: "ban" }),
     minute: h("meter", { min: 0 }),
@@ -53,7 +55,7 @@ function buildCard(key) {
     () => call("DELETE", `/keys/${encodeURIComponent(key)}`, { json: {} })));
   parts.card = h("li", { "data-key": key },
     h("div", { className: "key-head" },
-      h("span", { className: "mono key" }, key), parts.plan,
+      h("span", { className: "mono key" }, key), parts.shown, parts.plan,
       h("span", { className: "key-actions" }, parts.lift, parts.revoke)),
     parts.ban,
     h("div", { className: "windows" },
@@ -75,7 +77,7 @@ function drawKeys() {
   keys.forEach((k, index) => {
     let parts = cards.get(k.key);
     if (!parts) {
-      parts = buildCard(k.key);
+      parts = buildCard(k.key, k.shown);
       cards.set(k.key, parts);
     }
     // In the server's order, moving a card only when it is out of place: a

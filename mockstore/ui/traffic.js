@@ -1,5 +1,7 @@
 // Live traffic: the stream's entries in a bounded buffer, filtered, newest
-// first, and the whole exchange of the selected one.
+// first, and the whole exchange of the selected one. A finding's evidence is
+// shown whatever its age: what the buffer does not hold is fetched from the
+// journal by sequence number (GET /requests/{seq}, a tenant's with ?tenant=).
 //
 // At 1,000 requests a second the stream delivers a batch every 250 ms; the
 // table is redrawn at most once per animation frame, reusing its row elements,
@@ -13,6 +15,8 @@ const MAX_BUFFER = 2000; // entries kept in the page
 const MAX_ROWS = 100; // rows drawn (about five screens)
 
 const buffer = new Map(); // seq -> { entry, row }, oldest first
+const MAX_EVIDENCE = 200; // a finding lists at most this many requests
+let evidence = new Map(); // "tenant/seq" or "seq" -> { entry, row }: fetched for a finding
 const seen = { key: new Set(), operation: new Set(), rule: new Set() };
 let received = 0;
 let skipped = 0;
@@ -21,9 +25,11 @@ let paused = false;
 let selected = null; // seq
 let onlySeqs = null; // Set of seqs (a finding's evidence), or null
 let drawPending = false;
+let emptyNote = "No requests yet. Send one to the API and it appears here.";
+let evidenceNote = ""; // what the list says while a finding's evidence shows nothing
 
 /** What the table shows of an entry, computed once when it arrives. */
-function summarize(entry) {
+function summarize(entry, tenant = null) {
   const status = entry.response.status;
   let code = "";
   if (status >= 400) {
@@ -35,6 +41,8 @@ function summarize(entry) {
   }
   return {
     seq: entry.seq,
+    ref: tenant ? `${tenant}/${entry.seq}` : String(entry.seq),
+    tenant,
     time: entry.time,
     method: entry.request.method,
     path: entry.request.path + (entry.request.query_string ? `?${entry.request.query_string}` : ""),
@@ -56,7 +64,7 @@ function statusClass(status) {
 }
 
 function matches(row, f) {
-  if (onlySeqs && !onlySeqs.has(row.seq)) return false;
+  if (onlySeqs && !onlySeqs.has(row.ref)) return false;
   if (f.key && row.key !== f.key) return false;
   if (f.operation && row.operation !== f.operation) return false;
   if (f.status) {
@@ -102,9 +110,10 @@ function refreshFilterOptions() {
 export function hello(data) {
   // A server that restarted counts from 1 again: what the page holds is stale.
   if (data.since < lastSeq) clear();
-  $("traffic-empty").textContent = data.journal.enabled
+  emptyNote = data.journal.enabled
     ? "No requests yet. Send one to the API and it appears here."
     : "The journal is off in this scenario (journal: {size: 0}): nothing is recorded.";
+  scheduleDraw();
 }
 
 export function add(batch) {
@@ -146,7 +155,11 @@ function draw() {
   drawStats();
   if (paused) return;
   const shown = [];
-  const entries = [...buffer.values()];
+  // A finding's evidence: what the buffer holds and what was fetched, by sequence number.
+  const entries = onlySeqs
+    ? [...new Map([...buffer.values(), ...evidence.values()].map((e) => [e.row.ref, e])).values()]
+        .sort((a, b) => a.row.seq - b.row.seq)
+    : [...buffer.values()];
   const chosen = filters();
   for (let i = entries.length - 1; i >= 0 && shown.length < MAX_ROWS; i -= 1) {
     if (matches(entries[i].row, chosen)) shown.push(entries[i].row);
@@ -161,6 +174,7 @@ function draw() {
   while (body.children.length > shown.length) body.lastElementChild.remove();
   shown.forEach((row, index) => fillRow(body.children[index], row));
   $("traffic-empty").hidden = shown.length > 0;
+  setText($("traffic-empty"), onlySeqs ? evidenceNote : emptyNote);
   // One row is reachable with Tab (roving tabindex); arrows move between rows.
   const target = rowFor(focusedSeq) || rowFor(selected) || body.firstElementChild;
   if (target) target.tabIndex = 0;
@@ -169,9 +183,12 @@ function draw() {
 
 const CELLS = ["seq", "time", "method", "path", "operation", "key", "status", "latency", "rule"];
 
+// Each cell's column name: a narrow window shows the rows stacked, every value under it.
+const LABELS = ["#", "Time (UTC)", "Method", "Path", "Operation", "Key / plan", "Status", "ms", "Rule"];
+
 function emptyRow() {
   const tr = h("tr", { tabindex: -1 });
-  for (const name of CELLS) tr.append(h("td", { className: `c-${name}` }));
+  CELLS.forEach((name, index) => tr.append(h("td", { className: `c-${name}`, "data-label": LABELS[index] })));
   // Two parts each: the key and its plan, the status and its Error code.
   tr.cells[5].append(h("span", { className: "mono" }), document.createTextNode(""));
   tr.cells[6].append(h("strong"), document.createTextNode(""));
@@ -184,12 +201,14 @@ function setText(node, text) {
 
 function fillRow(tr, row) {
   tr.dataset.seq = row.seq;
+  if (row.tenant) tr.dataset.tenant = row.tenant;
+  else delete tr.dataset.tenant;
   tr.className = `status-${statusClass(row.status)}`;
   tr.tabIndex = -1;
   if (row.seq === selected) tr.setAttribute("aria-current", "true");
   else tr.removeAttribute("aria-current");
   const [seq, time, method, path, operation, key, status, latency, rule] = tr.cells;
-  setText(seq, String(row.seq));
+  setText(seq, row.tenant ? `${row.seq} (${row.tenant})` : String(row.seq));
   setText(time, clockTime(row.time));
   time.title = isoTime(row.time);
   setText(method, row.method);
@@ -220,21 +239,23 @@ function drawStats() {
 
 // -- the selected exchange ----------------------------------------------------------
 
-/** Show one exchange: from the page's buffer, else fetched from the journal. */
-export async function showExchange(seq) {
-  selected = seq;
+const tenantQuery = (tenant) => (tenant ? `?tenant=${encodeURIComponent(tenant)}` : "");
+
+/** Show one exchange: from the page's buffer, else fetched from the journal (a tenant's). */
+export async function showExchange(seq, tenant = null) {
+  selected = tenant ? null : seq;
   for (const tr of $("traffic-rows").querySelectorAll("tr[aria-current]")) tr.removeAttribute("aria-current");
-  rowFor(seq)?.setAttribute("aria-current", "true");
-  let entry = buffer.get(seq)?.entry;
+  if (!tenant) rowFor(seq)?.setAttribute("aria-current", "true");
+  let entry = tenant ? evidence.get(`${tenant}/${seq}`)?.entry : buffer.get(seq)?.entry;
   if (!entry || entry.stream_truncated) {
     try {
-      entry = await get(`/requests/${seq}`);
+      entry = await get(`/requests/${seq}${tenantQuery(tenant)}`);
     } catch (error) {
       renderMissing(seq, describe(error));
       return;
     }
   }
-  renderExchange(entry);
+  renderExchange(entry, tenant);
 }
 
 function renderMissing(seq, reason) {
@@ -249,12 +270,14 @@ function renderMissing(seq, reason) {
   }
 }
 
-function renderExchange(entry) {
+function renderExchange(entry, tenant = null) {
   const detail = $("detail");
   detail.hidden = false;
-  $("detail-heading").textContent = `Exchange #${entry.seq} (${entry.request_id})`;
+  const where = tenant ? ` in tenant ${tenant}` : "";
+  $("detail-heading").textContent = `Exchange #${entry.seq}${where} (${entry.request_id})`;
   const facts = [
     ["Time", isoTime(entry.time)],
+    ["Run", String(entry.run)],
     ["Key", entry.key ? `${entry.key} (${entry.plan})` : "no valid key"],
     ["Operation", entry.operation || "—"],
     ["Latency", `${entry.latency_ms} ms`],
@@ -283,12 +306,30 @@ function closeExchange() {
   for (const tr of $("traffic-rows").querySelectorAll("tr[aria-current]")) tr.removeAttribute("aria-current");
 }
 
-/** Show only these requests (a finding's evidence); null shows every request again. */
-export function showOnly(seqs, label) {
-  onlySeqs = seqs ? new Set(seqs) : null;
+/**
+ * Show only these requests (a finding's evidence, in ``tenant``'s journal or the
+ * server's); null shows every request again. Those the page does not hold are
+ * fetched from the journal, whatever their age.
+ */
+export async function showOnly(seqs, label, tenant = null) {
+  const refs = (seqs || []).slice(0, MAX_EVIDENCE).map((seq) => (tenant ? `${tenant}/${seq}` : String(seq)));
+  onlySeqs = seqs ? new Set(refs) : null;
   const button = $("clear-seqs");
   button.hidden = !seqs;
   button.textContent = seqs ? `Showing ${label}: show every request` : "Show every request";
+  evidence = new Map();
+  evidenceNote = "Fetching the evidence from the journal…";
+  scheduleDraw();
+  if (!seqs) return;
+  const wanted = onlySeqs;
+  const missing = seqs.slice(0, MAX_EVIDENCE).filter((seq) => tenant || !buffer.has(seq));
+  const found = await Promise.all(missing.map((seq) =>
+    get(`/requests/${seq}${tenantQuery(tenant)}`).catch(() => null)));
+  if (onlySeqs !== wanted) return; // another finding was chosen meanwhile
+  for (const entry of found) {
+    if (entry) evidence.set(tenant ? `${tenant}/${entry.seq}` : String(entry.seq), { entry, row: summarize(entry, tenant) });
+  }
+  evidenceNote = "These requests are no longer in the journal (it keeps the newest; see journal.size).";
   scheduleDraw();
 }
 
@@ -325,7 +366,7 @@ export function init() {
   const body = $("traffic-rows");
   body.addEventListener("click", (event) => {
     const tr = event.target.closest("tr[data-seq]");
-    if (tr) showExchange(Number(tr.dataset.seq));
+    if (tr) showExchange(Number(tr.dataset.seq), tr.dataset.tenant || null);
   });
   body.addEventListener("keydown", (event) => {
     const tr = event.target.closest("tr[data-seq]");
@@ -336,7 +377,7 @@ export function init() {
       moveFocus(tr, moves[event.key]);
     } else if (event.key === "Enter" || event.key === " ") {
       event.preventDefault();
-      showExchange(Number(tr.dataset.seq));
+      showExchange(Number(tr.dataset.seq), tr.dataset.tenant || null);
     }
   });
   $("detail").addEventListener("keydown", (event) => {

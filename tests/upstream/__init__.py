@@ -1,9 +1,11 @@
-"""Upstreams for the fidelity tests: the Pet Store stand-in, and processes on loopback.
+"""Upstreams for the fidelity tests: Pet Store stand-ins, and processes on loopback.
 
 ``standin(keys)`` runs ``tests/upstream/petstore_standin.py`` under uvicorn on
-127.0.0.1 and yields its base address; ``recorder(upstream, ...)`` runs
-``mockstore record`` in front of any upstream. Both are real processes, so
-the tests talk real HTTP through real sockets.
+127.0.0.1 and yields its base address; ``provider(module, keys, *args)`` does the
+same for any stand-in module (``kennel``, ``menagerie``, ...);
+``profiled_standin(profile, keys)`` runs ``tests/upstream/profiled.py`` serving a
+``Profile``; ``recorder(upstream, ...)`` runs ``mockstore record`` in front of any
+upstream. All are real processes, so the tests talk real HTTP through real sockets.
 """
 
 from __future__ import annotations
@@ -14,14 +16,19 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    from tests.upstream.profiled import Profile
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -96,12 +103,23 @@ def new_key() -> str:
 
 
 @contextmanager
-def standin(keys: dict[str, str]) -> Iterator[Process]:
-    """The stand-in Pet Store on a free port; ``keys`` maps each key to its plan."""
-    command = [sys.executable, "-m", "tests.upstream.petstore_standin", "--port", "0"]
+def provider(module: str, keys: dict[str, str], *args: str) -> Iterator[Process]:
+    """A Pet Store provider stand-in, ``tests/upstream/MODULE.py``, on a free port.
+
+    ``keys`` maps each key to its plan (``--key KEY=PLAN``); ``args`` are more of
+    the module's own options (``--window-seconds 2``). ``url`` is its base (``…/v1``).
+    """
+    command = [sys.executable, "-m", f"tests.upstream.{module}", "--port", "0"]
     for key, plan in keys.items():
         command += ["--key", f"{key}={plan}"]
-    with running(command, r"listening on (http://\S+)") as upstream:
+    with running([*command, *args], r"listening on (http://\S+)") as upstream:
+        yield upstream
+
+
+@contextmanager
+def standin(keys: dict[str, str]) -> Iterator[Process]:
+    """The stand-in Pet Store on a free port; ``keys`` maps each key to its plan."""
+    with provider("petstore_standin", keys) as upstream:
         yield upstream
 
 
@@ -128,3 +146,13 @@ def _wait_for(url: str, timeout: float = 20.0) -> None:
 def origin(url: str) -> str:
     """``http://127.0.0.1:8080/v1`` -> ``http://127.0.0.1:8080``."""
     return url.rsplit("/", 1)[0]
+
+
+@contextmanager
+def profiled_standin(profile: Profile, keys: dict[str, str]) -> Iterator[Process]:
+    """``tests/upstream/profiled.py`` serving ``profile``; ``keys`` maps each key to a plan."""
+    with tempfile.TemporaryDirectory(prefix="profiled-") as directory:
+        path = Path(directory) / "profile.json"
+        path.write_text(profile.to_json(), encoding="utf-8")
+        with provider("profiled", keys, "--profile", str(path)) as upstream:
+            yield upstream

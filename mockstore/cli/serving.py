@@ -1,0 +1,169 @@
+"""What the two server commands share: the serving options, and running until a signal.
+
+``serve`` and ``record`` run on the same app shell and the same uvicorn
+settings (``mockstore.server``), so they take the same options for them: the
+address, the serving limits (the README's Security section), the control
+token and the names the control API answers to, and the logs. Each option has
+one environment variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import signal
+from typing import Any
+
+from mockstore.cli.args import env_list, one_of, pipe_closed, port, positive, size
+from mockstore.cli.logs import log_handler
+from mockstore.limits import Limits
+
+
+def add_address(parser: argparse.ArgumentParser, host_help: str, port_help: str) -> None:
+    parser.add_argument(
+        "--host", default=os.environ.get("MOCKSTORE_HOST", "127.0.0.1"), help=host_help
+    )
+    parser.add_argument(
+        "--port", type=port, default=os.environ.get("MOCKSTORE_PORT", "8080"), help=port_help
+    )
+
+
+def add_control(parser: argparse.ArgumentParser) -> None:
+    """--control-token and --allowed-host: who may use the control API."""
+    parser.add_argument(
+        "--control-token",
+        default=os.environ.get("MOCKSTORE_CONTROL_TOKEN") or None,
+        metavar="TOKEN",
+        help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=env_list("MOCKSTORE_ALLOWED_HOSTS"),
+        metavar="NAME",
+        help="a host name the control API answers to, besides loopback names and IP "
+        "addresses (repeatable; '*' for any; env MOCKSTORE_ALLOWED_HOSTS, comma-separated)",
+    )
+
+
+# The serving limits (README, Security): (flag, type, Limits field, metavar, help).
+LIMIT_OPTIONS = (
+    ("--max-header-bytes", int, "max_header_bytes", "BYTES",
+     "request line and headers together; more is answered 431"),
+    ("--timeout-keep-alive", float, "keep_alive_timeout", "SECONDS",
+     "close a connection with no request under way after this long"),
+    ("--timeout-headers", float, "header_timeout", "SECONDS",
+     "a request's line and headers must arrive within this long of its first byte; else 408"),
+    ("--timeout-body", float, "body_timeout", "SECONDS",
+     "a request's body must arrive within this long of its headers; else 408"),
+    ("--max-connections", int, "max_connections", "N",
+     "open connections; past it the one idle longest is closed, or 503"),
+    ("--timeout-write", float, "write_timeout", "SECONDS",
+     "a client that stops reading its answer is dropped after this long"),
+)  # fmt: skip
+
+
+def add_limits(parser: argparse.ArgumentParser) -> None:
+    """One option and one variable for each serving limit, defaulting to ``Limits``'s."""
+    limits = Limits()
+    for flag, kind, field, metavar, text in LIMIT_OPTIONS:
+        env = "MOCKSTORE_" + flag[2:].upper().replace("-", "_")
+        default = getattr(limits, field)
+        parser.add_argument(
+            flag,
+            type=positive(kind, env),
+            default=os.environ.get(env, str(default)),
+            metavar=metavar,
+            help=f"{text} (default {default:g}; env {env})",
+        )
+    parser.add_argument(
+        "--memory-budget",
+        type=size("MOCKSTORE_MEMORY_BUDGET"),
+        default=os.environ.get("MOCKSTORE_MEMORY_BUDGET", "256MiB"),
+        metavar="SIZE",
+        help="every byte held for callers (journals, stores, tenants, scenarios being built, "
+        "bodies and answers in flight) draws on this one budget; past it, 507 memory_budget "
+        "(default 256MiB, which fits a 512 MiB container; env MOCKSTORE_MEMORY_BUDGET)",
+    )
+
+
+def limits_from(args: argparse.Namespace) -> tuple[Limits, str | None]:
+    """The limits the options give, fitted to the file descriptors (and a warning if cut)."""
+    given = {
+        field: getattr(args, flag[2:].replace("-", "_")) for flag, _, field, *_ in LIMIT_OPTIONS
+    }
+    chosen = Limits(**given, memory_budget=args.memory_budget)
+    return chosen.within_descriptors()
+
+
+def add_logging(parser: argparse.ArgumentParser, info: str) -> None:
+    """--log-level and --log-format; ``info`` says what the info level logs."""
+    parser.add_argument(
+        "--log-level",
+        type=one_of("MOCKSTORE_LOG_LEVEL", "debug", "info", "warning", "error"),
+        default=os.environ.get("MOCKSTORE_LOG_LEVEL", "info"),
+        metavar="{debug,info,warning,error}",
+        help=f"{info} (env MOCKSTORE_LOG_LEVEL)",
+    )
+    parser.add_argument(
+        "--log-format",
+        type=one_of("MOCKSTORE_LOG_FORMAT", "text", "json"),
+        default=os.environ.get("MOCKSTORE_LOG_FORMAT", "text"),
+        metavar="{text,json}",
+        help="text, or JSON lines for CI log search (env MOCKSTORE_LOG_FORMAT)",
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def open_control_warning(
+    host: str, port: int, token: str | None, remedy: str = "set a token, or --no-control"
+) -> str | None:
+    """A warning when the control API listens beyond loopback without a token."""
+    if token or is_loopback(host):
+        return None
+    return (
+        f"the control API is open to anyone who can reach {host}:{port}: without "
+        "--control-token (MOCKSTORE_CONTROL_TOKEN) they can reset the mock, issue keys, "
+        f"move its clock and read every recorded request; {remedy}"
+    )
+
+
+def shown_host(host: str) -> str:
+    """``host`` as it goes in a URL (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
+def run_until_stopped(app: Any, sock: Any, log_level: str) -> int:
+    """Serve ``app`` on ``sock`` until SIGTERM or Ctrl-C (0), or nobody reads the log (141)."""
+    import uvicorn
+
+    from mockstore.server import tune_allocator, uvicorn_config
+
+    tune_allocator()
+
+    server = uvicorn.Server(uvicorn_config(app, log_level=log_level))
+    # Once nobody reads the log (`mockstore serve | head`), stop as every command does.
+    log_handler().on_pipe_closed = lambda: setattr(server, "should_exit", True)
+    # uvicorn re-raises the signal that stopped it once it has shut down. With the
+    # default handlers that turns a clean stop into death by SIGTERM (exit 143 in a
+    # container, which CI runners report as a failure) and Ctrl-C into a
+    # KeyboardInterrupt traceback; with this handler either ends in exit 0.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_cleanly)
+    server.run(sockets=[sock])
+    if log_handler().pipe_closed:
+        return pipe_closed()
+    return 0
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)

@@ -1,0 +1,110 @@
+"""The formats of the headers a client reads, as a real deployment may write them.
+
+``drift`` compares a recorded header with the mock's by format, and
+``calibrate`` reads the same formats off a live service to choose a scenario
+setting: both classify a value with the functions here (``X-RateLimit-Reset``,
+``Retry-After``, ``Deprecation``, ``Sunset``, RFC 8941 structured fields,
+``WWW-Authenticate``). Pure functions of strings.
+"""
+
+from __future__ import annotations
+
+import re
+from email.utils import parsedate_to_datetime
+from functools import lru_cache
+
+
+@lru_cache(maxsize=4096)
+def http_date(text: str) -> float | None:
+    """An HTTP-date (RFC 9110 section 5.6.7) as Unix seconds, or None (cached: dates repeat)."""
+    if not re.search(r"[A-Za-z]", text) or "GMT" not in text:
+        return None
+    try:
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def reset_kind(value: str) -> str:
+    """``X-RateLimit-Reset``: ``epoch`` (a Unix time), ``delta`` (seconds from now) or ``invalid``.
+
+    A window is at most a day, so a count of seconds is below 10^9 and a Unix
+    time of this century is above it.
+    """
+    if not re.fullmatch(r"[0-9]+", value.strip()):
+        return "invalid"
+    return "epoch" if int(value) >= 1_000_000_000 else "delta"
+
+
+def retry_after_kind(value: str) -> str:
+    """``Retry-After`` (RFC 9110 section 10.2.3): ``seconds``, ``http-date`` or ``invalid``."""
+    if re.fullmatch(r"[0-9]+", value.strip()):
+        return "seconds"
+    return "http-date" if http_date(value) is not None else "invalid"
+
+
+def deprecation_kind(value: str) -> str:
+    """``Deprecation``: ``sf-date`` (RFC 9745, ``@1767225600``), ``http-date`` or ``true``."""
+    text = value.strip()
+    if re.fullmatch(r"@-?[0-9]+", text):
+        return "sf-date"
+    if text.lower() in ("true", "?1"):
+        return "true"
+    return "http-date" if http_date(text) is not None else "invalid"
+
+
+def deprecation_instant(value: str) -> float | None:
+    text = value.strip()
+    if re.fullmatch(r"@-?[0-9]+", text):
+        return float(text[1:])
+    return http_date(text)
+
+
+_SF_KEY = r"[a-z*][a-z0-9_.*-]*"
+_SF_BARE = (
+    r'(?:-?[0-9]+(?:\.[0-9]+)?|"(?:[^"\\]|\\.)*"|[A-Za-z*][A-Za-z0-9:/!#$%&\'*+.^_`|~-]*|\?[01])'
+)
+_SF_MEMBER = re.compile(rf"({_SF_BARE})((?:;{_SF_KEY}(?:={_SF_BARE})?)*)")
+_SF_PARAM = re.compile(rf";({_SF_KEY})(?:=({_SF_BARE}))?")
+
+
+def sf_list(value: str) -> list[tuple[str, dict[str, str]]] | None:
+    """An RFC 8941 list of items with parameters (no inner lists), or None if malformed."""
+    members = []
+    for raw in _split_members(value):
+        match = _SF_MEMBER.fullmatch(raw.strip())
+        if match is None:
+            return None
+        item = match.group(1).strip('"')
+        params = {k: (v or "?1").strip('"') for k, v in _SF_PARAM.findall(match.group(2))}
+        members.append((item, params))
+    return members
+
+
+def _split_members(value: str) -> list[str]:
+    parts, current, quoted = [], "", False
+    for char in value:
+        if char == '"':
+            quoted = not quoted
+        if char == "," and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return parts
+
+
+def media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def allowed_methods(value: str) -> frozenset[str]:
+    return frozenset(m.strip().upper() for m in value.split(",") if m.strip())
+
+
+def auth_challenge(value: str) -> tuple[str, str | None]:
+    """``WWW-Authenticate``'s scheme and ``error`` parameter (RFC 6750), lower-cased scheme."""
+    scheme = value.strip().split(" ", 1)[0].lower()
+    error = re.search(r'error="?([^",\s]+)"?', value)
+    return scheme, error.group(1) if error else None

@@ -1,0 +1,108 @@
+"""The one loader of what ``replay`` and ``drift`` read: a HAR file and the scenario to replay.
+
+Every way the input can be unusable ends here, as an ``InputError`` whose
+message is a sentence the command prints before exiting 2: a file that cannot
+be read, a file larger than ``MAX_HAR_BYTES`` (refused from its size, before a
+byte of it is read), text that is not JSON or is nested deeper than
+``MAX_JSON_DEPTH`` (checked before it is parsed: Python's parser recurses),
+JSON that is not a HAR (or has an entry that is not one), a scenario name that
+names nothing ("did you mean"), a scenario that is not valid (every problem,
+with file, line and column). Never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockstore.reports.har import HarError, Recorded, har_meta, read_har
+from mockstore.scenario import (
+    Scenario,
+    ScenarioError,
+    ScenarioNotFound,
+    load_scenario,
+    load_scenario_source,
+)
+from mockstore.validation import loads_bounded
+
+# The largest HAR replay and drift read: parsed, a HAR takes several times its
+# size, and a full journal's (48 MiB of entries) is about 150 MB. A larger one
+# is refused before it is read; export it in parts (requests.har?since=N).
+MAX_HAR_BYTES = 256 * 1024 * 1024
+
+
+class InputError(Exception):
+    """A recording or a scenario that cannot be used: ``message``, then ``problems``."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.problems = problems or []
+
+
+@dataclass
+class Recording:
+    """A HAR's exchanges in file order, what it says about itself, and where it came from."""
+
+    source: str
+    exchanges: list[Recorded]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def recording_of(document: Any, source: str = "<har>") -> Recording:
+    """The recording a HAR document holds; raises ``HarError`` for one that is not a HAR."""
+    return Recording(source, read_har(document), har_meta(document))
+
+
+def read_recording(path: str) -> Recording:
+    """The recording in the HAR file at ``path``; raises ``InputError`` saying why not."""
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_HAR_BYTES:
+            raise InputError(
+                f"{path} is {size:,} bytes, over the {MAX_HAR_BYTES:,} a HAR may have "
+                "(export it in parts: requests.har?since=N)"
+            )
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_HAR_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_HAR_BYTES:  # it grew since it was measured
+        raise InputError(f"{path} is over the {MAX_HAR_BYTES:,} bytes a HAR may have")
+    try:
+        document = loads_bounded(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not JSON: not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:  # not JSON, or nested too deep
+        raise InputError(f"{path} is not JSON: {exc}") from None
+    try:
+        return recording_of(document, path)
+    except HarError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def load_scenario_for(recording: Recording, spec: str | None) -> tuple[Scenario, str | None]:
+    """The scenario to replay against, and a note when it was not the one asked for.
+
+    ``spec`` (a bundled name, a path, YAML text) if given; else the one the HAR
+    carries, or ``default`` (with a note) for a HAR that carries none. Raises
+    ``InputError`` for a name that names nothing or a scenario that is not valid.
+    """
+    try:
+        if spec is not None:
+            return load_scenario_source(spec), None
+        meta = recording.meta
+        source = meta.get("scenario_source")
+        if isinstance(source, str) and source.strip():
+            name = meta.get("scenario_file") or meta.get("scenario") or "scenario"
+            return load_scenario(source, f"{name} (from the HAR)"), None
+        note = "the HAR carries no scenario source; replaying against 'default' (use --scenario)"
+        return load_scenario_source("default"), note
+    except ScenarioNotFound as exc:
+        raise InputError(str(exc)) from None
+    except ScenarioError as exc:
+        which = repr(spec) if spec is not None else "the HAR carries"
+        raise InputError(
+            f"the scenario {which} is not usable:", [str(p) for p in exc.problems]
+        ) from None

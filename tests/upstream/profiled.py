@@ -1,0 +1,1456 @@
+"""A Pet Store provider whose every "not shown" choice comes from a ``Profile``.
+
+The fidelity tests need many Pet Store services, each faithful to the spec and
+each with its own choices where the spec says "not shown". This module is one
+provider that can be any of them: a ``Profile`` (a frozen dataclass, stored as
+JSON) decides every such choice, and the rules the spec states are always kept:
+
+- every path under ``/v1``; ``Authorization: Bearer <key>`` on every operation;
+  a missing or invalid key is ``401``, a missing pet ``404``, a request over the
+  allowance ``429`` with ``Retry-After``; every refusal an Error body whose
+  ``status`` is the HTTP status;
+- ``limit`` from 1 to 100, default 20; the ``status`` filter; ``201`` with the
+  assigned ``id``;
+- ``X-RateLimit-Limit``, ``-Remaining`` and ``-Reset`` on every answer; a key that
+  keeps sending after ``429`` is banned for a while;
+- ``GET /pets/{petId}`` deprecated, removed on 5 December 2030 (the profile picks
+  the instant of that day and the answer after it).
+
+It imports nothing of mockstore: it is written as a provider's team would write
+it, on Starlette and uvicorn. ``Profile()`` is mockstore's documented default
+behaviour (README.md), so a profile file states only where a provider differs.
+``tests/upstream/profiles.py`` draws profiles from the whole space (Hypothesis).
+
+Two fields are test conveniences, not provider choices: ``rate_limits.minute_seconds``
+and ``day_seconds`` shorten the windows (a 2-second "minute" lets a test watch a
+window end), and ``clock_offset_seconds`` moves the service's clock (to live
+after the sunset). Otherwise the service runs on the wall clock, as a real one.
+
+Run it::
+
+    python -m tests.upstream.profiled --port 0 --profile FILE.json --key sk_test_abc=free
+
+It prints ``profiled listening on http://HOST:PORT/v1`` and one access-log line
+per request (method, target, status). A profile that does not hold is refused
+before the server starts (exit 2) with the file, and the line and column or the
+JSON path of each problem.
+
+Choices this provider makes that the profile does not vary, so a test can rely
+on them:
+
+- rate limiting comes first (the ban, then the allowance), before routing and
+  the key; a refused request consumes no allowance;
+- a window starts at the clock's multiple of its length (``windows: clock``) or
+  at the first request after the previous one ended (``first_request``);
+- the rejection that reaches a ban threshold is itself answered
+  ``rate_limited``; the ban starts with it; during a ban
+  ``X-RateLimit-Remaining`` is 0 and ``X-RateLimit-Reset`` is the ban's end;
+- on a ``429`` the ``X-RateLimit-*`` headers describe the window that blocks:
+  the one that resets last, the day if both reset at once;
+- a createPet body is judged in this order: size (``Content-Length``, then the
+  bytes read), empty, media type, JSON, NewPet, unknown fields; a NewPet integer
+  is a JSON integer (``7.0`` is refused); an empty ``name`` is a name;
+- a query parameter given twice takes its last value; a path with a trailing
+  slash is unknown;
+- ``ETag`` is informational (``If-None-Match`` is not honoured);
+- at most 100,000 pets are stored (then ``507 store_full``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import re
+import socket
+import sys
+import time
+import types
+import typing
+import uuid
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import uvicorn
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import Receive, Scope, Send
+
+BASE = "/v1"
+LIMIT_DEFAULT = 20
+LIMIT_MAX = 100
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_PETS = 100_000
+SUNSET_DAY = calendar.timegm((2030, 12, 5, 0, 0, 0))  # the spec's removal date, 00:00Z
+DAY = 86_400
+
+PetStatus = Literal["available", "pending", "sold"]
+Operation = Literal["listPets", "createPet", "getPet", "listOrders"]
+ReadOperation = Literal["listPets", "getPet", "listOrders"]
+Condition = Literal[
+    "missing_key",
+    "malformed_authorization",
+    "unknown_key",
+    "malformed_json",
+    "missing_body",
+    "invalid_body",
+    "unknown_field",
+    "unsupported_media_type",
+    "payload_too_large",
+    "bad_limit",
+    "limit_above_maximum",
+    "bad_status_filter",
+    "bad_pet_id",
+    "pet_not_found",
+    "unknown_path",
+    "method_not_allowed",
+    "rate_limited",
+    "key_banned",
+    "gone",
+    "list_orders",
+]
+STATUSES: tuple[str, ...] = typing.get_args(PetStatus)
+OPERATIONS: tuple[str, ...] = typing.get_args(Operation)
+READS: tuple[str, ...] = typing.get_args(ReadOperation)
+CONDITIONS: tuple[str, ...] = typing.get_args(Condition)
+
+# The statuses a provider may plausibly answer for each condition. Where the spec
+# states one (401, 404 for a missing pet, 429) it is the only one. 422 for a body
+# is the one departure from the spec's letter the space allows: it says 400, and
+# many frameworks answer 422 (and mockstore's `validation_status: 422` exists for them).
+PLAUSIBLE_STATUSES: dict[str, tuple[int, ...]] = {
+    "missing_key": (401,),
+    "malformed_authorization": (401,),
+    "unknown_key": (401,),
+    "malformed_json": (400, 422),
+    "missing_body": (400, 422),
+    "invalid_body": (400, 422),
+    "unknown_field": (400, 422),
+    "unsupported_media_type": (415, 400, 422),
+    "payload_too_large": (413, 400),
+    "bad_limit": (400, 422),
+    "limit_above_maximum": (400, 422),
+    "bad_status_filter": (400, 422),
+    "bad_pet_id": (400, 404, 422),
+    "pet_not_found": (404,),
+    "unknown_path": (404, 403),
+    "method_not_allowed": (405, 404),
+    "rate_limited": (429,),
+    "key_banned": (429, 403, 503),
+    "gone": (410, 404),
+    "list_orders": (403, 404, 501),
+}
+CODE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")
+TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token (a header name)
+BEARER_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 6750 b64token
+HEADER_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
+PLAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,31}")
+# Headers the stand-in writes itself; a constant header must not name one.
+MANAGED_HEADERS = frozenset(
+    {
+        "allow",
+        "cache-control",
+        "connection",
+        "content-length",
+        "content-type",
+        "date",
+        "deprecation",
+        "etag",
+        "link",
+        "location",
+        "retry-after",
+        "sunset",
+        "transfer-encoding",
+        "www-authenticate",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    }
+)
+
+HeaderMap = tuple[tuple[str, str], ...]
+
+
+# ---------------------------------------------------------------------------
+# The profile
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The answer to one condition: its HTTP status and its Error ``code``."""
+
+    status: int
+    code: str
+
+
+@dataclass(frozen=True)
+class ExtraField:
+    """A field an Error body carries beside ``code``, ``message`` and ``status``.
+
+    ``kind`` is ``constant`` (``value``), or generated per answer: ``uuid`` (a new
+    UUID4), ``request_id`` (the answer's request id), ``timestamp`` (RFC 3339 UTC
+    with milliseconds). ``only`` limits it to some conditions (empty: every Error).
+    """
+
+    name: str
+    kind: Literal["constant", "uuid", "request_id", "timestamp"] = "constant"
+    value: str | int | bool | None = None
+    only: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class WwwAuthenticate:
+    """The challenge on a ``401``: ``Bearer``, with ``realm`` if given, and
+    ``error="invalid_token"`` for an unknown key if ``invalid_token_error``."""
+
+    realm: str | None = "petstore"
+    invalid_token_error: bool = True
+
+
+@dataclass(frozen=True)
+class Refusals:
+    """Status and code per condition, extra Error fields, the challenge, routing order."""
+
+    missing_key: Refusal = Refusal(401, "unauthorized")
+    malformed_authorization: Refusal = Refusal(401, "unauthorized")
+    unknown_key: Refusal = Refusal(401, "invalid_token")
+    malformed_json: Refusal = Refusal(400, "malformed_json")
+    missing_body: Refusal = Refusal(400, "missing_body")
+    invalid_body: Refusal = Refusal(400, "validation_failed")
+    unknown_field: Refusal = Refusal(400, "validation_failed")
+    unsupported_media_type: Refusal = Refusal(415, "unsupported_media_type")
+    payload_too_large: Refusal = Refusal(413, "payload_too_large")
+    bad_limit: Refusal = Refusal(400, "invalid_parameter")
+    limit_above_maximum: Refusal = Refusal(400, "invalid_parameter")
+    bad_status_filter: Refusal = Refusal(400, "invalid_parameter")
+    bad_pet_id: Refusal = Refusal(400, "invalid_parameter")
+    pet_not_found: Refusal = Refusal(404, "not_found")
+    unknown_path: Refusal = Refusal(404, "not_found")
+    method_not_allowed: Refusal = Refusal(405, "method_not_allowed")
+    rate_limited: Refusal = Refusal(429, "rate_limited")
+    key_banned: Refusal = Refusal(429, "key_banned")
+    gone: Refusal = Refusal(410, "gone")
+    # GET /store/orders; None serves it: 200 and an empty list.
+    list_orders: Refusal | None = Refusal(501, "not_implemented")
+    extra_fields: tuple[ExtraField, ...] = ()
+    # None: a 401 carries no WWW-Authenticate.
+    www_authenticate: WwwAuthenticate | None = WwwAuthenticate()
+    # before_auth: an unknown path (404) or method (405) is answered before the key
+    # is checked; after_auth: a caller without a valid key gets 401 on any path.
+    routing: Literal["after_auth", "before_auth"] = "after_auth"
+
+    def of(self, condition: str) -> Refusal:
+        refusal = getattr(self, condition)
+        assert isinstance(refusal, Refusal), condition
+        return refusal
+
+
+@dataclass(frozen=True)
+class RequestIdHeader:
+    """The request-id header: its name and how its value is made (after ``prefix``):
+    ``counter`` (six digits and up, from 1), ``uuid`` (UUID4), ``hex`` (32 hex digits)."""
+
+    name: str = "X-Request-Id"
+    format: Literal["counter", "uuid", "hex"] = "counter"
+    prefix: str = "req-"
+
+
+@dataclass(frozen=True)
+class DeprecationHeaders:
+    """The deprecation of ``getPet``: dates, which headers, and on which answers.
+
+    ``deprecation`` is the ``Deprecation`` header's form: ``epoch`` (RFC 9745,
+    ``@<since>``), ``http-date`` (the older draft), ``true`` (older still) or
+    ``none``. ``sunset`` is the removal instant, on 5 December 2030 (UTC), as the
+    spec says; ``getPet`` answers ``gone`` from then on. ``answers``: ``all``
+    (every answer to getPet, 401 included), ``authenticated`` (every answer to a
+    caller with a valid key) or ``success`` (2xx only).
+    """
+
+    since: int = 1767225600  # 2026-01-01T00:00:00Z
+    deprecation: Literal["epoch", "http-date", "true", "none"] = "epoch"
+    sunset: int = SUNSET_DAY
+    sunset_header: bool = True
+    link: str | None = '</v1/pets>; rel="successor-version"'
+    answers: Literal["all", "authenticated", "success"] = "authenticated"
+
+
+@dataclass(frozen=True)
+class Headers:
+    """Headers beyond the spec's: constants, request id, media type, caching, deprecation.
+
+    ``always`` go on every answer; ``by_status_class`` on answers of a class
+    (``2xx``, ``4xx``, ``5xx``); ``by_operation`` on answers to an operation
+    (whatever their status). ``location`` on 201: ``none``, ``path``
+    (``/v1/pets/7``) or ``url`` (absolute). ``etag`` and ``cache_control`` map a
+    read operation to its ``ETag`` kind (``strong``/``weak``) and its
+    ``Cache-Control`` value, sent on its 200 answers.
+    """
+
+    always: HeaderMap = ()
+    by_status_class: tuple[tuple[str, HeaderMap], ...] = ()
+    by_operation: tuple[tuple[Operation, HeaderMap], ...] = ()
+    request_id: RequestIdHeader | None = RequestIdHeader()
+    content_type: str = "application/json"
+    location: Literal["none", "path", "url"] = "none"
+    etag: tuple[tuple[ReadOperation, Literal["strong", "weak"]], ...] = ()
+    cache_control: tuple[tuple[ReadOperation, str], ...] = ()
+    deprecation: DeprecationHeaders = DeprecationHeaders()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An allowance: requests per minute and, if the provider has one, per day."""
+
+    per_minute: int
+    per_day: int | None = None
+
+
+@dataclass(frozen=True)
+class BanPolicy:
+    """When a bucket that keeps sending after 429 is banned, and for how long.
+
+    ``within``: ``rejections`` 429s within ``within_seconds``; ``consecutive``:
+    ``rejections`` 429s with no admitted request between them.
+    """
+
+    trigger: Literal["within", "consecutive"] = "within"
+    rejections: int = 10
+    within_seconds: int = 60
+    duration_seconds: int = 600
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """Plans, the anonymous allowance, windows, the headers that report them, bans.
+
+    Callers without a valid key share one bucket per client address on
+    ``anonymous``. ``reset``: ``X-RateLimit-Reset`` as ``epoch`` seconds,
+    ``epoch_ms`` or ``delta`` (seconds from now). ``windows``: ``clock`` (aligned
+    to multiples of their length: the minute, UTC midnight) or ``first_request``
+    (each starts at the bucket's first request after the last one ended).
+    ``describe``: which window ``X-RateLimit-*`` report on an admitted request
+    (``minute``, ``day`` or ``tightest``: fewest remaining, the minute on a tie).
+    ``retry_after`` / ``retry_after_banned``: ``seconds`` or ``http-date`` (a
+    ban's may be ``none`` when it is not answered 429).
+
+    ``minute_seconds`` and ``day_seconds`` are a test convenience: a 2-second
+    "minute" lets a test see a whole window pass. A real provider has 60 and 86,400.
+    """
+
+    plans: tuple[tuple[str, Plan], ...] = (
+        ("free", Plan(60, 1_000)),
+        ("pro", Plan(300, 10_000)),
+        ("business", Plan(1_000, 100_000)),
+        ("enterprise", Plan(5_000, 1_000_000)),
+    )
+    anonymous: Plan = Plan(60, 1_000)
+    reset: Literal["epoch", "epoch_ms", "delta"] = "epoch"
+    windows: Literal["clock", "first_request"] = "clock"
+    describe: Literal["minute", "day", "tightest"] = "tightest"
+    retry_after: Literal["seconds", "http-date"] = "seconds"
+    retry_after_banned: Literal["seconds", "http-date", "none"] = "seconds"
+    ban: BanPolicy = BanPolicy()
+    minute_seconds: int = 60
+    day_seconds: int = DAY
+
+    def plan(self, name: str) -> Plan | None:
+        return dict(self.plans).get(name)
+
+
+@dataclass(frozen=True)
+class SeedPet:
+    """A pet the store holds when the service starts."""
+
+    id: int
+    name: str
+    category_id: int = field(metadata={"json": "categoryId"})
+    status: PetStatus | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        pet: dict[str, Any] = {"id": self.id, "name": self.name, "categoryId": self.category_id}
+        if self.status is not None:
+            pet["status"] = self.status
+        return pet
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """What the operations do where the spec is silent.
+
+    ``limit_above_maximum``: ``refuse`` or ``clamp`` to 100. ``unknown_fields`` in
+    a NewPet: ``drop``, ``keep`` (stored and returned after the four known fields;
+    an ``id`` is never kept) or ``refuse``. ``list_order``: ``ascending`` or
+    ``descending`` by id, or ``insertion`` (seed pets in the profile's order,
+    then creations). ``head``: the GET operations that serve HEAD (others: 405).
+    ``max_body_bytes``: the largest createPet body accepted (inclusive).
+    ``default_status`` of a pet created without one (None: no ``status`` field).
+    """
+
+    limit_above_maximum: Literal["refuse", "clamp"] = "refuse"
+    unknown_fields: Literal["drop", "keep", "refuse"] = "drop"
+    list_order: Literal["ascending", "descending", "insertion"] = "ascending"
+    head: tuple[ReadOperation, ...] = ("listPets", "getPet", "listOrders")
+    max_body_bytes: int = 1_048_576
+    default_status: PetStatus | None = None
+    pets: tuple[SeedPet, ...] = ()
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Every choice a Pet Store provider makes where the spec says "not shown".
+
+    ``Profile()`` is mockstore's documented default. ``clock_offset_seconds`` is a
+    test convenience: the service's clock runs that far from the wall clock.
+    """
+
+    headers: Headers = Headers()
+    refusals: Refusals = Refusals()
+    rate_limits: RateLimits = RateLimits()
+    semantics: Semantics = Semantics()
+    clock_offset_seconds: int = 0
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(_dump(self, Profile), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<profile>") -> Profile:
+        """Read a profile; ``ProfileError`` names every problem with ``source``."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ProfileError(f"{source}:{error.lineno}:{error.colno}: {error.msg}") from None
+        problems: list[str] = []
+        profile = _load(data, Profile, "$", problems)
+        if not problems:
+            problems = profile.problems()
+        if problems:
+            raise ProfileError("\n".join(f"{source}: {problem}" for problem in problems))
+        return profile
+
+    def problems(self) -> list[str]:
+        """Every way this profile breaks the spec or cannot be served, as ``path: why``."""
+        return _problems(self)
+
+
+class ProfileError(ValueError):
+    """A profile (or a key's plan) that the stand-in refuses to serve."""
+
+
+def load_profile(path: str | Path) -> Profile:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ProfileError(f"{path}: cannot read: {error}") from None
+    return Profile.from_json(text, source=str(path))
+
+
+# JSON <-> dataclasses, driven by the type hints. A variadic tuple of pairs
+# ``tuple[tuple[str, V], ...]`` is a JSON object; any other tuple a JSON array.
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _json_name(item: dataclasses.Field[Any]) -> str:
+    return str(item.metadata.get("json", item.name))
+
+
+def _pair(hint: Any) -> tuple[Any, Any] | None:
+    """``(K, V)`` when ``hint`` is ``tuple[tuple[K, V], ...]`` with string keys, else None."""
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis and typing.get_origin(args[0]) is tuple:
+            pair = typing.get_args(args[0])
+            if len(pair) == 2 and (pair[0] is str or typing.get_origin(pair[0]) is Literal):
+                return pair[0], pair[1]
+    return None
+
+
+def _dump(value: Any, hint: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hints = _hints(type(value))
+        return {
+            _json_name(f): _dump(getattr(value, f.name), hints[f.name])
+            for f in dataclasses.fields(value)
+        }
+    if isinstance(value, tuple):
+        pair = _pair(hint)
+        if pair is not None:
+            return {name: _dump(inner, pair[1]) for name, inner in value}
+        (item, _) = typing.get_args(hint)
+        return [_dump(inner, item) for inner in value]
+    return value
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return " | ".join(json.dumps(arg) for arg in typing.get_args(hint))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    if _pair(hint) is not None:
+        return "an object"
+    if origin is tuple:
+        return "an array"
+    if dataclasses.is_dataclass(hint):
+        return "an object"
+    return {int: "an integer", str: "a string", bool: "a boolean"}.get(hint, str(hint))
+
+
+def _load(data: Any, hint: Any, path: str, problems: list[str]) -> Any:
+    """``data`` as ``hint``; each mismatch is appended to ``problems`` (then None)."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        for arm in typing.get_args(hint):
+            attempt: list[str] = []
+            value = _load(data, arm, path, attempt)
+            if not attempt:
+                return value
+        problems.append(f"{path}: expected {_describe(hint)}, got {_show(data)}")
+        return None
+    if hint is type(None):
+        if data is not None:
+            problems.append(f"{path}: expected null, got {_show(data)}")
+        return None
+    if origin is Literal:
+        for arm in typing.get_args(hint):
+            if data == arm and type(data) is type(arm):
+                return data
+        problems.append(f"{path}: expected {_describe(hint)}, got {_show(data)}")
+        return None
+    pair = _pair(hint)
+    if pair is not None:
+        if not isinstance(data, dict):
+            problems.append(f"{path}: expected an object, got {_show(data)}")
+            return ()
+        key, item = pair
+        return tuple(
+            (
+                _load(name, key, f"{path}.{name}", problems),
+                _load(inner, item, f"{path}.{name}", problems),
+            )
+            for name, inner in data.items()
+        )
+    if origin is tuple:
+        if not isinstance(data, list):
+            problems.append(f"{path}: expected an array, got {_show(data)}")
+            return ()
+        (item, _) = typing.get_args(hint)
+        return tuple(_load(inner, item, f"{path}[{i}]", problems) for i, inner in enumerate(data))
+    if dataclasses.is_dataclass(hint):
+        assert isinstance(hint, type)
+        if not isinstance(data, dict):
+            problems.append(f"{path}: expected an object, got {_show(data)}")
+            return None
+        hints = _hints(hint)
+        fields = {_json_name(f): f for f in dataclasses.fields(hint)}
+        for name in data:
+            if name not in fields:
+                problems.append(f"{path}: unknown field {name!r} (known: {', '.join(fields)})")
+        values: dict[str, Any] = {}
+        for name, item_field in fields.items():
+            if name in data:
+                values[item_field.name] = _load(
+                    data[name], hints[item_field.name], f"{path}.{name}", problems
+                )
+            elif (
+                item_field.default is dataclasses.MISSING
+                and item_field.default_factory is dataclasses.MISSING
+            ):
+                problems.append(f"{path}: missing field {name!r}")
+        if problems:
+            return None
+        return hint(**values)
+    expected = {int: int, str: str, bool: bool}.get(hint)
+    if expected is None:
+        raise TypeError(f"no JSON form for {hint!r}")
+    if isinstance(data, expected) and (expected is bool or not isinstance(data, bool)):
+        return data
+    problems.append(f"{path}: expected {_describe(hint)}, got {_show(data)}")
+    return None
+
+
+def _show(data: Any) -> str:
+    text = json.dumps(data)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _problems(profile: Profile) -> list[str]:
+    problems: list[str] = []
+
+    def need(ok: bool, path: str, why: str) -> None:
+        if not ok:
+            problems.append(f"{path}: {why}")
+
+    def header_map(headers: HeaderMap, path: str, seen: set[str]) -> None:
+        for name, value in headers:
+            lowered = name.lower()
+            need(bool(TOKEN.fullmatch(name)), f"{path}.{name}", "not a header name")
+            need(lowered not in MANAGED_HEADERS, f"{path}.{name}", "the stand-in writes it itself")
+            need(bool(HEADER_VALUE.fullmatch(value)), f"{path}.{name}", "not a visible ASCII value")
+            need(lowered not in seen, f"{path}.{name}", "named more than once")
+            seen.add(lowered)
+
+    headers = profile.headers
+    request_id = headers.request_id
+    managed = {request_id.name.lower()} if request_id else set()
+    if request_id:
+        need(
+            bool(TOKEN.fullmatch(request_id.name)), "$.headers.request_id.name", "not a header name"
+        )
+        need(
+            request_id.name.lower() not in MANAGED_HEADERS,
+            "$.headers.request_id.name",
+            "the stand-in writes that header for another purpose",
+        )
+        need(
+            request_id.prefix == "" or bool(HEADER_VALUE.fullmatch(request_id.prefix)),
+            "$.headers.request_id.prefix",
+            "not a visible ASCII value",
+        )
+    # A name is in `always`, or in classes and operations, never both, so every
+    # answer carries each header once.
+    always: set[str] = set(managed)
+    header_map(headers.always, "$.headers.always", always)
+    classes: set[str] = set()
+    for status_class, class_headers in headers.by_status_class:
+        need(
+            status_class in ("2xx", "4xx", "5xx"),
+            "$.headers.by_status_class",
+            f"{status_class!r} is not 2xx, 4xx or 5xx",
+        )
+        seen = set(always)
+        header_map(class_headers, f"$.headers.by_status_class.{status_class}", seen)
+        classes |= seen - always
+    for operation, operation_headers in headers.by_operation:
+        header_map(operation_headers, f"$.headers.by_operation.{operation}", set(always | classes))
+    need(
+        headers.content_type.split(";")[0].strip().lower() == "application/json"
+        and bool(HEADER_VALUE.fullmatch(headers.content_type)),
+        "$.headers.content_type",
+        "the spec's bodies are application/json (parameters may follow)",
+    )
+    for operation, value in headers.cache_control:
+        need(
+            bool(HEADER_VALUE.fullmatch(value)),
+            f"$.headers.cache_control.{operation}",
+            "not a visible ASCII value",
+        )
+    for name, mapping in (("etag", headers.etag), ("cache_control", headers.cache_control)):
+        operations = [operation for operation, _ in mapping]
+        need(
+            len(set(operations)) == len(operations), f"$.headers.{name}", "an operation named twice"
+        )
+    deprecation = headers.deprecation
+    need(
+        SUNSET_DAY <= deprecation.sunset < SUNSET_DAY + DAY,
+        "$.headers.deprecation.sunset",
+        "the spec removes getPet on 5 December 2030 (an instant of that UTC day)",
+    )
+    need(
+        deprecation.since < deprecation.sunset,
+        "$.headers.deprecation.since",
+        "must come before the sunset",
+    )
+    if deprecation.link is not None:
+        need(
+            bool(HEADER_VALUE.fullmatch(deprecation.link)),
+            "$.headers.deprecation.link",
+            "not a visible ASCII value",
+        )
+
+    refusals = profile.refusals
+    for condition in CONDITIONS:
+        refusal = getattr(refusals, condition)
+        if refusal is None:
+            continue
+        path = f"$.refusals.{condition}"
+        allowed = PLAUSIBLE_STATUSES[condition]
+        need(refusal.status in allowed, f"{path}.status", f"must be one of {allowed}")
+        need(bool(CODE.fullmatch(refusal.code)), f"{path}.code", "not an identifier-like code")
+    names: set[str] = set()
+    for index, extra in enumerate(refusals.extra_fields):
+        path = f"$.refusals.extra_fields[{index}]"
+        need(bool(CODE.fullmatch(extra.name)), f"{path}.name", "not an identifier")
+        need(
+            extra.name not in ("code", "message", "status"),
+            f"{path}.name",
+            "an Error field of its own",
+        )
+        need(extra.name not in names, f"{path}.name", "named twice")
+        names.add(extra.name)
+        need(
+            (extra.kind == "constant") == (extra.value is not None),
+            f"{path}.value",
+            "a constant needs a value; a generated field has none",
+        )
+    challenge = refusals.www_authenticate
+    if challenge is not None and challenge.realm is not None:
+        need(
+            bool(re.fullmatch(r"[\x20\x21\x23-\x5b\x5d-\x7e]+", challenge.realm)),
+            "$.refusals.www_authenticate.realm",
+            "a quoted-string without quotes or backslashes",
+        )
+
+    limits = profile.rate_limits
+    need(bool(limits.plans), "$.rate_limits.plans", "at least one plan")
+    for name, plan in limits.plans:
+        need(bool(PLAN_NAME.fullmatch(name)), f"$.rate_limits.plans.{name}", "not a plan name")
+        _plan_problems(plan, f"$.rate_limits.plans.{name}", need)
+    _plan_problems(limits.anonymous, "$.rate_limits.anonymous", need)
+    ban = limits.ban
+    need(ban.rejections >= 1, "$.rate_limits.ban.rejections", "at least 1")
+    need(ban.within_seconds >= 1, "$.rate_limits.ban.within_seconds", "at least 1")
+    need(ban.duration_seconds >= 1, "$.rate_limits.ban.duration_seconds", "at least 1")
+    need(limits.minute_seconds >= 1, "$.rate_limits.minute_seconds", "at least 1")
+    need(
+        limits.day_seconds >= limits.minute_seconds,
+        "$.rate_limits.day_seconds",
+        "at least a minute",
+    )
+    need(
+        limits.retry_after_banned != "none" or refusals.key_banned.status != 429,
+        "$.rate_limits.retry_after_banned",
+        "a 429 carries Retry-After (the spec)",
+    )
+
+    semantics = profile.semantics
+    need(
+        len(set(semantics.head)) == len(semantics.head),
+        "$.semantics.head",
+        "an operation named twice",
+    )
+    need(
+        64 <= semantics.max_body_bytes <= 64 * 1_048_576,
+        "$.semantics.max_body_bytes",
+        "from 64 bytes to 64 MiB",
+    )
+    need(len(semantics.pets) <= 10_000, "$.semantics.pets", "at most 10,000 seed pets")
+    ids: set[int] = set()
+    for index, pet in enumerate(semantics.pets):
+        path = f"$.semantics.pets[{index}]"
+        need(1 <= pet.id <= INT64_MAX, f"{path}.id", "a positive int64")
+        need(pet.id not in ids, f"{path}.id", "two pets with one id")
+        ids.add(pet.id)
+        need(INT64_MIN <= pet.category_id <= INT64_MAX, f"{path}.categoryId", "an int64")
+    return problems
+
+
+def _plan_problems(plan: Plan, path: str, need: Callable[[bool, str, str], None]) -> None:
+    need(plan.per_minute >= 1, f"{path}.per_minute", "at least 1")
+    if plan.per_day is not None:
+        need(plan.per_day >= plan.per_minute, f"{path}.per_day", "at least per_minute")
+
+
+# ---------------------------------------------------------------------------
+# Rate limiting
+
+
+@dataclass
+class Window:
+    start: float
+    used: int = 0
+
+
+@dataclass
+class Bucket:
+    """What one key (or one anonymous address) has spent, and its ban state."""
+
+    minute: Window | None = None
+    day: Window | None = None
+    rejections: deque[float] = field(default_factory=deque)
+    consecutive: int = 0
+    banned_until: float | None = None
+
+
+@dataclass(frozen=True)
+class Allowance:
+    name: Literal["minute", "day"]
+    limit: int
+    window: Window
+    length: int
+
+    @property
+    def end(self) -> float:
+        return self.window.start + self.length
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.window.used)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The limiter's answer: what the X-RateLimit-* headers say, and when to retry.
+
+    ``resets_at`` is the instant the described window (or the ban) ends.
+    """
+
+    outcome: Literal["admitted", "rate_limited", "banned"]
+    limit: int
+    remaining: int
+    resets_at: float
+    window: Literal["minute", "day", "ban"]
+    retry_at: float | None = None
+
+
+class RateLimiter:
+    """Fixed windows per bucket, and the ban for buckets that keep going after 429."""
+
+    def __init__(self, limits: RateLimits) -> None:
+        self._limits = limits
+        self._buckets: dict[Hashable, Bucket] = {}
+
+    def admit(self, bucket_id: Hashable, plan: Plan, now: float) -> Verdict:
+        limits = self._limits
+        bucket = self._buckets.setdefault(bucket_id, Bucket())
+        if bucket.banned_until is not None:
+            if now < bucket.banned_until:
+                limit = (
+                    plan.per_day if limits.describe == "day" and plan.per_day else plan.per_minute
+                )
+                ends = bucket.banned_until
+                return Verdict("banned", limit, 0, ends, "ban", ends)
+            bucket.banned_until = None
+        bucket.minute = self._current(bucket.minute, limits.minute_seconds, now)
+        allowances = [Allowance("minute", plan.per_minute, bucket.minute, limits.minute_seconds)]
+        if plan.per_day is not None:
+            bucket.day = self._current(bucket.day, limits.day_seconds, now)
+            allowances.append(Allowance("day", plan.per_day, bucket.day, limits.day_seconds))
+        spent = [allowance for allowance in allowances if allowance.remaining == 0]
+        if spent:
+            # Waiting for the minute would not help while the day is spent.
+            blocking = max(spent, key=lambda allowance: (allowance.end, allowance.name == "day"))
+            self._reject(bucket, now)
+            return Verdict(
+                "rate_limited", blocking.limit, 0, blocking.end, blocking.name, blocking.end
+            )
+        for allowance in allowances:
+            allowance.window.used += 1
+        bucket.consecutive = 0
+        described = self._described(allowances)
+        return Verdict(
+            "admitted", described.limit, described.remaining, described.end, described.name
+        )
+
+    def _current(self, window: Window | None, length: int, now: float) -> Window:
+        if self._limits.windows == "clock":
+            start = math.floor(now / length) * length
+            if window is None or window.start != start:
+                return Window(start)
+        elif window is None or now >= window.start + length:
+            return Window(now)
+        return window
+
+    def _described(self, allowances: list[Allowance]) -> Allowance:
+        minute = allowances[0]
+        day = allowances[1] if len(allowances) > 1 else None
+        if day is None or self._limits.describe == "minute":
+            return minute
+        if self._limits.describe == "day":
+            return day
+        return day if day.remaining < minute.remaining else minute
+
+    def _reject(self, bucket: Bucket, now: float) -> None:
+        ban = self._limits.ban
+        if ban.trigger == "within":
+            bucket.rejections.append(now)
+            while bucket.rejections and bucket.rejections[0] <= now - ban.within_seconds:
+                bucket.rejections.popleft()
+            count = len(bucket.rejections)
+        else:
+            bucket.consecutive += 1
+            count = bucket.consecutive
+        if count >= ban.rejections:
+            bucket.banned_until = now + ban.duration_seconds
+            bucket.rejections.clear()
+            bucket.consecutive = 0
+
+
+# ---------------------------------------------------------------------------
+# The store
+
+
+class PetStore:
+    """Pets by id, in the order they arrived."""
+
+    def __init__(self, pets: tuple[SeedPet, ...]) -> None:
+        self._pets: dict[int, dict[str, Any]] = {pet.id: pet.as_json() for pet in pets}
+        self._next_id = max(self._pets, default=0) + 1
+
+    def add(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        if len(self._pets) >= MAX_PETS or self._next_id > INT64_MAX:
+            return None
+        pet = {"id": self._next_id, **fields}
+        self._pets[self._next_id] = pet
+        self._next_id += 1
+        return pet
+
+    def get(self, pet_id: int) -> dict[str, Any] | None:
+        return self._pets.get(pet_id)
+
+    def list(self, status: str | None, limit: int, order: str) -> list[dict[str, Any]]:
+        pets: Any = self._pets.values()
+        if order == "ascending":
+            pets = sorted(pets, key=lambda pet: pet["id"])
+        elif order == "descending":
+            pets = sorted(pets, key=lambda pet: pet["id"], reverse=True)
+        chosen: list[dict[str, Any]] = []
+        for pet in pets:
+            if len(chosen) == limit:
+                break
+            if status is None or pet.get("status") == status:
+                chosen.append(pet)
+        return chosen
+
+
+# ---------------------------------------------------------------------------
+# HTTP
+
+
+class Refused(Exception):
+    """A refusal: the condition decides status and code; the message says what was wrong."""
+
+    def __init__(
+        self, condition: str, message: str, headers: list[tuple[str, str]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.condition = condition
+        self.message = message
+        self.headers = headers or []
+
+
+@dataclass(frozen=True)
+class Route:
+    """What a method and path name: an operation, a known path (``allow``), or nothing."""
+
+    operation: str | None
+    allow: str | None
+    pet_id: str | None = None
+
+
+ROUTES: dict[str, dict[str, str]] = {
+    "pets": {"GET": "listPets", "POST": "createPet"},
+    "pets/{petId}": {"GET": "getPet"},
+    "store/orders": {"GET": "listOrders"},
+}
+
+
+@dataclass(frozen=True)
+class Caller:
+    kind: Literal["key", "missing", "malformed", "unknown"]
+    key: str | None = None
+    plan: Plan | None = None
+
+
+@dataclass
+class Exchange:
+    """One request being answered: what the steps learned on the way."""
+
+    now: float
+    request_id: str
+    route: Route
+    caller: Caller
+    verdict: Verdict
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    condition: str | None = None
+
+
+def http_date(instant: float) -> str:
+    return formatdate(math.ceil(instant), usegmt=True)
+
+
+def rfc3339(instant: float) -> str:
+    moment = datetime.fromtimestamp(instant, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class ProfiledPetStore:
+    """The ASGI application: one Pet Store provider, as its profile says.
+
+    ``keys`` maps each API key to a plan of the profile; ``clock`` gives the
+    current Unix time (the wall clock unless a test injects its own); ``log``
+    receives one access-log line per answer.
+    """
+
+    def __init__(
+        self,
+        profile: Profile,
+        keys: Mapping[str, str],
+        clock: Callable[[], float] = time.time,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        problems = profile.problems()
+        for key, plan in keys.items():
+            if not BEARER_TOKEN.fullmatch(key):
+                problems.append(f"--key {key!r}: not a bearer token (RFC 6750)")
+            if profile.rate_limits.plan(plan) is None:
+                known = ", ".join(name for name, _ in profile.rate_limits.plans)
+                problems.append(f"--key {key}={plan}: no plan {plan!r} (known: {known})")
+        if problems:
+            raise ProfileError("\n".join(problems))
+        self.profile = profile
+        self._plans = {key: profile.rate_limits.plan(plan) for key, plan in keys.items()}
+        self._clock = clock
+        self._log = log
+        self._limiter = RateLimiter(profile.rate_limits)
+        self._store = PetStore(profile.semantics.pets)
+        self._served_head = frozenset(profile.semantics.head)
+        self._request_count = 0
+        headers = profile.headers
+        self._always = list(headers.always)
+        self._by_class = {name: list(values) for name, values in headers.by_status_class}
+        self._by_operation = {name: list(values) for name, values in headers.by_operation}
+        self._etag = dict(headers.etag)
+        self._cache_control = dict(headers.cache_control)
+        self._deprecation = self._deprecation_headers(headers.deprecation)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        now = self._clock() + self.profile.clock_offset_seconds
+        try:
+            status, headers, body = await self.answer(request, now)
+        except ClientDisconnect:
+            return  # nothing was stored: a body that never arrived changes nothing
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send(
+            {"type": "http.response.body", "body": b"" if request.method == "HEAD" else body}
+        )
+        if self._log is not None:
+            target = scope["path"] + (
+                "?" + scope["query_string"].decode("latin-1") if scope["query_string"] else ""
+            )
+            self._log(f"{request.method} {target} {status}")
+
+    async def answer(
+        self, request: Request, now: float
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, raw headers and body for one request at ``now``."""
+        self._request_count += 1
+        route = self._route(request.method, request.url.path)
+        caller = self._caller(request.headers.getlist("authorization"))
+        if caller.plan is not None:
+            bucket: Hashable = ("key", caller.key)
+            plan = caller.plan
+        else:
+            bucket = ("address", request.client.host if request.client else "")
+            plan = self.profile.rate_limits.anonymous
+        verdict = self._limiter.admit(bucket, plan, now)
+        exchange = Exchange(now, self._request_id(), route, caller, verdict)
+        try:
+            answer = await self._serve(request, exchange)
+        except Refused as refused:
+            answer = self._refusal(refused, exchange)
+        body = (
+            b"" if answer.body is None else json.dumps(answer.body, separators=(",", ":")).encode()
+        )
+        headers = self._headers(request, exchange, answer, body)
+        raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+        raw.append((b"content-length", str(len(body)).encode()))
+        return answer.status, raw, body
+
+    # -- the steps, in order
+
+    async def _serve(self, request: Request, exchange: Exchange) -> Answer:
+        verdict, route, caller = exchange.verdict, exchange.route, exchange.caller
+        if verdict.outcome == "banned":
+            who = "API key" if caller.plan is not None else "client address"
+            raise Refused(
+                "key_banned", f"this {who} is temporarily banned for sending on after 429 answers"
+            )
+        if verdict.outcome == "rate_limited":
+            raise Refused(
+                "rate_limited",
+                f"the per-{verdict.window} allowance of {verdict.limit} requests is used up",
+            )
+        if self.profile.refusals.routing == "before_auth":
+            self._check_route(request.method, route)
+        if caller.kind == "missing":
+            raise Refused(
+                "missing_key", "an API key is required: send Authorization: Bearer <API_KEY>"
+            )
+        if caller.kind == "malformed":
+            raise Refused(
+                "malformed_authorization", "the Authorization header must be 'Bearer <API_KEY>'"
+            )
+        if caller.kind == "unknown":
+            raise Refused("unknown_key", "the API key is not valid")
+        self._check_route(request.method, route)
+        if route.operation == "listPets":
+            return self._list_pets(request)
+        if route.operation == "createPet":
+            return await self._create_pet(request)
+        if route.operation == "getPet":
+            return self._get_pet(route.pet_id or "", exchange.now)
+        refusal = self.profile.refusals.list_orders
+        if refusal is not None:
+            raise Refused("list_orders", "orders are not available through this API")
+        return Answer(200, [])
+
+    def _route(self, method: str, path: str) -> Route:
+        if not path.startswith(BASE + "/"):
+            return Route(None, None)
+        rest = path[len(BASE) + 1 :]
+        pet_id = None
+        if rest.startswith("pets/") and rest.count("/") == 1 and len(rest) > len("pets/"):
+            pet_id = rest[len("pets/") :]
+            rest = "pets/{petId}"
+        methods = ROUTES.get(rest)
+        if methods is None:
+            return Route(None, None)
+        served = dict(methods)
+        if methods.get("GET") in self._served_head:
+            served["HEAD"] = methods["GET"]
+        allow = ", ".join(sorted(served))
+        return Route(served.get(method), allow, pet_id)
+
+    def _check_route(self, method: str, route: Route) -> None:
+        if route.allow is None:
+            raise Refused("unknown_path", "no such path in this API")
+        if route.operation is None:
+            headers = (
+                [("Allow", route.allow)]
+                if self.profile.refusals.method_not_allowed.status == 405
+                else []
+            )
+            raise Refused(
+                "method_not_allowed",
+                f"{method} is not allowed here (allowed: {route.allow})",
+                headers,
+            )
+
+    def _caller(self, authorizations: list[str]) -> Caller:
+        if not authorizations:
+            return Caller("missing")
+        if len(authorizations) > 1:
+            return Caller("malformed")
+        scheme, _, token = authorizations[0].partition(" ")
+        if scheme.lower() != "bearer" or not BEARER_TOKEN.fullmatch(token):
+            return Caller("malformed")
+        plan = self._plans.get(token)
+        if plan is None:
+            return Caller("unknown", token)
+        return Caller("key", token, plan)
+
+    def _request_id(self) -> str:
+        spec = self.profile.headers.request_id
+        if spec is None:
+            return str(uuid.uuid4())
+        if spec.format == "counter":
+            return f"{spec.prefix}{self._request_count:06d}"
+        if spec.format == "uuid":
+            return f"{spec.prefix}{uuid.uuid4()}"
+        return f"{spec.prefix}{uuid.uuid4().hex}"
+
+    # -- operations
+
+    def _list_pets(self, request: Request) -> Answer:
+        query = request.query_params
+        limit = LIMIT_DEFAULT
+        raw_limit = query.get("limit")
+        if raw_limit is not None:
+            if not raw_limit.isascii() or not raw_limit.isdigit():
+                raise Refused(
+                    "bad_limit",
+                    f"limit must be an integer from 1 to {LIMIT_MAX}, got {raw_limit[:40]!r}",
+                )
+            digits = raw_limit.lstrip("0")
+            if not digits:
+                raise Refused("bad_limit", f"limit must be at least 1, got {raw_limit[:40]!r}")
+            if len(digits) > 3 or int(digits) > LIMIT_MAX:
+                if self.profile.semantics.limit_above_maximum == "refuse":
+                    raise Refused(
+                        "limit_above_maximum",
+                        f"limit must be at most {LIMIT_MAX}, got {raw_limit[:40]}",
+                    )
+                limit = LIMIT_MAX
+            else:
+                limit = int(digits)
+        status = query.get("status")
+        if status is not None and status not in STATUSES:
+            raise Refused(
+                "bad_status_filter",
+                f"status must be one of {', '.join(STATUSES)}, got {status[:40]!r}",
+            )
+        return Answer(200, self._store.list(status, limit, self.profile.semantics.list_order))
+
+    async def _create_pet(self, request: Request) -> Answer:
+        semantics = self.profile.semantics
+        limit = semantics.max_body_bytes
+        too_large = f"the body is over the {limit}-byte maximum"
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise Refused("payload_too_large", too_large, [("Connection", "close")])
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise Refused("payload_too_large", too_large, [("Connection", "close")])
+        if not body:
+            raise Refused("missing_body", "a NewPet JSON body is required")
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json":
+            raise Refused(
+                "unsupported_media_type",
+                f"the body must be application/json, not {media[:60] or 'untyped'}",
+            )
+        try:
+            data = json.loads(bytes(body).decode("utf-8"), parse_constant=_refuse_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise Refused("malformed_json", "the body is not valid JSON") from None
+        fields = _new_pet(data)
+        unknown = [name for name in data if name not in ("name", "categoryId", "status")]
+        if unknown and semantics.unknown_fields == "refuse":
+            raise Refused("unknown_field", f"unknown field(s): {', '.join(unknown)[:200]}")
+        if "status" not in fields and semantics.default_status is not None:
+            fields["status"] = semantics.default_status
+        if semantics.unknown_fields == "keep":
+            fields.update((name, data[name]) for name in unknown if name != "id")
+        pet = self._store.add(fields)
+        if pet is None:
+            return Answer(
+                507, {"code": "store_full", "message": "the store is full", "status": 507}
+            )
+        return Answer(201, pet)
+
+    def _get_pet(self, raw_id: str, now: float) -> Answer:
+        deprecation = self.profile.headers.deprecation
+        if now >= deprecation.sunset:
+            raise Refused(
+                "gone",
+                f"GET /pets/{{petId}} was removed on {http_date(deprecation.sunset)}; "
+                "use GET /pets with the status filter",
+            )
+        if not re.fullmatch(r"-?[0-9]{1,25}", raw_id) or not INT64_MIN <= int(raw_id) <= INT64_MAX:
+            raise Refused("bad_pet_id", f"petId must be an int64, got {raw_id[:40]!r}")
+        pet = self._store.get(int(raw_id))
+        if pet is None:
+            raise Refused("pet_not_found", f"no pet with id {int(raw_id)}")
+        return Answer(200, pet)
+
+    # -- answers
+
+    def _refusal(self, refused: Refused, exchange: Exchange) -> Answer:
+        refusals = self.profile.refusals
+        refusal = refusals.of(refused.condition)
+        body: dict[str, Any] = {
+            "code": refusal.code,
+            "message": refused.message,
+            "status": refusal.status,
+        }
+        for extra in refusals.extra_fields:
+            if extra.only and refused.condition not in extra.only:
+                continue
+            if extra.kind == "constant":
+                body[extra.name] = extra.value
+            elif extra.kind == "uuid":
+                body[extra.name] = str(uuid.uuid4())
+            elif extra.kind == "request_id":
+                body[extra.name] = exchange.request_id
+            else:
+                body[extra.name] = rfc3339(exchange.now)
+        return Answer(refusal.status, body, list(refused.headers), refused.condition)
+
+    def _headers(
+        self, request: Request, exchange: Exchange, answer: Answer, body: bytes
+    ) -> list[tuple[str, str]]:
+        profile = self.profile
+        limits = profile.rate_limits
+        verdict, now, operation = exchange.verdict, exchange.now, exchange.route.operation
+        headers = [("Content-Type", profile.headers.content_type)]
+        headers += [
+            ("X-RateLimit-Limit", str(verdict.limit)),
+            ("X-RateLimit-Remaining", str(verdict.remaining)),
+            ("X-RateLimit-Reset", self._reset(verdict.resets_at, now)),
+        ]
+        if verdict.retry_at is not None and answer.condition in ("rate_limited", "key_banned"):
+            form = (
+                limits.retry_after
+                if answer.condition == "rate_limited"
+                else limits.retry_after_banned
+            )
+            if form == "seconds":
+                headers.append(("Retry-After", str(max(1, math.ceil(verdict.retry_at - now)))))
+            elif form == "http-date":
+                headers.append(("Retry-After", http_date(verdict.retry_at)))
+        if profile.headers.request_id is not None:
+            headers.append((profile.headers.request_id.name, exchange.request_id))
+        challenge = profile.refusals.www_authenticate
+        if answer.status == 401 and challenge is not None:
+            headers.append(("WWW-Authenticate", self._challenge(challenge, answer.condition)))
+        headers += answer.headers
+        if answer.status == 201 and profile.headers.location != "none":
+            path = f"{BASE}/pets/{answer.body['id']}"
+            if profile.headers.location == "url":
+                path = str(request.base_url).rstrip("/") + path
+            headers.append(("Location", path))
+        if answer.status == 200 and operation in self._etag:
+            digest = hashlib.sha256(body).hexdigest()[:32]
+            headers.append(
+                ("ETag", f'W/"{digest}"' if self._etag[operation] == "weak" else f'"{digest}"')
+            )
+        if answer.status == 200 and operation in self._cache_control:
+            headers.append(("Cache-Control", self._cache_control[operation]))
+        if operation == "getPet" and self._carries_deprecation(exchange, answer):
+            headers += self._deprecation
+        headers += self._always
+        headers += self._by_class.get(f"{answer.status // 100}xx", [])
+        if operation is not None:
+            headers += self._by_operation.get(operation, [])
+        headers.append(("Date", formatdate(math.floor(now), usegmt=True)))
+        return headers
+
+    def _reset(self, instant: float, now: float) -> str:
+        form = self.profile.rate_limits.reset
+        if form == "epoch":
+            return str(math.ceil(instant))
+        if form == "epoch_ms":
+            return str(math.ceil(instant * 1000))
+        return str(max(1, math.ceil(instant - now)))
+
+    @staticmethod
+    def _challenge(challenge: WwwAuthenticate, condition: str | None) -> str:
+        params = []
+        if challenge.realm is not None:
+            params.append(f'realm="{challenge.realm}"')
+        if challenge.invalid_token_error and condition == "unknown_key":
+            params.append('error="invalid_token"')
+        return "Bearer" + (" " + ", ".join(params) if params else "")
+
+    def _carries_deprecation(self, exchange: Exchange, answer: Answer) -> bool:
+        answers = self.profile.headers.deprecation.answers
+        if answers == "success":
+            return 200 <= answer.status < 300
+        if answers == "authenticated":
+            return exchange.caller.kind == "key"
+        return True
+
+    @staticmethod
+    def _deprecation_headers(deprecation: DeprecationHeaders) -> list[tuple[str, str]]:
+        headers = []
+        if deprecation.deprecation == "epoch":
+            headers.append(("Deprecation", f"@{deprecation.since}"))
+        elif deprecation.deprecation == "http-date":
+            headers.append(("Deprecation", http_date(deprecation.since)))
+        elif deprecation.deprecation == "true":
+            headers.append(("Deprecation", "true"))
+        if deprecation.sunset_header:
+            headers.append(("Sunset", http_date(deprecation.sunset)))
+        if deprecation.link is not None:
+            headers.append(("Link", deprecation.link))
+        return headers
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _new_pet(data: Any) -> dict[str, Any]:
+    """The NewPet fields of ``data``, or ``Refused("invalid_body")`` naming what is wrong."""
+    if not isinstance(data, dict):
+        raise Refused("invalid_body", "the body must be a JSON object (a NewPet)")
+    name, category = data.get("name"), data.get("categoryId")
+    if "name" not in data:
+        raise Refused("invalid_body", "name is required")
+    if not isinstance(name, str):
+        raise Refused("invalid_body", "name must be a string")
+    if "categoryId" not in data:
+        raise Refused("invalid_body", "categoryId is required")
+    if not isinstance(category, int) or isinstance(category, bool):
+        raise Refused("invalid_body", "categoryId must be an integer")
+    if not INT64_MIN <= category <= INT64_MAX:
+        raise Refused("invalid_body", "categoryId must be an int64")
+    fields: dict[str, Any] = {"name": name, "categoryId": category}
+    if "status" in data:
+        if data["status"] not in STATUSES:
+            raise Refused("invalid_body", f"status must be one of {', '.join(STATUSES)}")
+        fields["status"] = data["status"]
+    return fields
+
+
+# ---------------------------------------------------------------------------
+# The command
+
+
+def _key(text: str) -> tuple[str, str]:
+    key, separator, plan = text.rpartition("=")
+    if not separator or not key or not plan:
+        raise argparse.ArgumentTypeError(f"expected KEY=PLAN, got {text!r}")
+    return key, plan
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.upstream.profiled",
+        description="A Pet Store provider whose choices come from a profile (JSON).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--profile", help="a profile JSON file (default: mockstore's defaults)")
+    parser.add_argument(
+        "--key",
+        type=_key,
+        action="append",
+        default=[],
+        metavar="KEY=PLAN",
+        help="an API key and its plan",
+    )
+    args = parser.parse_args(argv)
+    try:
+        profile = load_profile(args.profile) if args.profile else Profile()
+        app = ProfiledPetStore(profile, dict(args.key), log=lambda line: print(line, flush=True))
+    except ProfileError as error:
+        print(f"profiled: not starting:\n{error}", file=sys.stderr)
+        return 2
+    listener = socket.socket(
+        socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM
+    )
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((args.host, args.port))
+    listener.listen(128)
+    host, port = listener.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        date_header=False,
+        server_header=False,
+    )
+    print(f"profiled listening on http://{shown}:{port}{BASE}", flush=True)
+    uvicorn.Server(config).run(sockets=[listener])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
