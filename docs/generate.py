@@ -15,6 +15,8 @@ writes, so a change to the code that does not regenerate the docs cannot be merg
 The sources, each read through the surface a user or the package itself uses:
 
 - ``error-codes``, ``conditions``: ``mockstore.errors.ERROR_CODES`` and ``CONDITIONS``;
+- ``not-expressible``: ``mockstore.fidelity.attribution.NOT_EXPRESSIBLE``, what drift
+  reports as not expressible, with the reason;
 - ``bundled-scenarios``: the bundled scenario files' ``description``;
 - ``scenario-settings``: the scenario JSON Schema (``mockstore schema``);
 - ``cli``, ``exit-codes``: the ``mockstore`` command's own argparse parsers, found
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import re
 import sys
@@ -94,6 +97,13 @@ def conditions() -> str:
     return table(["Setting", "Default `code`", "The condition"], rows)
 
 
+def not_expressible() -> str:
+    from mockstore.fidelity.attribution import NOT_EXPRESSIBLE
+
+    rows = [[code(reason), cell(why)] for reason, why in NOT_EXPRESSIBLE.items()]
+    return table(["Reason", "What the provider does that no scenario setting reproduces"], rows)
+
+
 # --- bundled scenarios ----------------------------------------------------------------
 
 
@@ -136,6 +146,10 @@ def _kind(node: dict[str, Any]) -> str:
     if "oneOf" in node:
         return " or ".join(_kind(alternative) for alternative in node["oneOf"])
     kind = node.get("type", "any")
+    if isinstance(kind, list):
+        return " or ".join(_kind({**node, "type": one}) for one in kind)
+    if kind == "null":
+        return code("null")
     if kind == "array":
         return "list"
     if kind == "object":
@@ -198,8 +212,12 @@ def _default(node: dict[str, Any]) -> str:
     if "default" not in node:
         return ""
     value = node["default"]
+    if value is None:
+        return code("null")
     if isinstance(value, bool):
         return code(str(value).lower())
+    if isinstance(value, list | dict):
+        return code(json.dumps(value))
     if isinstance(value, int):
         return code(value)
     return code(value)
@@ -416,6 +434,7 @@ def exit_codes() -> str:
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "error-codes": ("reference/error-codes.md", error_codes),
     "conditions": ("reference/error-codes.md", conditions),
+    "not-expressible": ("fidelity.md", not_expressible),
     "bundled-scenarios": ("scenarios.md", bundled_scenarios),
     "scenario-settings": ("reference/scenario-settings.md", scenario_settings),
     "cli": ("reference/cli.md", cli),

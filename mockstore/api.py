@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 
 from starlette.types import Receive, Scope, Send
 
@@ -36,6 +37,7 @@ from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
+from mockstore.profile import AnswerProfile
 from mockstore.routing import Resolved
 from mockstore.scenario.model import Reply, Route, Scenario
 from mockstore.service import Caller, PetStoreService
@@ -61,7 +63,7 @@ class RequestAborted(Exception):
 class Answer:
     """A response on its way out: status, body, and headers beyond the standard ones."""
 
-    __slots__ = ("body", "extra", "ratelimit", "replaces", "status")
+    __slots__ = ("body", "error", "extra", "ratelimit", "replaces", "status")
 
     def __init__(self, status: int, body: bytes, extra: tuple[Header, ...] = ()) -> None:
         self.status = status
@@ -69,10 +71,13 @@ class Answer:
         self.extra: tuple[Header, ...] | list[Header] = extra
         self.ratelimit = True
         self.replaces = False  # True for scripted answers, whose headers win
+        self.error: ApiError | None = None  # a refusal's, for a profile's Error fields
 
     @classmethod
     def refusal(cls, error: ApiError) -> Answer:
-        return cls(error.status, error.body(), error.headers)
+        answer = cls(error.status, error.body(), error.headers)
+        answer.error = error
+        return answer
 
     @classmethod
     def scripted(cls, reply: Reply) -> Answer:
@@ -102,13 +107,17 @@ class Compiled:
     its headers.
     """
 
-    __slots__ = ("base", "headers", "scenario", "service", "slots")
+    __slots__ = ("base", "deprecation_on", "headers", "profile", "scenario", "service", "slots")
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.base = scenario.base_path
         self.service = PetStoreService(scenario)
         self.headers = ResponseHeaders(scenario)
+        # What the scenario's answers carry beyond mockstore's own (None: nothing).
+        self.profile = AnswerProfile.of(scenario)
+        # Which answers to a deprecated operation announce it (behaviour.deprecation_on).
+        self.deprecation_on = scenario.behaviour.deprecation_on
         self.slots = dict.fromkeys(rule_header_names(scenario.faults), _RULE_HEADER)
         self.slots.update(
             {
@@ -402,15 +411,42 @@ class PetStoreAPI:
     # -- writing the answer --------------------------------------------------
 
     @staticmethod
-    def _deprecated(ex: Exchange) -> bool:
+    def _deprecated(ex: Exchange, answer: Answer) -> bool:
         """Whether the answer carries the deprecation headers."""
         operation = ex.resolved.operation
-        # Only for authenticated callers (a 401 must not reveal paths).
-        return operation is not None and operation.deprecated and ex.caller.key is not None
+        if operation is None or not operation.deprecated:
+            return False
+        on = ex.compiled.deprecation_on
+        if on == "all":
+            return True
+        # Only for authenticated callers (a 401 must not reveal paths), unless the
+        # scenario's provider says every answer; or their successes only.
+        return ex.caller.key is not None and (on == "authenticated" or 200 <= answer.status < 300)
+
+    @staticmethod
+    def _extra(ex: Exchange, answer: Answer) -> Sequence[Header]:
+        """The answer's own headers, and those the scenario's provider profile adds to it."""
+        profile = ex.compiled.profile
+        if profile is None:
+            return answer.extra
+        operation = ex.resolved.operation
+        return profile.headers(
+            operation.operation_id if operation is not None else None,
+            answer.status,
+            answer.body,
+            answer.extra,
+            _origin(ex.scope),
+        )
 
     def _headers(
-        self, ex: Exchange, answer: Answer, request_id: bytes, length: int
+        self,
+        ex: Exchange,
+        answer: Answer,
+        request_id: bytes,
+        length: int,
+        extra: Sequence[Header] | None = None,
     ) -> list[Header]:
+        """``build``'s headers for ``answer``; ``extra``: ``_extra``'s, if already known."""
         caller = ex.caller
         return ex.compiled.headers.build(
             length,
@@ -418,9 +454,9 @@ class PetStoreAPI:
             caller.plan,
             ex.now,
             ex.state.clock,
-            self._deprecated(ex),
+            self._deprecated(ex, answer),
             answer.ratelimit,
-            answer.extra,
+            self._extra(ex, answer) if extra is None else extra,
             answer.replaces,
             request_id,
         )
@@ -430,19 +466,28 @@ class PetStoreAPI:
     ) -> bytes:
         """Send ``answer`` and journal the exchange; returns the request id it carried.
 
-        Under mockstore's own server (``protocol.py``) an answer with none of
-        its own headers, no ``Retry-After`` and a body of at most
-        ``WRITE_CHUNK`` (every ordinary success, most refusals) goes out the
-        fast way: its header block from ``ResponseHeaders.head``'s template, in
-        one ``RESPONSE`` message. Anywhere else (in process, another ASGI
-        server), and for every other answer, the standard way: ``build``'s
-        list in two messages (a large body in pieces, so the client's reading
-        paces it). The bytes on the wire are the same.
+        Under mockstore's own server (``protocol.py``) an answer with no headers
+        beyond mockstore's own (none of the answer's, none a provider profile
+        adds), no ``Retry-After`` and a body of at most ``WRITE_CHUNK`` (every
+        ordinary success, most refusals) goes out the fast way: its header
+        block from ``ResponseHeaders.head``'s template, in one ``RESPONSE``
+        message. Anywhere else (in process, another ASGI server), and for every
+        other answer, the standard way: ``build``'s list in two messages (a
+        large body in pieces, so the client's reading paces it). The bytes on
+        the wire are the same.
         """
         if len(answer.body) > HELD_ANSWER_BYTES and not charged and self.connections is not None:
             return await self._respond_held(send, ex, answer, self.connections)
         state = ex.state
         request_id = state.next_request_id()
+        compiled = ex.compiled
+        profile = compiled.profile
+        if profile is None:
+            extra = answer.extra
+        else:
+            if answer.error is not None and profile.error_fields:
+                answer.body = profile.error_body(answer.error, request_id.decode(), ex.now)
+            extra = self._extra(ex, answer)
         body = answer.body
         scope = ex.scope
         # HEAD: the same status and headers as GET, Content-Length included; no body.
@@ -453,24 +498,24 @@ class PetStoreAPI:
         if (
             extensions is not None
             and RESPONSE in extensions
-            and not answer.extra
+            and not extra
             and not decision.retry_after
             and len(sent) <= WRITE_CHUNK
         ):
-            head = ex.compiled.headers.head(
+            head = compiled.headers.head(
                 len(body),
                 decision,
                 caller.plan,
                 ex.now,
                 state.clock,
-                self._deprecated(ex),
+                self._deprecated(ex, answer),
                 answer.ratelimit,
                 request_id,
             )
             await send({"type": RESPONSE, "status": answer.status, "head": head, "body": sent})
             self._record(ex, request_id, answer.status, head, sent, "response")
             return request_id
-        headers = self._headers(ex, answer, request_id, len(body))
+        headers = self._headers(ex, answer, request_id, len(body), extra)
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         if len(sent) > WRITE_CHUNK:
             await transport.send_in_pieces(send, sent)
@@ -599,6 +644,14 @@ class PetStoreAPI:
                     "outcome": outcome,
                 },
             )
+
+
+def _origin(scope: Scope) -> str | None:
+    """``scheme://host`` of a request, from its ``Host`` header, for an absolute Location."""
+    for name, value in scope["headers"]:
+        if name == b"host":
+            return f"{scope.get('scheme', 'http')}://{value.decode('latin-1')}"
+    return None
 
 
 def _over_budget(connections: Account, what: str) -> ApiError:

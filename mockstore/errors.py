@@ -24,6 +24,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("malformed_json", 400, "createPet body is not valid JSON."),
         ErrorCode("missing_body", 400, "createPet was sent without a body."),
         ErrorCode("validation_failed", 400, "createPet body is not a valid NewPet."),
+        ErrorCode(
+            "unknown_field",
+            400,
+            "createPet body has a field NewPet does not name (`behaviour.unknown_fields: refuse`).",
+        ),
         ErrorCode("invalid_parameter", 400, "A query or path parameter is invalid or repeated."),
         ErrorCode("bad_request", 400, "The request is not valid HTTP/1.1 (a broken chunk, say)."),
         ErrorCode("unauthorized", 401, "Authorization header missing or not `Bearer <key>`."),
@@ -84,7 +89,9 @@ CONDITIONS: dict[str, Condition] = {
         Condition("malformed_json", "malformed_json"),
         Condition("missing_body", "missing_body"),
         Condition("invalid_body", "validation_failed"),
+        Condition("unknown_field", "unknown_field"),
         Condition("bad_limit", "invalid_parameter", "limit"),
+        Condition("limit_above_maximum", "invalid_parameter"),
         Condition("bad_status_filter", "invalid_parameter", "status"),
         Condition("bad_pet_id", "invalid_parameter", "petId"),
         Condition("pet_not_found", "not_found"),
@@ -99,15 +106,20 @@ CONDITIONS: dict[str, Condition] = {
         Condition("store_full", "store_full"),
     )
 }
-# The condition of an invalid request parameter, by the parameter's OpenAPI name.
+# The condition of an invalid request parameter, by the parameter's OpenAPI name
+# (a limit above its maximum is limit_above_maximum: see validation.py).
 PARAMETER_CONDITIONS = {c.parameter: c.name for c in CONDITIONS.values() if c.parameter}
+# The condition of a parameter above its maximum, where a provider may answer it otherwise.
+ABOVE_MAXIMUM_CONDITIONS = {"limit": "limit_above_maximum"}
 # Request validation failures: their status is ``behaviour.validation_status`` (400 or 422).
 VALIDATION_CONDITIONS = frozenset(
     {
         "malformed_json",
         "missing_body",
         "invalid_body",
+        "unknown_field",
         "bad_limit",
+        "limit_above_maximum",
         "bad_status_filter",
         "bad_pet_id",
     }

@@ -124,17 +124,32 @@ class ResponseHeaders:
 
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
+        self.content_type: Header = (
+            JSON_CONTENT_TYPE
+            if behaviour.content_type == JSON_CONTENT_TYPE[1].decode()
+            else (b"content-type", behaviour.content_type.encode("latin-1"))
+        )
         self.retry_after_date = behaviour.retry_after == "http-date"
+        # A banned key's Retry-After: "same" as retry_after, or a form of its own.
+        banned = behaviour.retry_after_banned
+        self.banned_retry_after = None if banned == "same" else banned
         self.reset_delta = behaviour.ratelimit_reset == "delta"
+        self.reset_ms = behaviour.ratelimit_reset == "epoch-ms"
         self.draft = behaviour.ratelimit_draft_headers
+        request_id = behaviour.request_id.header
+        self.request_id_name = request_id.lower().encode("latin-1") if request_id else None
         # Instants written on the wall clock (see the module docstring).
         self.on_wall_clock = scenario.clock_headers == "wall"
         self._deprecated_since = behaviour.deprecated_since
         self._sunset = behaviour.sunset
+        self._deprecation_form = behaviour.deprecation_format
+        self._sunset_header = behaviour.sunset_header
         successor = _successor_path(scenario.base_path)
         self._link: list[Header] = []
-        if successor is not None:
-            self._link.append((b"link", b'<%s>; rel="successor-version"' % successor))
+        link = behaviour.deprecation_link
+        if link is not None and (successor is not None or "{successor}" not in link):
+            text = link.replace("{successor}", (successor or b"").decode("latin-1"))
+            self._link.append((b"link", text.encode("latin-1")))
         self._deprecation_at: tuple[int, int] | None = None
         self.deprecation = self.deprecation_headers(0.0)
         self._date_second = -1
@@ -162,11 +177,18 @@ class ResponseHeaders:
         sunset = _before(self._sunset, offset)
         if self._deprecation_at != (since, sunset):
             self._deprecation_at = (since, sunset)
-            self.deprecation = [
-                (b"deprecation", b"@%d" % since),
-                (b"sunset", http_date(sunset)),
-                *self._link,
-            ]
+            headers: list[Header] = []
+            form = self._deprecation_form
+            if form == "sf-date":
+                headers.append((b"deprecation", b"@%d" % since))
+            elif form == "http-date":
+                headers.append((b"deprecation", http_date(since)))
+            elif form == "true":
+                headers.append((b"deprecation", b"true"))
+            if self._sunset_header:
+                headers.append((b"sunset", http_date(sunset)))
+            headers.extend(self._link)
+            self.deprecation = headers
         return self.deprecation
 
     def build(
@@ -192,7 +214,7 @@ class ResponseHeaders:
         if int(moment) != self._date_second:
             self.date(moment)
         headers: list[Header] = [
-            JSON_CONTENT_TYPE,
+            self.content_type,
             (b"content-length", b"%d" % length),
             (b"date", self._date_value),
         ]
@@ -205,15 +227,15 @@ class ResponseHeaders:
                 reset = max(0, math.ceil(reset - now))
             elif offset:
                 reset = _after(reset, offset)
+            if self.reset_ms:
+                reset *= 1000
             headers.append((b"x-ratelimit-reset", b"%d" % reset))
             if self.draft:
                 headers.extend(draft_headers(decision, plan, now))
         if decision.retry_after:
-            if self.retry_after_date:
-                value = http_date(_after(decision.retry_at, offset))
-            else:
-                value = b"%d" % decision.retry_after
-            headers.append((b"retry-after", value))
+            retry_after = self.retry_after(decision, offset)
+            if retry_after is not None:
+                headers.append((b"retry-after", retry_after))
         if deprecated:
             headers.extend(self.deprecation_headers(offset))
         if replaces:
@@ -221,7 +243,8 @@ class ResponseHeaders:
             names = {name for name, _ in extra}
             headers = [h for h in headers if h[0] not in names]
         headers.extend(extra)
-        headers.append((b"x-request-id", request_id))
+        if self.request_id_name is not None:
+            headers.append((self.request_id_name, request_id))
         return headers
 
     def head(
@@ -350,6 +373,20 @@ class ResponseHeaders:
             return None
         return template if checked == blocks[1] else None
 
+    def retry_after(self, decision: Decision, offset: float) -> bytes | None:
+        """``Retry-After`` for a refusal: whole seconds, or an HTTP-date on the headers' clock.
+
+        None for a banned key whose provider sends none (``retry_after_banned: none``).
+        """
+        as_date = self.retry_after_date
+        if self.banned_retry_after is not None and decision.verdict == "key_banned":
+            if self.banned_retry_after == "none":
+                return None
+            as_date = self.banned_retry_after == "http-date"
+        if not as_date:
+            return b"%d" % decision.retry_after
+        return http_date(_after(decision.retry_at, offset))
+
 
 def draft_headers(decision: Decision, plan: Plan, now: float) -> list[Header]:
     """The IETF draft ``RateLimit-Policy`` / ``RateLimit`` headers (structured fields).
@@ -357,6 +394,12 @@ def draft_headers(decision: Decision, plan: Plan, now: float) -> list[Header]:
     ``t`` is whole seconds to each window's reset, rounded up; during a ban
     every window says 0 remaining for as long as ``Retry-After`` says.
     """
+    if not plan.has_day:
+        minute_t = max(0, math.ceil(decision.minute_reset - now))
+        return [
+            (b"ratelimit-policy", b'"minute";q=%d;w=60' % plan.per_minute),
+            (b"ratelimit", b'"minute";r=%d;t=%d' % (decision.minute_remaining, minute_t)),
+        ]
     policy = b'"minute";q=%d;w=60, "day";q=%d;w=86400' % (plan.per_minute, plan.per_day)
     if decision.verdict == "key_banned":
         minute_t = day_t = decision.retry_after

@@ -2,8 +2,10 @@
 
 A bucket is whatever the caller is counted as (an API key, or the anonymous
 bucket of one client address). Each bucket has a minute window aligned to the
-clock's minute and a day window aligned to UTC midnight. This module knows
-nothing of HTTP or of key strings: the caller passes a bucket id and a plan.
+clock's minute and a day window aligned to UTC midnight, or (a scenario's
+``ratelimit_windows: first_request``) windows that start at the bucket's first
+request after the last one ended. This module knows nothing of HTTP or of key
+strings: the caller passes a bucket id and a plan.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Literal, NamedTuple
 
 MINUTE = 60
 DAY = 86_400
+# The day allowance of a plan that has none (a scenario's plan without per_day): never reached.
+NO_DAY = 10**15
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +28,16 @@ class Plan:
 
     name: str
     per_minute: int
-    per_day: int
+    per_day: int = NO_DAY  # NO_DAY: no day allowance
+
+    @property
+    def has_day(self) -> bool:
+        return self.per_day < NO_DAY
+
+    @property
+    def day(self) -> int | None:
+        """``per_day`` as a document shows it: None for a plan without a day allowance."""
+        return self.per_day if self.per_day < NO_DAY else None
 
 
 # The spec's table. Enterprise is "custom": the built-in figure is ours
@@ -49,6 +62,9 @@ class BanPolicy:
     within_seconds: float
     duration_seconds: float
     status: int = 429
+    # within: after_rejections within within_seconds; consecutive: with no admitted
+    # request between them.
+    trigger: str = "within"
 
 
 Verdict = Literal["allowed", "rate_limited", "key_banned"]
@@ -156,8 +172,31 @@ class Bucket:
             self.day_used = 0
 
 
+class FirstRequestBucket(Bucket):
+    """A bucket whose windows start at its first request after the last one ended."""
+
+    __slots__ = ()
+
+    def roll(self, now: float) -> None:
+        # The limiter calls this only when ``now`` is outside a window (see
+        # ``RateLimiter.check``): the ends are kept for that test.
+        if not self.minute_start <= now < self.minute_end:
+            self.minute_start = now  # type: ignore[assignment]
+            self.minute_end = now + MINUTE  # type: ignore[assignment]
+            self.minute_used = 0
+        if not self.day_start <= now < self.day_end:
+            self.day_start = now  # type: ignore[assignment]
+            self.day_end = now + DAY  # type: ignore[assignment]
+            self.day_used = 0
+
+
 class RateLimiter:
     """Counts requests per bucket against a plan and bans persistent offenders.
+
+    ``windows`` is ``clock`` (aligned windows) or ``first_request``;
+    ``describes`` the window an admitted request's figures state (``tightest``:
+    the one with fewer left, the minute on a tie; or always ``minute`` or ``day``),
+    and ``refusals`` a 429's: the window that ``blocks``, or the ``described`` one.
 
     ``wall`` is the wall clock (the clock's ``wall``), read only when a request
     is refused: a client that waited as it was told by the wall clock, while a
@@ -165,15 +204,31 @@ class RateLimiter:
     on after 429" and is never banned for it.
     """
 
-    def __init__(self, ban: BanPolicy, wall: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        ban: BanPolicy,
+        windows: str = "clock",
+        describes: str = "tightest",
+        refusals: str = "blocking",
+        wall: Callable[[], float] | None = None,
+    ) -> None:
         self.ban = ban
         self.wall = wall
         self._buckets: dict[str, Bucket] = {}
+        self._new_bucket: type[Bucket] = (
+            FirstRequestBucket if windows == "first_request" else Bucket
+        )
+        self._consecutive = ban.trigger == "consecutive"
+        self._describes = None if describes == "tightest" else describes
+        # A refusal's figures: the window that blocks, or the one always described.
+        self._refusals_described = refusals == "described" and self._describes is not None
+        # Windows from a first request start at any instant: their resets are rounded up.
+        self._fractional = windows == "first_request"
 
     def _bucket(self, bucket_id: str, now: float) -> Bucket:
         bucket = self._buckets.get(bucket_id)
         if bucket is None:
-            bucket = self._buckets[bucket_id] = Bucket()
+            bucket = self._buckets[bucket_id] = self._new_bucket()
         # Windows are aligned, so an instant inside both current windows would
         # roll into the same ones: only an instant outside either needs ``roll``.
         if not (
@@ -188,7 +243,7 @@ class RateLimiter:
         # ``_bucket``, inlined: this runs on every request.
         bucket = self._buckets.get(bucket_id)
         if bucket is None:
-            bucket = self._buckets[bucket_id] = Bucket()
+            bucket = self._buckets[bucket_id] = self._new_bucket()
         if not (
             bucket.minute_start <= now < bucket.minute_end
             and bucket.day_start <= now < bucket.day_end
@@ -236,10 +291,19 @@ class RateLimiter:
             if waited:
                 return
         rejections = bucket.rejections
-        rejections.append(now)
-        horizon = now - self.ban.within_seconds
-        while rejections and rejections[0] <= horizon:
-            rejections.popleft()
+        if self._consecutive:
+            # A run of rejections with no admitted request between them: an admitted
+            # one moved the day's count, which each rejection notes (negated, so it
+            # is never mistaken for an instant).
+            mark = -float(bucket.day_used) - 1.0
+            if rejections and rejections[0] != mark:
+                rejections.clear()
+            rejections.append(mark)
+        else:
+            rejections.append(now)
+            horizon = now - self.ban.within_seconds
+            while rejections and rejections[0] <= horizon:
+                rejections.popleft()
         if len(rejections) >= self.ban.after_rejections:
             bucket.banned_until = now + self.ban.duration_seconds
 
@@ -255,7 +319,10 @@ class RateLimiter:
             day_left = 0
         minute_reset = bucket.minute_end
         day_reset = bucket.day_end
-        if verdict == "allowed":
+        if self._fractional:
+            minute_reset, day_reset = math.ceil(minute_reset), math.ceil(day_reset)
+        describes = self._describes
+        if verdict == "allowed" and describes is None:
             # The window nearer to running out is the one the headers state.
             if day_left < minute_left:
                 return _new_decision(
@@ -269,16 +336,23 @@ class RateLimiter:
                  minute_left, day_left, minute_reset, day_reset),
             )  # fmt: skip
         window: Literal["minute", "day"]
-        if verdict == "rate_limited":
+        if verdict == "rate_limited" and self._refusals_described:
+            window = describes  # type: ignore[assignment]
+        elif verdict == "rate_limited":
             window = "day" if day_left == 0 else "minute"
+        elif describes is not None:
+            # A plan without a day allowance has only its minute to describe.
+            window = describes if plan.has_day else "minute"  # type: ignore[assignment]
         else:
             window = "day" if day_left < minute_left else "minute"
         if window == "minute":
             limit, remaining, reset = plan.per_minute, minute_left, minute_reset
         else:
             limit, remaining, reset = plan.per_day, day_left, day_reset
-        # Rounded up, never down: a client that waits as told is not early.
-        retry_after = max(1, math.ceil(retry_at - now))
+        retry_after = 0
+        if verdict != "allowed":  # (an allowed one gets here when a window is always described)
+            # Rounded up, never down: a client that waits as told is not early.
+            retry_after = max(1, math.ceil(retry_at - now))
         if verdict == "key_banned":
             # Nothing is allowed until the ban ends, whatever the windows hold.
             ban_end = math.ceil(retry_at)

@@ -7,13 +7,14 @@ path (``/pets/7``, not ``/v1/pets/7``).
 
 ``HEAD`` is served wherever ``GET`` is (RFC 9110 section 9.3.2): it resolves to
 the GET operation, and ``Allow`` names it. A scenario may say a provider does
-not (``behaviour.serve_head: false``): that scenario gets a table without HEAD.
+not (``behaviour.serve_head: false``), or only on some operations (a list of
+them): that scenario gets a table with HEAD only there.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from mockstore.schemas import Operation
@@ -89,7 +90,10 @@ class Router:
     (``/pets/{petId}``) are tried in the document's order.
     """
 
-    def __init__(self, operations: Iterable[Operation], head: bool = True) -> None:
+    def __init__(
+        self, operations: Iterable[Operation], head: bool | Collection[str] = True
+    ) -> None:
+        """``head``: serve HEAD on every GET operation (True), none, or those named."""
         self.head = head
         self._literal: dict[str, _PathRoutes] = {}
         self._templated: list[_PathRoutes] = []
@@ -106,10 +110,11 @@ class Router:
                 else:
                     self._literal[op.path] = routes
             routes.by_method[op.method] = op
-            if op.method == "GET" and head:
+            if op.method == "GET" and (head is True or (head and op.operation_id in head)):
                 routes.by_method["HEAD"] = op
         for routes in by_path.values():
-            routes.allow = allow_header(routes.by_method, head)
+            # HEAD is in by_method wherever it is served: Allow names exactly those.
+            routes.allow = allow_header(routes.by_method, head=False)
             routes.resolved = {m: Resolved(op, {}, "") for m, op in routes.by_method.items()}
 
     @property

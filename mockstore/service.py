@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode
 
 from mockstore import schemas
 from mockstore.clock import format_time
@@ -38,9 +39,7 @@ OPERATIONS = schemas.operations()
 ROUTER = Router(OPERATIONS.values())
 # The same for a provider that does not serve HEAD (behaviour.serve_head: false).
 ROUTER_WITHOUT_HEAD = Router(OPERATIONS.values(), head=False)
-
-_WWW_MISSING = ((b"www-authenticate", b'Bearer realm="petstore"'),)
-_WWW_INVALID = ((b"www-authenticate", b'Bearer realm="petstore", error="invalid_token"'),)
+_GET_OPERATIONS = frozenset(op.operation_id for op in OPERATIONS.values() if op.method == "GET")
 
 
 class Caller:
@@ -82,22 +81,52 @@ Handler = Callable[["PetStoreService", PetStore, Call], bytes]
 
 
 def _error_styles(
-    codes: tuple[tuple[str, str], ...], validation_status: int
+    codes: tuple[tuple[str, str], ...],
+    validation_status: int,
+    statuses: tuple[tuple[str, int], ...] = (),
 ) -> dict[str, tuple[str, int | None]]:
     """The (code, status or None) of each condition the scenario words differently.
 
     Conditions the scenario leaves at mockstore's own code and status are not
     listed, so a refusal of theirs is sent as raised.
     """
+    given = dict(statuses)
     styles: dict[str, tuple[str, int | None]] = {}
     for condition, code in codes:
         own = CONDITIONS[condition].code
-        status = None
-        if condition in VALIDATION_CONDITIONS and validation_status != ERROR_CODES[own].status:
+        status = given.get(condition)
+        if (
+            status is None
+            and condition in VALIDATION_CONDITIONS
+            and validation_status != ERROR_CODES[own].status
+        ):
             status = validation_status
+        if status == ERROR_CODES[own].status:
+            status = None
         if code != own or status is not None:
             styles[condition] = (code, status)
     return styles
+
+
+def _challenges(
+    challenges: tuple[tuple[str, str | None], ...],
+) -> dict[str, tuple[tuple[bytes, bytes], ...]]:
+    """Each 401 condition's ``WWW-Authenticate`` header (none where the scenario says null)."""
+    return {
+        condition: ((b"www-authenticate", value.encode("latin-1")),) if value is not None else ()
+        for condition, value in challenges
+    }
+
+
+def _clamped(query: bytes) -> bytes:
+    """``query`` with a ``limit`` above the maximum brought down to it (``clamp``)."""
+    maximum = next(p for p in OPERATIONS["listPets"].parameters if p.name == "limit").schema[
+        "maximum"
+    ]
+    pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+    return urlencode(
+        [(name, str(maximum) if name == "limit" else value) for name, value in pairs]
+    ).encode("latin-1")
 
 
 def _sunset_rule(operation: schemas.Operation, handler: Handler, sunset: float) -> Handler:
@@ -136,11 +165,22 @@ class PetStoreService:
         self._new_pet_fields = schemas.object_fields("NewPet")
         self._integer_fields = schemas.integer_fields("NewPet")
         self._list_query = QueryValidator(OPERATIONS["listPets"])
-        self.serve_head = behaviour.serve_head
-        self.router = ROUTER if behaviour.serve_head else ROUTER_WITHOUT_HEAD
+        # Scripted GET routes serve HEAD when every GET operation does.
+        self.serve_head = behaviour.serve_head >= _GET_OPERATIONS
+        if self.serve_head:
+            self.router = ROUTER
+        elif not behaviour.serve_head:
+            self.router = ROUTER_WITHOUT_HEAD
+        else:
+            self.router = Router(OPERATIONS.values(), head=behaviour.serve_head)
         self._path_before_auth = behaviour.path_check == "before_auth"
         self._keep_unknown_fields = behaviour.unknown_fields == "keep"
-        self._styles = _error_styles(behaviour.error_codes, behaviour.validation_status)
+        self._refuse_unknown_fields = behaviour.unknown_fields == "refuse"
+        self._clamp_limit = behaviour.limit_above_maximum == "clamp"
+        self._styles = _error_styles(
+            behaviour.error_codes, behaviour.validation_status, behaviour.error_statuses
+        )
+        self._challenges = _challenges(behaviour.www_authenticate)
         operations: dict[str, Handler] = {
             "listPets": PetStoreService.list_pets,
             "createPet": PetStoreService.create_pet,
@@ -213,7 +253,7 @@ class PetStoreService:
             return ApiError(
                 "invalid_token",
                 "the API key is not valid",
-                headers=_WWW_INVALID,
+                headers=self._challenges["unknown_key"],
                 condition="unknown_key",
             )
         if kind == "missing":
@@ -222,7 +262,9 @@ class PetStoreService:
         else:
             message = "the Authorization header must be 'Bearer <API_KEY>'"
             condition = "malformed_authorization"
-        return ApiError("unauthorized", message, headers=_WWW_MISSING, condition=condition)
+        return ApiError(
+            "unauthorized", message, headers=self._challenges[condition], condition=condition
+        )
 
     def worded(self, error: ApiError) -> ApiError:
         """The refusal as this scenario's provider words it: its code and status.
@@ -235,6 +277,9 @@ class PetStoreService:
             error.code, status = style
             if status is not None:
                 error.status = status
+                if error.condition == "method_not_allowed" and status != 405:
+                    # Allow belongs to a 405: a provider answering 404 lists no methods.
+                    error.headers = tuple(h for h in error.headers if h[0] != b"allow")
         return error
 
     # -- what a request names -------------------------------------------------
@@ -261,7 +306,12 @@ class PetStoreService:
     # -- the operations -------------------------------------------------------
 
     def list_pets(self, store: PetStore, call: Call) -> bytes:
-        query = self._list_query(call.query)
+        try:
+            query = self._list_query(call.query)
+        except ApiError as refusal:
+            if not (self._clamp_limit and refusal.condition == "limit_above_maximum"):
+                raise
+            query = self._list_query(_clamped(call.query))
         return store.list_json(query["limit"], query["status"])
 
     def create_pet(self, store: PetStore, call: Call) -> bytes:
@@ -275,6 +325,13 @@ class PetStoreService:
             )
         value = parse_json_body(call.request_body)
         validate_body(OPERATIONS["createPet"], value)
+        if self._refuse_unknown_fields:
+            unknown = sorted(set(value) - set(self._new_pet_fields))
+            if unknown:
+                raise ApiError(
+                    "unknown_field",
+                    f"a NewPet has no field {', '.join(repr(name) for name in unknown[:5])}",
+                )
         try:
             _, encoded = store.create(self.new_pet(value), self._max_store_bytes)
         except StoreFull as full:

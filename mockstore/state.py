@@ -24,6 +24,7 @@ as soon as the last request that uses it ends.
 from __future__ import annotations
 
 import random
+import uuid
 from typing import NamedTuple
 
 from mockstore.clock import REAL_TIME, Clock, Timebase
@@ -113,8 +114,15 @@ class MockState:
         # ``keys``: the scenario's ring, copied (hashing every key again cost
         # half of a reset); built here when not given.
         self.keys = keys.copy() if keys is not None else scenario_keys(scenario)
-        self.limiter = RateLimiter(scenario.ban or NO_BAN, wall=self.clock.wall)
-        self.stores = Stores(scenario, template or PetStore(scenario.initial_pets()), account)
+        behaviour = scenario.behaviour
+        self.limiter = RateLimiter(
+            scenario.ban or NO_BAN,
+            behaviour.ratelimit_windows,
+            behaviour.ratelimit_describes,
+            behaviour.ratelimit_describes_refusals,
+            wall=self.clock.wall,
+        )
+        self.stores = Stores(scenario, template or template_store(scenario), account)
         # One seeded generator for every random choice made while serving.
         self.rng = random.Random(scenario.seed)
         self.faults = FaultEngine(scenario.faults, self.rng)
@@ -124,6 +132,10 @@ class MockState:
         for spec in scenario.keys:
             if spec.used_minute or spec.used_day:
                 self.limiter.preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day)
+
+        form = scenario.behaviour.request_id
+        if form.format != "counter" or form.prefix != "req-":
+            self.next_request_id = RequestIds(form.prefix, form.format, scenario.seed, self)
 
     def next_request_id(self) -> bytes:
         """The next ``X-Request-Id``, ``req-000001`` on: bytes, as the header sends it.
@@ -142,6 +154,33 @@ class MockState:
 def scenario_keys(scenario: Scenario) -> KeyRing:
     """The key ring a scenario declares."""
     return KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
+
+
+class RequestIds:
+    """Request ids in a provider's form (``behaviour.request_id``), for a state to hand out.
+
+    Random ids come from a generator of their own, seeded from the scenario's
+    seed: the same scenario gives the same ids, and the faults' draws are not moved.
+    """
+
+    def __init__(self, prefix: str, form: str, seed: int, state: MockState) -> None:
+        self._prefix = prefix
+        self._form = form
+        self._rng = random.Random(f"mockstore-request-ids-{seed}")
+        self._state = state
+
+    def __call__(self) -> bytes:
+        state = self._state
+        state.requests_served += 1
+        if self._form == "counter":
+            return f"{self._prefix}{state.requests_served:06d}".encode()
+        value = uuid.UUID(int=self._rng.getrandbits(128), version=4)
+        return (self._prefix + (str(value) if self._form == "uuid" else value.hex)).encode()
+
+
+def template_store(scenario: Scenario) -> PetStore:
+    """The store of a scenario's own pets, which every state's store is forked from."""
+    return PetStore(scenario.initial_pets(), order=scenario.behaviour.list_order)
 
 
 class Runtime:
@@ -177,7 +216,7 @@ class Runtime:
         self._scenario_share = self._share("the scenario in service")
         if self._scenario_share is not None:
             self._scenario_share.take(_text_cost(scenario), "the scenario in service")
-        self._template = template or PetStore(scenario.initial_pets())
+        self._template = template or template_store(scenario)
         if template is None and self._scenario_share is not None:
             self._scenario_share.take(self._template.inventory.cost, "the scenario's pets")
         self._keys = scenario_keys(scenario)  # every reset copies it
@@ -292,7 +331,7 @@ class Runtime:
             estimate = _text_cost(scenario) + _pets_estimate(scenario)
             if share is not None:
                 share.take(estimate, f"scenario {scenario.name!r} and its pets")
-            template = PetStore(scenario.initial_pets())
+            template = template_store(scenario)
             if share is not None:
                 actual = _text_cost(scenario) + template.inventory.cost
                 if actual > estimate:

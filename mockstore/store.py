@@ -19,6 +19,11 @@ that would take the store's created pets past the budget it is given
 (``behaviour.max_store_bytes``), or that its share of the process's memory
 budget (``mockstore.memory``) has no room for. An ``Inventory`` knows what it
 costs (``cost``), for its owner to charge.
+
+**Order.** A listing is in ascending id order, unless the scenario's provider
+lists otherwise (``behaviour.list_order``): ``descending`` (newest first) walks
+the same lists from their ends; ``insertion`` keeps the scenario's pets in the
+order it gives them, then the pets created, in the order they came.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class Inventory:
     __slots__ = (
         "by_status",
         "cost",
+        "descending",
         "ids",
         "json",
         "list_budget",
@@ -75,13 +81,14 @@ class Inventory:
         "pets",
     )
 
-    def __init__(self, pets: Iterable[Pet] = ()) -> None:
+    def __init__(self, pets: Iterable[Pet] = (), order: str = "ascending") -> None:
         self.pets: dict[int, Pet] = {}
         self.json: dict[int, bytes] = {}
+        self.descending = order == "descending"
         # The estimated memory of the pets, as a created pet is counted (see PetStore.create)
         # plus the cache of listings at its most.
         self.cost = _LIST_CACHE_BYTES
-        for pet in sorted(pets, key=lambda p: p["id"]):
+        for pet in pets if order == "insertion" else sorted(pets, key=lambda p: p["id"]):
             pet = _ordered(pet)
             encoded = _encoded(pet)
             self.pets[pet["id"]] = pet
@@ -112,8 +119,10 @@ class PetStore:
         *,
         inventory: Inventory | None = None,
         account: Account | None = None,
+        order: str = "ascending",
     ) -> None:
-        self.inventory = inventory if inventory is not None else Inventory(pets)
+        """``order`` is ``behaviour.list_order`` (for a store built from ``pets``)."""
+        self.inventory = inventory if inventory is not None else Inventory(pets, order)
         # The share of the memory budget its created pets and listings draw on.
         self.account = account
         self._pets: dict[int, Pet] = {}  # created since the inventory
@@ -186,7 +195,7 @@ class PetStore:
         return found if found is not None else self._json.get(pet_id)
 
     def list_json(self, limit: int, status: str | None = None) -> bytes:
-        """The JSON array of the first ``limit`` pets in id order."""
+        """The JSON array of the first ``limit`` pets in the store's order."""
         cache_key = (status, limit)
         body = self._list_cache.get(cache_key)
         if body is None:
@@ -198,6 +207,9 @@ class PetStore:
     def _list_body(self, cache_key: tuple[str | None, int]) -> bytes:
         status, limit = cache_key
         inventory = self.inventory
+        if inventory.descending:
+            pets = self.list(limit, status)
+            return b"[" + b",".join([self._encoded_of(p["id"]) for p in pets]) + b"]"
         ids = inventory.ids if status is None else inventory.by_status.get(status, ())
         created = self._created_ids(status)
         if len(ids) >= limit or not created:
@@ -220,10 +232,21 @@ class PetStore:
     def list(self, limit: int, status: str | None = None) -> list[Pet]:
         inventory = self.inventory
         ids = inventory.ids if status is None else inventory.by_status.get(status, [])
+        if inventory.descending:
+            # Newest first: the created pets from the last, then the inventory's.
+            created = self._created_ids(status)
+            pets = [self._pets[i] for i in created[: -limit - 1 : -1]] if limit else []
+            if len(pets) < limit:
+                pets += [inventory.pets[i] for i in ids[: -(limit - len(pets)) - 1 : -1]]
+            return pets
         pets = [inventory.pets[i] for i in ids[:limit]]
         if len(pets) < limit:
             pets += [self._pets[i] for i in self._created_ids(status)[: limit - len(pets)]]
         return pets
+
+    def _encoded_of(self, pet_id: int) -> bytes:
+        found = self.inventory.json.get(pet_id)
+        return found if found is not None else self._json[pet_id]
 
     def __len__(self) -> int:
         return len(self.inventory.pets) + len(self._pets)

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 from mockstore import schemas
 from mockstore.budget import ByteBudget
-from mockstore.errors import PARAMETER_CONDITIONS, ApiError
+from mockstore.errors import ABOVE_MAXIMUM_CONDITIONS, PARAMETER_CONDITIONS, ApiError
 
 _INTEGER = re.compile(r"-?[0-9]+")
 # Beyond any int64: 19 digits hold 9,223,372,036,854,775,807.
@@ -30,10 +30,21 @@ QUERY_CACHE_BYTES = 1024 * 1024
 QUERY_CACHE_ITEM = 2048
 
 
-def _invalid_parameter(name: str, message: str) -> ApiError:
+def _invalid_parameter(name: str, message: str, above: bool = False) -> ApiError:
     # The condition names the parameter (bad_limit, bad_pet_id, ...): a
-    # provider may give each its own Error code (behaviour.error_codes).
-    return ApiError("invalid_parameter", message, condition=PARAMETER_CONDITIONS[name])
+    # provider may give each its own Error code (behaviour.error_codes), and a
+    # value above the parameter's maximum its own (limit_above_maximum).
+    condition = ABOVE_MAXIMUM_CONDITIONS.get(name) if above else None
+    return ApiError("invalid_parameter", message, condition=condition or PARAMETER_CONDITIONS[name])
+
+
+def above_maximum(parameter: schemas.Parameter, raw: str) -> bool:
+    """True when ``raw`` is an integer above the parameter's stated maximum."""
+    maximum = parameter.schema.get("maximum")
+    if maximum is None or not _INTEGER.fullmatch(raw) or raw.startswith("-"):
+        return False
+    significant = raw.lstrip("0") or "0"
+    return len(significant) > _MAX_DIGITS or int(significant) > maximum
 
 
 def _convert(parameter: schemas.Parameter, raw: str) -> Any:
@@ -50,12 +61,15 @@ def _convert(parameter: schemas.Parameter, raw: str) -> Any:
             raise _invalid_parameter(
                 parameter.name,
                 f"{where} is out of range: a {len(significant)}-digit integer{_bounds(parameter)}",
+                above=not negative,
             )
         value: Any = -int(significant) if negative else int(significant)
     else:
         value = raw
     for error in schemas.errors_of(parameter.validator, value):
-        raise _invalid_parameter(parameter.name, schemas.describe(error, where))
+        raise _invalid_parameter(
+            parameter.name, schemas.describe(error, where), above=error.validator == "maximum"
+        )
     return value
 
 
@@ -83,8 +97,8 @@ class QueryValidator:
 
     def __init__(self, operation: schemas.Operation) -> None:
         self.parameters = [p for p in operation.parameters if p.location == "query"]
-        # A string's parsed values, or the (parameter, message) of its refusal.
-        self._cache: dict[bytes, dict[str, Any] | tuple[str, str]] = {}
+        # A string's parsed values, or the (code, message, condition) of its refusal.
+        self._cache: dict[bytes, dict[str, Any] | tuple[str, str, str]] = {}
         self._budget = ByteBudget(QUERY_CACHE_BYTES, QUERY_CACHE_ITEM)
 
     def __call__(self, query_string: bytes) -> dict[str, Any]:
@@ -93,14 +107,15 @@ class QueryValidator:
         if result is None:
             try:
                 result = self._validate(query_string)
-            except _Refused as refusal:
-                result = (refusal.parameter, refusal.message)
+            except ApiError as refusal:
+                result = (refusal.code, refusal.message, refusal.condition)
             # The message of a refusal can quote the query: counted twice.
             if self._budget.admit(self._cache, 2 * len(query_string)):
                 self._cache[query_string] = result
         if isinstance(result, tuple):
             # A new exception each time: a re-raised one would keep growing its traceback.
-            raise _invalid_parameter(*result)
+            code, message, condition = result
+            raise ApiError(code, message, condition=condition)
         return result
 
     def _validate(self, query_string: bytes) -> dict[str, Any]:
@@ -114,27 +129,15 @@ class QueryValidator:
             raw = given.get(name)
             if not raw:
                 if parameter.required:
-                    raise _Refused(name, f"query parameter '{name}' is required")
+                    raise _invalid_parameter(name, f"query parameter '{name}' is required")
                 values[name] = parameter.default
                 continue
             if len(raw) > 1:
-                raise _Refused(
+                raise _invalid_parameter(
                     name, f"query parameter '{name}' is given {len(raw)} times; give it once"
                 )
-            try:
-                values[name] = _convert(parameter, raw[0])
-            except ApiError as refusal:
-                raise _Refused(name, refusal.message) from None
+            values[name] = _convert(parameter, raw[0])
         return values
-
-
-class _Refused(Exception):
-    """A query parameter's refusal, as the cache keeps it."""
-
-    def __init__(self, parameter: str, message: str) -> None:
-        super().__init__(message)
-        self.parameter = parameter
-        self.message = message
 
 
 def path_parameters(operation: schemas.Operation, raw: dict[str, str]) -> dict[str, Any]:

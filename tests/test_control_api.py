@@ -326,7 +326,7 @@ def test_post_keys_issues_a_working_key_on_a_plan(client: TestClient) -> None:
         ({"key": "pro-key", "plan": "pro"}, 409, "key_exists"),
         ({"plan": "pro", "colour": "red"}, 400, "invalid_request"),
         ({"key": "has space", "plan": "pro"}, 400, "invalid_request"),
-        ({"plan": {"per_minute": 5}}, 400, "invalid_request"),
+        ({"plan": {"per_minute": 5, "per_day": 0}}, 400, "invalid_request"),
     ],
 )
 def test_post_keys_refuses_what_it_cannot_issue(

@@ -46,7 +46,7 @@ def test_a_clock_move_out_of_range_is_refused_and_the_clock_keeps_working(
         ({"plan": {"per_minute": 0, "per_day": 10}}, "per_minute"),
         ({"plan": {"per_minute": -5, "per_day": 10}}, "per_minute"),
         ({"plan": {"per_minute": "5", "per_day": 10}}, "per_minute"),
-        ({"plan": {"per_minute": 5}}, "per_day"),
+        ({"plan": {"per_minute": 5, "per_day": 0}}, "per_day"),
         ({"key": "ünï"}, "key"),
         ({"key": "has space"}, "key"),
         ({"plan": "free", "colour": "red"}, "colour"),

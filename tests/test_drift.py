@@ -9,7 +9,6 @@ outputs and exit statuses are the documented ones.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -19,92 +18,32 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mockstore import __version__
-from mockstore.app import create_app
-from mockstore.clock import Clock
 from mockstore.fidelity.compare import CLASSES
 from mockstore.fidelity.drift import drift
 from mockstore.fidelity.formats import reset_kind, retry_after_kind, sf_list
-from mockstore.fidelity.replayer import call
 from mockstore.keys import key_alias
-from mockstore.reports.har import HarMeta, to_har
 from mockstore.scenario import load_scenario, scenario_schema
-
-START = 1772366430.0  # 2026-03-01T12:00:30Z
-KEY = "drift-key"
-BASE = f"""\
-version: 1
-clock: {{start: 2026-03-01T12:00:30Z, mode: manual}}
-keys:
-  - {{key: {KEY}, plan: {{per_minute: 4, per_day: 50}}}}
-  - {{key: other-key, plan: pro}}
-pets:
-  - {{id: 1, name: Rex, categoryId: 2, status: available}}
-  - {{id: 2, name: Bella, categoryId: 1, status: sold}}
-ban: {{after_rejections: 3, within_seconds: 60, duration_seconds: 30}}
-"""
-AUTH = [("authorization", f"Bearer {KEY}")]
-JSON_BODY = [*AUTH, ("content-type", "application/json")]
-
-Step = tuple[str, str, str, list[tuple[str, str]], bytes, float]
-
-REQUESTS: list[tuple[str, str, str, list[tuple[str, str]], bytes]] = [
-    ("GET", "/v1/pets", "", AUTH, b""),
-    ("GET", "/v1/pets", "limit=1", AUTH, b""),
-    ("GET", "/v1/pets", "limit=0", AUTH, b""),
-    ("GET", "/v1/pets", "status=sold", AUTH, b""),
-    ("GET", "/v1/pets", "status=lost", AUTH, b""),
-    ("GET", "/v1/pets/1", "", AUTH, b""),
-    ("GET", "/v1/pets/3", "", AUTH, b""),
-    ("GET", "/v1/pets/abc", "", AUTH, b""),
-    ("HEAD", "/v1/pets", "", AUTH, b""),
-    ("DELETE", "/v1/pets", "", AUTH, b""),
-    ("GET", "/v1/nowhere", "", AUTH, b""),
-    ("GET", "/v1/nowhere", "", [], b""),
-    ("GET", "/v1/pets", "", [], b""),
-    ("GET", "/v1/pets", "", [("authorization", "Bearer nobody")], b""),
-    ("GET", "/v1/store/orders", "", AUTH, b""),
-    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Nala", "categoryId": 7}'),
-    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Max", "categoryId": 3, "status": "sold"}'),
-    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Kit", "categoryId": 1, "colour": "red"}'),
-    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": 7}'),
-    ("POST", "/v1/pets", "", JSON_BODY, b"{nope"),
-    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "' + b"x" * 300 + b'", "categoryId": 1}'),
-    ("GET", "/v1/pets", "", [("authorization", "Bearer other-key")], b""),
-]
-
-KNOBS = [
-    "behaviour: {validation_status: 422}",
-    "behaviour: {ratelimit_reset: delta}",
-    "behaviour: {serve_head: false}",
-    "behaviour: {path_check: before_auth}",
-    "behaviour: {unknown_fields: keep}",
-    "behaviour: {default_status: pending}",
-    "behaviour: {max_body_bytes: 200}",
-    "behaviour: {retry_after: http-date}",
-    "behaviour: {ratelimit_draft_headers: true}",
-    "behaviour: {error_codes: {bad_limit: BAD_LIMIT, rate_limited: SLOW_DOWN}}",
-    "behaviour: {deprecated_since: 2025-06-01T00:00:00Z, sunset: 2030-12-05T23:59:59Z}",
-]
+from tests.fidelity_support import (
+    BASE,
+    KEY,
+    KNOBS,
+    REQUESTS,
+    SHOWN_BY,
+    START,
+    Step,
+    apply,
+    record_mock,
+    with_knob,
+)
 
 
 def record(scenario_text: str, steps: list[Step]) -> dict[str, Any]:
     """Run ``steps`` against an in-process mock of ``scenario_text``; its journal as HAR."""
-    scenario = load_scenario(scenario_text)
-    clock = Clock(start=START, mode="manual", wall=lambda: START + 7200)
-    app = create_app(scenario, clock=clock)
-
-    async def send_all() -> None:
-        for method, path, query, headers, body, wait in steps:
-            clock.advance(wait)
-            await call(app, method, path, query, headers, body, "127.0.0.1")
-
-    asyncio.run(send_all())
-    meta = HarMeta(creator_version=__version__, scenario=scenario.name, base_path="/v1")
-    return to_har(app.runtime.journal.select(), meta)
+    return record_mock(scenario_text, steps, START)
 
 
 request_steps = st.lists(
@@ -117,48 +56,57 @@ request_steps = st.lists(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=request_steps, knobs=st.lists(st.sampled_from(KNOBS), max_size=1))
 def test_a_mock_compared_with_itself_never_drifts(steps: list[Step], knobs: list[str]) -> None:
-    text = BASE + "".join(k + "\n" for k in knobs)
+    text = with_knob(knobs[0]) if knobs else BASE
     report = drift(record(text, steps), load_scenario(text))
     assert report.differences == [], [d.to_dict() for d in report.differences]
     assert report.compared == len(steps)
 
 
-# Requests that show each knob, and the setting drift must name for it.
-SHOWN_BY = {
-    "behaviour: {validation_status: 422}": ([REQUESTS[2]], "behaviour.validation_status"),
-    "behaviour: {ratelimit_reset: delta}": ([REQUESTS[0]], "behaviour.ratelimit_reset"),
-    "behaviour: {serve_head: false}": ([REQUESTS[8]], "behaviour.serve_head"),
-    "behaviour: {path_check: before_auth}": ([REQUESTS[11]], "behaviour.path_check"),
-    "behaviour: {unknown_fields: keep}": ([REQUESTS[17]], "behaviour.unknown_fields"),
-    "behaviour: {default_status: pending}": ([REQUESTS[15]], "behaviour.default_status"),
-    "behaviour: {max_body_bytes: 200}": ([REQUESTS[20]], "behaviour.max_body_bytes"),
-    "behaviour: {retry_after: http-date}": ([REQUESTS[0]] * 5, "behaviour.retry_after"),
-    "behaviour: {ratelimit_draft_headers: true}": (
-        [REQUESTS[0]],
-        "behaviour.ratelimit_draft_headers",
-    ),
-    "behaviour: {error_codes: {bad_limit: BAD_LIMIT, rate_limited: SLOW_DOWN}}": (
-        [REQUESTS[2]],
-        "behaviour.error_codes.bad_limit",
-    ),
-    "behaviour: {deprecated_since: 2025-06-01T00:00:00Z, sunset: 2030-12-05T23:59:59Z}": (
-        [REQUESTS[5]],
-        "behaviour.deprecated_since",
-    ),
-}
-
-
 @pytest.mark.parametrize("knob", KNOBS)
 def test_a_knob_the_scenario_lacks_is_drift_that_names_it(knob: str) -> None:
     requests, setting = SHOWN_BY[knob]
-    har = record(BASE + knob + "\n", [(*r, 0.0) for r in requests])
+    har = record(with_knob(knob), [(*r, 0.0) for r in requests])
     report = drift(har, load_scenario(BASE))
     assert report.drift
     assert setting in {d.setting for d in report.differences}, [
         d.to_dict() for d in report.differences
     ]
+    # Every difference a knob makes is one a setting removes.
+    assert {d.cause for d in report.differences} == {"setting"}, [
+        d.to_dict() for d in report.differences
+    ]
     # And the scenario that has it does not drift.
-    assert not drift(har, load_scenario(BASE + knob + "\n")).drift
+    assert not drift(har, load_scenario(with_knob(knob))).drift
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_each_setting_drift_names_removes_its_difference(knob: str) -> None:
+    """Drift's claim, checked: set each named setting as it says, and its difference goes."""
+    requests, _ = SHOWN_BY[knob]
+    har = record(with_knob(knob), [(*r, 0.0) for r in requests])
+    base = yaml.safe_load(BASE)
+    report = drift(har, load_scenario(BASE))
+    proposed = [d for d in report.differences if d.value]
+    assert proposed, [d.to_dict() for d in report.differences]
+    for difference in proposed:
+        fixed = drift(har, load_scenario(yaml.safe_dump(apply(base, difference))))
+        still = [
+            d.to_dict()
+            for d in fixed.differences
+            if (d.entry, d.kind, d.where) == (difference.entry, difference.kind, difference.where)
+        ]
+        assert not still, (difference.to_dict(), still)
+    # All of them, round after round (a header's name first, then its value's form):
+    # no drift is left.
+    data = base
+    for _ in range(4):
+        left = drift(har, load_scenario(yaml.safe_dump(data))).differences
+        if not left:
+            break
+        assert all(d.value for d in left), [d.to_dict() for d in left]
+        for difference in left:
+            data = apply(data, difference)
+    assert [d.to_dict() for d in drift(har, load_scenario(yaml.safe_dump(data))).differences] == []
 
 
 def test_a_recording_that_names_keys_by_alias_is_matched_to_the_scenarios_keys() -> None:
@@ -180,7 +128,7 @@ def test_what_is_compared_by_kind_is_counted_under_its_rule() -> None:
     report = drift(har, load_scenario(BASE)).to_json()
     rules = {(item["rule"], item["what"]) for item in report["ignored"]}
     assert ("per-run-values", "header date (compared as an HTTP-date)") in rules
-    assert ("per-run-values", "header x-request-id (compared by presence)") in rules
+    assert ("per-run-values", "header x-request-id (a request id: compared by its form)") in rules
     assert ("rate-limit-state", "header x-ratelimit-remaining (compared as an integer)") in rules
     assert ("store-dependent", "list contents and lengths (compared by shape)") in rules
     assert all(item["why"] for item in report["ignored"])
@@ -256,7 +204,10 @@ def test_exit_status_is_0_without_drift_and_1_with_it(files: tuple[Path, Path, P
     assert _run(str(har), "--scenario", str(same)).returncode == 0
     drifted = _run(str(har), "--scenario", str(scenario))
     assert drifted.returncode == 1
-    assert "status status: recorded 422, mock 400  [behaviour.validation_status]" in drifted.stdout
+    assert (
+        "status status: recorded 422, mock 400  [behaviour.validation_status: 422]"
+        in drifted.stdout
+    )
 
 
 def test_json_lists_each_difference_with_the_request_that_shows_it(
@@ -272,11 +223,14 @@ def test_json_lists_each_difference_with_the_request_that_shows_it(
     assert difference["request_id"] == "req-000001"
     assert difference["key"] == key_alias(KEY)
     assert (difference["recorded"], difference["mock"]) == ("422", "400")
+    assert (difference["cause"], difference["set_to"]) == ("setting", 422)
     assert report["summary"] == [
         {
             "kind": "status",
             "where": "status",
+            "cause": "setting",
             "setting": "behaviour.validation_status",
+            "reason": None,
             "count": 1,
         }
     ]
@@ -324,3 +278,69 @@ def test_an_invalid_scenario_exits_2_with_its_problems(
     done = _run(str(har), "--scenario", str(bad))
     assert done.returncode == 2
     assert f"{bad}:2:32: $.behaviour.validation_status" in done.stderr
+
+
+@given(st.integers(min_value=1_000_000_000_000, max_value=32_503_680_000_000))
+def test_any_unix_time_in_milliseconds_is_epoch_ms(when: int) -> None:
+    assert reset_kind(str(when)) == "epoch-ms"
+
+
+# -- nothing compared, another base path ----------------------------------------------
+
+
+def _har_file(tmp_path: Path, document: dict[str, Any]) -> Path:
+    path = tmp_path / "session.har"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_an_empty_recording_exits_2_saying_nothing_was_compared(tmp_path: Path) -> None:
+    har = record(BASE, [])
+    done = _run(str(_har_file(tmp_path, har)), "--scenario", "default")
+    assert done.returncode == 2, done.stdout
+    assert "holds no exchange: nothing to compare" in done.stderr
+
+
+def test_a_recording_of_an_upstream_that_was_down_exits_2(tmp_path: Path) -> None:
+    har = record(BASE, [(*REQUESTS[0], 0.0), (*REQUESTS[1], 0.0)])
+    for entry in har["log"]["entries"]:  # as mockstore record journals an upstream it cannot reach
+        entry["_mockstore"]["outcome"] = "upstream_refused"
+        entry["response"]["status"] = 502
+    done = _run(str(_har_file(tmp_path, har)), "--scenario", "default")
+    assert done.returncode == 2, done.stdout
+    assert "none of the 2 exchange(s)" in done.stderr
+    assert "2 the upstream did not answer it (upstream_refused)" in done.stderr
+
+
+def test_a_recording_under_another_base_path_is_mapped_with_a_warning(tmp_path: Path) -> None:
+    har = record(BASE, [(*REQUESTS[0], 0.0), (*REQUESTS[2], 0.0)])
+    har["log"]["_mockstore"].pop("base_path")
+    for entry in har["log"]["entries"]:
+        entry["request"]["url"] = entry["request"]["url"].replace("/v1/", "/api/v2/")
+    report = drift(har, load_scenario(BASE))
+    assert report.compared == 2 and not report.drift, [d.to_dict() for d in report.differences]
+    assert any("made under the base path /api/v2" in w for w in report.warnings)
+
+
+def test_a_recording_of_no_pet_store_is_refused(tmp_path: Path) -> None:
+    har = record(BASE, [(*REQUESTS[0], 0.0)])
+    har["log"]["_mockstore"].pop("base_path")
+    for entry in har["log"]["entries"]:
+        entry["request"]["url"] = entry["request"]["url"].replace("/v1/pets", "/v1/cats")
+    done = _run(str(_har_file(tmp_path, har)), "--scenario", "default")
+    assert done.returncode == 2
+    assert "names an operation of the Pet Store under any base path" in done.stderr
+
+
+def test_an_accept_rule_is_narrow_and_the_report_lists_what_it_hid() -> None:
+    har = record(BASE + KNOBS[0] + "\n", [(*REQUESTS[2], 0.0), (*REQUESTS[7], 0.0)])
+    accepting = BASE + (
+        "drift:\n  accept:\n"
+        "    - {class: status, where: status, status: 422, operation: listPets, reason: known}\n"
+    )
+    report = drift(har, load_scenario(accepting))
+    # listPets' 422 is accepted; getPet's (another operation) is still drift.
+    assert [(d.operation, d.cause) for d in report.accepted] == [("listPets", "accepted")]
+    assert {d.operation for d in report.differences if d.kind == "status"} == {"getPet"}
+    (rule,) = report.to_json()["accept_rules"]
+    assert rule == {"rule": "drift.accept[0]", "reason": "known", "hid": [1], "count": 1}

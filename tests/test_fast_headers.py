@@ -16,6 +16,7 @@ fraction of a second included) and a manual one (an offset that grows).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -33,12 +34,29 @@ PLANS = (
     Plan("small", 5, 40),
     Plan("small-day", 5, 41),
     Plan("big", 1000, 100_000),
+    Plan("no-day", 4),  # a provider's plan without a day allowance
 )
 BEHAVIOURS = st.fixed_dictionaries(
     {
-        "ratelimit_reset": st.sampled_from(["epoch", "delta"]),
+        "ratelimit_reset": st.sampled_from(["epoch", "epoch-ms", "delta"]),
         "ratelimit_draft_headers": st.booleans(),
         "retry_after": st.sampled_from(["seconds", "http-date"]),
+    },
+    # A provider profile's settings of what build() writes.
+    optional={
+        "content_type": st.sampled_from(["application/json", "application/json; charset=utf-8"]),
+        "request_id": st.sampled_from(
+            [{"header": "X-Trace-Id", "format": "uuid"}, {"header": None}, {"header": "Request-Id"}]
+        ),
+        "deprecation_format": st.sampled_from(["sf-date", "http-date", "true", "none"]),
+        "sunset_header": st.booleans(),
+        "deprecation_link": st.sampled_from([None, '<https://example.test/%d>; rel="deprecation"']),
+    },
+)
+LIMITERS = st.fixed_dictionaries(
+    {
+        "windows": st.sampled_from(["clock", "first_request"]),
+        "describes": st.sampled_from(["tightest", "minute", "day"]),
     }
 )
 STEP = st.one_of(
@@ -74,11 +92,11 @@ class Time:
 def headers_for(
     behaviour: dict[str, Any], base_path: str = "/v1", clock_headers: str = "wall"
 ) -> ResponseHeaders:
-    lines = [f"{name}: {value}" for name, value in behaviour.items()]
+    lines = [f"{name}: {json.dumps(value)}" for name, value in behaviour.items()]
     text = f"version: 1\nbase_path: {base_path}\nclock:\n  headers: {clock_headers}\n"
     if lines:
         text += "behaviour:\n" + "".join(f"  {line}\n" for line in lines)
-    return ResponseHeaders(load_scenario(text.replace("True", "true").replace("False", "false")))
+    return ResponseHeaders(load_scenario(text))
 
 
 def manual_clock() -> Clock:
@@ -116,6 +134,7 @@ def fast(
 @settings(max_examples=200, deadline=None)
 @given(
     behaviour=BEHAVIOURS,
+    limiter_settings=LIMITERS,
     clock_headers=st.sampled_from(["wall", "scenario"]),
     mode=st.sampled_from(["manual", "running"]),
     # How far the wall clock is from the scenario's at the start: none (real
@@ -125,6 +144,7 @@ def fast(
 )
 def test_the_fast_block_equals_the_plain_one_for_any_sequence(
     behaviour: dict[str, Any],
+    limiter_settings: dict[str, str],
     clock_headers: str,
     mode: str,
     apart: float,
@@ -133,7 +153,9 @@ def test_the_fast_block_equals_the_plain_one_for_any_sequence(
     built = headers_for(behaviour, clock_headers=clock_headers)
     time = Time(START + apart)
     clock = time.clock(START, mode)
-    limiter = RateLimiter(BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90))
+    limiter = RateLimiter(
+        BanPolicy(after_rejections=3, within_seconds=60, duration_seconds=90), **limiter_settings
+    )
     plans = [PLANS[0], PLANS[1], PLANS[3]]  # each key's plan, changed by "replan"
     allowed = 0
     for step in steps:

@@ -1,11 +1,13 @@
-"""The loop closes: record a client through the real service, calibrate from it, drift says nothing.
+"""The loop closes on every stand-in: record, drift, calibrate from the recording, drift again.
 
-Everything runs as a user runs it: the stand-in Pet Store and ``mockstore
-record`` as processes on loopback, a client speaking HTTP through the
-recorder, then ``mockstore drift`` and ``mockstore calibrate`` as commands.
-Before calibration, drift lists the stand-in's every choice that differs from
-mockstore's defaults, each with the setting that decides it; after, nothing
-but what the calibrated scenario itself accepts as inexpressible.
+Each provider (``tests/upstream/``: Kennel, Menagerie and the old stand-in, each
+written without reading mockstore) runs as a process on loopback; a client's
+session goes through ``mockstore record``; ``mockstore drift`` and ``mockstore
+calibrate`` run as commands, as a user runs them. Before calibration drift
+lists the provider's choices (its module docstring), each with the setting that
+removes it; calibrated from the recording (and probes for the rest), drift finds
+nothing a setting could remove: what remains is what the scenario format cannot
+express, each with its reason, and the docs list every such reason.
 """
 
 from __future__ import annotations
@@ -15,21 +17,22 @@ import re
 import shlex
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 from mockstore.cli.main import build_parser
+from mockstore.fidelity.attribution import NOT_EXPRESSIBLE
 from mockstore.keys import key_alias
-from tests.upstream import new_key, recorder, standin
+from tests.fidelity_session import client_session
+from tests.upstream import new_key, provider, recorder
 
 ROOT = Path(__file__).resolve().parent.parent
-STARTER, TRIAL = new_key(), new_key()
-WAIT = 30.0
+MAIN, TIGHT = new_key(), new_key()
 
 
 def _mockstore(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,158 +41,199 @@ def _mockstore(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def client_session(api: str) -> None:
-    """What a client's test suite sends: every operation, its mistakes, and a 429."""
-    starter = {"Authorization": f"Bearer {STARTER}"}
-    with httpx.Client(base_url=api, timeout=WAIT) as http:
-        assert http.get("/pets?limit=2", headers=starter).status_code == 200
-        created = http.post("/pets", json={"name": "Nala", "categoryId": 7}, headers=starter)
-        assert created.status_code == 201
-        http.post("/pets", json={"name": "Rex", "categoryId": 3, "nickname": "R"}, headers=starter)
-        http.get(f"/pets/{created.json()['id']}", headers=starter)
-        http.get("/pets/101", headers=starter)
-        http.get("/pets/999999", headers=starter)
-        http.get("/pets/abc", headers=starter)
-        http.get("/pets?limit=0", headers=starter)
-        http.get("/pets?status=lost", headers=starter)
-        http.get("/pets?status=available&limit=5", headers=starter)
-        http.post("/pets", json={"name": 5}, headers=starter)
-        big = b'{"name": "' + b"a" * 70_000 + b'", "categoryId": 1}'
-        oversize = http.post(
-            "/pets", content=big, headers={**starter, "Content-Type": "application/json"}
+# Each provider: its keys' plans as its documentation gives them (a roomy one, a small
+# one), the callers without a key, the size of a body it refuses for its size, the
+# settings drift must name before calibration, and what may stay not expressible.
+PROVIDERS: dict[str, dict[str, Any]] = {
+    "kennel": {
+        "plans": {MAIN: ("pro", 300, 10_000), TIGHT: ("sandbox", 10, 200)},
+        "anonymous": (10, 100),
+        "oversize": 9_000,
+        "named": {
+            "behaviour.content_type",
+            "behaviour.ratelimit_reset",
+            "behaviour.request_id.header",
+            "behaviour.error_fields",
+            "behaviour.list_order",
+            "behaviour.location",
+            "behaviour.etag.getPet",
+            "behaviour.headers",
+            "behaviour.deprecation_on",
+            "behaviour.deprecated_since",
+            "behaviour.deprecation_link",
+            "behaviour.sunset",
+            "behaviour.limit_above_maximum",
+            "behaviour.unknown_fields",
+            "behaviour.max_body_bytes",
+            "behaviour.path_check",
+            "behaviour.serve_head",
+            "behaviour.default_status",
+            "behaviour.error_statuses.bad_limit",
+            "behaviour.error_statuses.not_implemented",
+            "behaviour.www_authenticate.malformed_authorization",
+            "behaviour.error_codes.missing_key",
+            "behaviour.error_codes.unknown_key",
+            "behaviour.error_codes.bad_pet_id",
+            "behaviour.error_codes.rate_limited",
+            "ban.after_rejections",
+        },
+        "inexpressible": set(),
+    },
+    "menagerie": {
+        "plans": {MAIN: ("pro", 300, 10_000), TIGHT: ("developer", 12, 40)},
+        "anonymous": (5, 25),
+        "oversize": 40_000,
+        "named": {
+            "behaviour.content_type",
+            "behaviour.headers",
+            "behaviour.request_id.header",
+            "behaviour.ratelimit_describes",
+            "behaviour.error_fields",
+            "behaviour.retry_after",
+            "behaviour.deprecation_format",
+            "behaviour.deprecation_link",
+            "behaviour.sunset",
+            "behaviour.list_order",
+            "behaviour.unknown_fields",
+            "behaviour.serve_head",
+            "behaviour.max_body_bytes",
+            "behaviour.www_authenticate.missing_key",
+            "behaviour.error_statuses.bad_limit",
+            "behaviour.error_codes.pet_not_found",
+            "behaviour.error_codes.rate_limited",
+            "routes",
+        },
+        # X-RateLimit-Burst-*: the minute's figures under names of its own.
+        "inexpressible": {"varying-header"},
+    },
+    "petstore_standin": {
+        "plans": {MAIN: ("starter", 100, 5_000), TIGHT: ("trial", 5, 50)},
+        "anonymous": (20, 200),
+        "oversize": 70_000,
+        "named": {
+            "behaviour.ratelimit_draft_headers",
+            "behaviour.ratelimit_reset",
+            "behaviour.request_id.format",
+            "behaviour.retry_after",
+            "behaviour.error_fields",
+            "behaviour.default_status",
+            "behaviour.deprecated_since",
+            "behaviour.sunset",
+            "behaviour.unknown_fields",
+            "behaviour.validation_status",
+            "behaviour.max_body_bytes",
+            "behaviour.path_check",
+            "behaviour.serve_head",
+            "behaviour.error_codes.missing_key",
+            "behaviour.error_codes.rate_limited",
+            "routes",
+        },
+        "inexpressible": set(),
+    },
+}
+
+
+def _before(spec: dict[str, Any]) -> str:
+    """What a team writes from the provider's documentation: its keys and their plans,
+    the anonymous allowance, mockstore's defaults for everything else."""
+    lines = ["version: 1", "name: before", "plans:"]
+    minute, day = spec["anonymous"]
+    lines.append(f"  anonymous: {{per_minute: {minute}, per_day: {day}}}")
+    lines.append("anonymous_plan: anonymous")
+    lines.append("keys:")
+    for key, (_, minute, day) in spec["plans"].items():
+        lines.append(
+            f"  - {{key: {key_alias(key)}, plan: {{per_minute: {minute}, per_day: {day}}}}}"
         )
-        assert oversize.status_code == 413
-        http.get("/pets")
-        http.get("/pets", headers={"Authorization": "Bearer not-a-key-of-theirs"})
-        http.get("/nowhere")
-        http.get("/nowhere", headers=starter)
-        http.head("/pets", headers=starter)
-        trial = {"Authorization": f"Bearer {TRIAL}"}
-        statuses = []
-        for _ in range(12):  # 5 a minute: the 6th in one minute is refused
-            statuses.append(http.get("/pets?limit=1", headers=trial).status_code)
-            if statuses[-1] == 429:
-                break
-        assert statuses[-1] == 429, statuses
+    return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    work = tmp_path_factory.mktemp("loop")
+def _drift(har: Path, scenario: Path) -> tuple[int, dict[str, Any]]:
+    done = _mockstore("drift", str(har), "--scenario", str(scenario), "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module", params=list(PROVIDERS))
+def loop(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    name = request.param
+    spec = PROVIDERS[name]
+    work = tmp_path_factory.mktemp(name)
     har = work / "session.har"
-    with standin({STARTER: "starter", TRIAL: "trial"}) as upstream:
+    keys = {key: plan for key, (plan, _, _) in spec["plans"].items()}
+    with provider(name, keys) as upstream:
         with recorder(upstream.url, "--out", str(har)) as proxy:
-            client_session(proxy.url)
+            session = client_session(proxy.url, MAIN, TIGHT, oversize=spec["oversize"])
             assert proxy.stop() == 0
         calibrated = work / "calibrated.yaml"
         calibration = _mockstore(
-            "calibrate",
-            "--target",
-            upstream.url,
-            "--key",
-            STARTER,
-            "--key",
-            TRIAL,
-            "--allow-writes",
-            "--allow-rate-limit",
-            "--budget",
-            "200",
-            "--out",
-            str(calibrated),
-        )
-    # What a team writes from the provider's documentation: its keys and their plans,
-    # mockstore's defaults for everything else.
+            "calibrate", "--from", str(har), "--target", upstream.url,
+            "--key", f"{MAIN}=ci-key", "--key", TIGHT, "--allow-writes", "--wait", "0",
+            "--out", str(calibrated),
+        )  # fmt: skip
     before = work / "before.yaml"
-    before.write_text(
-        "version: 1\nname: before\nkeys:\n"
-        f"  - {{key: {key_alias(STARTER)}, plan: {{per_minute: 100, per_day: 5000}}}}\n"
-        f"  - {{key: {key_alias(TRIAL)}, plan: {{per_minute: 5, per_day: 50}}}}\n"
-    )
-    yield {"har": har, "before": before, "calibrated": calibrated, "calibration": calibration}
+    before.write_text(_before(spec))
+    yield {
+        "name": name,
+        "spec": spec,
+        "har": har,
+        "session": session,
+        "before": _drift(har, before),
+        "calibration": calibration,
+        "calibrated": calibrated,
+        "after": _drift(har, calibrated) if calibration.returncode == 0 else (None, {}),
+    }
 
 
 def test_the_recording_holds_every_exchange_and_no_key(loop: dict[str, Any]) -> None:
     text = loop["har"].read_text()
-    assert STARTER not in text and TRIAL not in text
+    assert MAIN not in text and TIGHT not in text
     entries = json.loads(text)["log"]["entries"]
-    assert len(entries) >= 23
-    assert entries[-1]["response"]["status"] == 429
+    assert len(entries) == len(loop["session"].seen)
+    assert 429 in [entry["response"]["status"] for entry in entries]
 
 
-def test_before_calibration_drift_lists_every_choice_the_provider_made(
-    loop: dict[str, Any],
-) -> None:
-    done = _mockstore(
-        "drift", str(loop["har"]), "--scenario", str(loop["before"]), "--format", "json"
-    )
-    assert done.returncode == 1, done.stderr
-    report = json.loads(done.stdout)
-    named = {d["setting"] for d in report["differences"]}
-    expected = {
-        "behaviour.validation_status",
-        "behaviour.path_check",
-        "behaviour.serve_head",
-        "behaviour.max_body_bytes",
-        "behaviour.ratelimit_reset",
-        "behaviour.retry_after",
-        "behaviour.ratelimit_draft_headers",
-        "behaviour.default_status",
-        "behaviour.unknown_fields",
-        "behaviour.deprecated_since",
-        "behaviour.sunset",
-        "plans, keys[].plan or anonymous_plan",
-        *(
-            f"behaviour.error_codes.{condition}"
-            for condition in (
-                "missing_key",
-                "unknown_key",
-                "invalid_body",
-                "bad_limit",
-                "bad_status_filter",
-                "bad_pet_id",
-                "pet_not_found",
-                "unknown_path",
-                "rate_limited",
-            )
-        ),
-    }
+def test_before_calibration_drift_lists_the_providers_choices(loop: dict[str, Any]) -> None:
+    status, report = loop["before"]
+    assert status == 1
+    named = {d["setting"] for d in report["differences"] if d["cause"] == "setting"}
+    expected = loop["spec"]["named"]
     assert expected <= named, sorted(expected - named)
-    # Every difference names the request that shows it.
     for difference in report["differences"]:
-        assert re.fullmatch(r"(GET|POST|HEAD) /v1/\S+", difference["request"]), difference
-        assert difference["entry"] >= 1
-    by_request = {(d["request"], d["where"]): d for d in report["differences"]}
-    status = by_request[("GET /v1/pets?limit=0", "status")]
-    assert (status["recorded"], status["mock"]) == ("422", "400")
-    code = by_request[("GET /v1/pets/999999", "body.code")]
-    assert (code["recorded"], code["mock"]) == ("PET_NOT_FOUND", "not_found")
-    extra = by_request[("GET /v1/pets?limit=1", "body.retryAfter")]
-    assert extra["setting"] is None and extra["status"] == 429
+        assert re.fullmatch(r"(GET|POST|HEAD|DELETE) /v1/\S+", difference["request"]), difference
+        assert difference["cause"] in ("setting", "not_expressible")
+        if difference["cause"] == "not_expressible":
+            assert difference["reason"] in NOT_EXPRESSIBLE, difference
 
 
-def test_calibration_settles_every_setting_it_can_and_says_what_it_cannot(
-    loop: dict[str, Any],
-) -> None:
+def test_calibration_learns_from_the_recording_and_probes_the_rest(loop: dict[str, Any]) -> None:
     calibration = loop["calibration"]
     assert calibration.returncode == 0, calibration.stderr
     text = loop["calibrated"].read_text()
-    assert STARTER not in text and TRIAL not in text
+    assert MAIN not in text and TIGHT not in text
     assert _mockstore("validate", str(loop["calibrated"])).returncode == 0
-    assert "not expressible: rate_limited: the Error body carries a field" in calibration.stderr
+    assert "# recorded #" in text  # settings cite the recorded exchanges
+    scenario = yaml.safe_load(text)
+    names = {entry["key"] for entry in scenario["keys"]}
+    assert "ci-key" in names  # --key KEY=NAME
 
 
-def test_after_calibration_drift_reports_nothing(loop: dict[str, Any]) -> None:
-    done = _mockstore(
-        "drift", str(loop["har"]), "--scenario", str(loop["calibrated"]), "--format", "json"
-    )
-    report = json.loads(done.stdout)
-    assert report["differences"] == []
-    assert done.returncode == 0
-    # What the format cannot express is reported as accepted, by the scenario's own list.
-    assert [(d["where"], d["accepted_by"]) for d in report["accepted"]] == [
-        ("body.retryAfter", "drift.accept[0]")
-    ]
-    assert report["compared"] >= 23
+def test_after_calibration_no_difference_a_setting_could_remove(loop: dict[str, Any]) -> None:
+    status, report = loop["after"]
+    causes = Counter(d["cause"] for d in report["differences"])
+    assert causes["setting"] == 0, [d for d in report["differences"] if d["cause"] == "setting"][:5]
+    reasons = {d["reason"] for d in report["differences"] if d["cause"] == "not_expressible"}
+    assert reasons == loop["spec"]["inexpressible"], reasons
+    assert status == (1 if reasons else 0)
+    assert report["compared"] == len(loop["session"].seen)
+
+
+def test_every_reason_a_difference_cannot_be_expressed_is_in_the_docs() -> None:
+    page = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")
+    for reason, _why in NOT_EXPRESSIBLE.items():
+        assert f"`{reason}`" in page, f"docs/fidelity.md does not list {reason!r}"
 
 
 def test_the_nightly_recipe_commands_are_valid() -> None:

@@ -38,6 +38,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.keys",
         "mockstore.limits",
         "mockstore.memory",
+        "mockstore.document",
+        "mockstore.profile",
         "mockstore.ratelimit",
         "mockstore.routing",
         "mockstore.runs",

@@ -21,7 +21,7 @@ import yaml
 
 from mockstore.fidelity import attribution
 from mockstore.fidelity.calibrate.options import Options
-from mockstore.fidelity.calibrate.probes import Calibration, Setting
+from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.calibrate.writer import render_scenario
 from mockstore.scenario import load_scenario, scenario_schema
 from mockstore.scenario.build import BEHAVIOUR_SETTINGS
@@ -35,8 +35,24 @@ CONDITIONS = list(BEHAVIOUR["error_codes"]["properties"])
 SCHEMA_ONLY = {"version"}
 
 
+# Values for the settings whose schema entry does not suggest one (strings, objects, lists).
+OTHER_VALUES: dict[str, Any] = {
+    "serve_head": ["listPets"],
+    "content_type": "application/json; charset=utf-8",
+    "request_id": {"header": "X-Trace-Id", "format": "hex", "prefix": ""},
+    "headers": [{"name": "X-Api-Version", "value": "2", "status": "4xx"}],
+    "etag": {"getPet": "weak"},
+    "deprecation_link": None,
+    "error_statuses": {"bad_pet_id": 404},
+    "error_fields": [{"name": "traceId", "generate": "request_id"}],
+    "www_authenticate": {"missing_key": None},
+}
+
+
 def _other_value(name: str, spec: dict[str, Any]) -> Any:
     """A valid value of setting ``name`` other than its default, from its schema entry."""
+    if name in OTHER_VALUES:
+        return OTHER_VALUES[name]
     default = spec.get("default")
     if "enum" in spec:
         return next(value for value in spec["enum"] if value != default)
@@ -59,8 +75,10 @@ def test_behaviour_has_a_field_for_each_setting_of_the_schema_in_its_order() -> 
 def test_the_defaults_of_behaviour_are_the_schemas() -> None:
     assert load_scenario("version: 1\n").behaviour == Behaviour()
     for name, spec in BEHAVIOUR.items():
+        # A mapping without a default of its own has one per entry (or none at all).
+        default = spec.get("default", {})
         if name != "error_codes":
-            assert getattr(Behaviour(), name) == behaviour_value(name, spec["default"]), name
+            assert getattr(Behaviour(), name) == behaviour_value(name, default), name
     assert dict(Behaviour().error_codes) == {
         condition: spec["default"]
         for condition, spec in BEHAVIOUR["error_codes"]["properties"].items()
@@ -105,39 +123,56 @@ def _rendered_keys(text: str, indent: str) -> list[str]:
     ]
 
 
-def test_the_calibrate_writer_writes_settings_in_the_schemas_order() -> None:
+def _settled_everything() -> Calibration:
+    """A calibration that settled every behaviour setting, in the reverse of the schema's order."""
     result = Calibration("https://staging.example.com/v1")
-    # Settled in the reverse order, written in the schema's.
     for name in reversed(BEHAVIOUR_SETTINGS):
-        if name != "error_codes":
-            result.set(name, BEHAVIOUR[name]["default"], f"probe of {name}")
-    for condition in reversed(CONDITIONS):
-        code = BEHAVIOUR["error_codes"]["properties"][condition]["default"]
-        result.error_codes[condition] = Setting(code, [f"probe of {condition}"])
-    text = render_scenario(result, Options(result.target, ("key",)), sent=1)
+        spec = BEHAVIOUR[name]
+        if "properties" in spec and spec.get("type") == "object":
+            for child in reversed(list(spec["properties"])):
+                child_spec = spec["properties"][child]
+                value = child_spec.get("default", child_spec.get("enum", [400])[0])
+                if name == "error_statuses":
+                    value = 418 + 4  # any status of a refusal
+                result.set(f"behaviour.{name}.{child}", value, f"probe of {name}.{child}")
+        elif spec.get("type") == "array":
+            for item in _other_value(name, spec):  # a list is settled entry by entry
+                result.set(f"behaviour.{name}", item, f"probe of {name}")
+        else:
+            result.set(f"behaviour.{name}", _other_value(name, spec), f"probe of {name}")
+    return result
+
+
+def test_the_calibrate_writer_writes_settings_in_the_schemas_order() -> None:
+    result = _settled_everything()
+    text = render_scenario(result, Options(result.target, ()), sent=1)
     section = text.split("\nbehaviour:\n", 1)[1]
     assert _rendered_keys(section, "  ") == list(BEHAVIOUR_SETTINGS)
-    assert _rendered_keys(section, "    ") == CONDITIONS
+    assert _rendered_keys(section.split("  error_codes:\n", 1)[1], "    ")[: len(CONDITIONS)] == (
+        CONDITIONS
+    )
     load_scenario(text, "<calibrated>")  # and it is a valid scenario
 
 
 def test_calibrate_sets_only_settings_the_schema_has() -> None:
-    source = (ROOT / "mockstore" / "fidelity" / "calibrate" / "probes.py").read_text()
-    tree = ast.parse(source)
-    set_names, conditions = set(), set()
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        first = node.args[0] if node.args else None
-        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
-            continue
-        if node.func.attr == "set":
-            set_names.add(first.value)
-        elif node.func.attr == "_error":
-            conditions.add(first.value)
-    assert set_names, "the probes set no setting: this test no longer reads them"
-    assert set_names <= set(BEHAVIOUR) - {"error_codes"}, set_names - set(BEHAVIOUR)
-    assert conditions <= set(CONDITIONS), conditions - set(CONDITIONS)
+    # Every setting the learner and the probes name, by its path in the schema.
+    named = set()
+    for module in ("learn", "probes"):
+        source = (ROOT / "mockstore" / "fidelity" / "calibrate" / f"{module}.py").read_text()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                named.update(
+                    re.findall(r"\b((?:behaviour|ban)\.[a-z_]+(?:\.[a-z_A-Z]+)?)", node.value)
+                )
+            elif isinstance(node, ast.JoinedStr):
+                text = "".join(
+                    part.value if isinstance(part, ast.Constant) else "{}" for part in node.values
+                )
+                if text.startswith("behaviour.") and text.endswith(".{}"):
+                    named.add(text.removesuffix(".{}"))
+    assert named, "the learner names no setting: this test no longer reads it"
+    for path in named:
+        assert _in_schema(path), f"calibrate names {path!r}: not in the schema"
 
 
 def _in_schema(path: str) -> bool:
@@ -153,9 +188,8 @@ def _in_schema(path: str) -> bool:
 
 def test_every_setting_drift_can_name_is_in_the_schema() -> None:
     assert attribution.SETTINGS
-    for text in attribution.SETTINGS:
-        for path in attribution.settings_named(text):
-            assert _in_schema(path), f"drift names {path!r} ({text!r}): not in the schema"
+    for path in attribution.SETTINGS:
+        assert _in_schema(path), f"drift names {path!r}: not in the schema"
     assert {f"behaviour.error_codes.{c}" for c in CONDITIONS} <= set(attribution.SETTINGS)
 
 

@@ -488,3 +488,20 @@ def test_a_bucket_counts_in_the_windows_of_the_instant_it_is_asked_about(
         usage = limiter.usage("key:k", plan, now)
         assert (usage.minute_reset, usage.day_reset) == (minute_start + MINUTE, day_start + DAY)
         assert (usage.minute_used, usage.day_used) == (used_minute, used_day)
+
+
+@pytest.mark.parametrize("describes", ["tightest", "minute", "day"])
+def test_windows_from_a_first_request_state_resets_rounded_up(describes: str) -> None:
+    # Such windows start at any instant; every figure an answer states is a
+    # whole second no earlier than the window's real end, on the allowed path too.
+    limiter = RateLimiter(default_ban_policy(), "first_request", describes)
+    plan = Plan("p", 5, 50)
+    first = START + 0.25
+    for at in (first, first + 10.5, first + 59.9):
+        decision = limiter.check("f", plan, at)
+        assert decision.allowed
+        assert decision.minute_reset == math.ceil(first + MINUTE)
+        assert decision.day_reset == math.ceil(first + DAY)
+        assert decision.reset in (decision.minute_reset, decision.day_reset)
+        assert isinstance(decision.reset, int)
+    assert limiter.check("f", plan, first + MINUTE).minute_reset == math.ceil(first + 2 * MINUTE)

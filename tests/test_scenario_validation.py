@@ -772,3 +772,43 @@ def test_the_schema_is_a_valid_draft_2020_12_schema_with_its_published_id() -> N
 @pytest.mark.parametrize("name", bundled_names())
 def test_every_bundled_scenario_validates(name: str) -> None:
     assert load_scenario_file(name).name == name
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "where", "message"),
+    [
+        (
+            "headers: [{name: Content-Type, value: text/plain}]",
+            "$.behaviour.headers[0].name",
+            "mockstore writes Content-Type itself: set it with behaviour.content_type",
+        ),
+        (
+            "request_id: {header: X-Trace-Id}\n  headers: [{name: x-trace-id, value: '1'}]",
+            "$.behaviour.headers[0].name",
+            "set it with behaviour.request_id",
+        ),
+        (
+            "error_fields: [{name: code, value: X}]",
+            "$.behaviour.error_fields[0].name",
+            "one of the Error's own fields",
+        ),
+        (
+            "retry_after_banned: none",
+            "$.behaviour.retry_after_banned",
+            "'none' needs ban.status other than 429",
+        ),
+        (
+            "deprecation_link: '<{base}/pets>; rel=\"successor-version\"'",
+            "$.behaviour.deprecation_link",
+            "{base} names nothing",
+        ),
+    ],
+)
+def test_a_provider_profile_that_cannot_be_served_is_refused_with_its_place(
+    behaviour: str, where: str, message: str
+) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(f"version: 1\nbehaviour:\n  {behaviour}\n", "provider.yaml")
+    (problem,) = caught.value.problems
+    assert problem.path == where and message in problem.message, str(problem)
+    assert problem.file == "provider.yaml" and problem.line >= 2

@@ -17,8 +17,8 @@ examples:
 """
 EXIT_CODES = (
     "    0  no drift: every difference is ignored by a rule or accepted by the scenario",
-    "    1  drift (each difference is listed with the request that shows it)",
-    "    2  the HAR or the scenario cannot be read, or usage error",
+    "    1  drift (each difference is listed with the request that shows it and its cause)",
+    "    2  the HAR or the scenario cannot be read, nothing could be compared, or usage error",
     PIPE,
 )
 
@@ -44,12 +44,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         recording = read_recording(args.har)
         scenario, _ = load_scenario_for(recording, args.scenario)
+        report = drift(recording, scenario)
     except InputError as exc:
         print(f"mockstore drift: {exc.message}", file=sys.stderr)
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
         return 2
-    report = drift(recording, scenario)
+    nothing = report.nothing_compared()
+    if nothing is not None:
+        # A verdict on nothing is no verdict: a nightly job must not pass on it.
+        print(f"mockstore drift: {nothing}", file=sys.stderr)
+        return 2
+    for warning in report.warnings:
+        print(f"mockstore drift: warning: {warning}", file=sys.stderr)
     if args.format == "json":
         text = json.dumps(report.to_json(), indent=2) + "\n"
     elif args.format == "junit":

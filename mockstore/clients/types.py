@@ -74,7 +74,7 @@ class Health:
 @dataclass(frozen=True, slots=True)
 class PlanLimits:
     per_minute: int
-    per_day: int
+    per_day: int | None  # None: the plan has no day allowance
 
 
 @dataclass(frozen=True, slots=True)

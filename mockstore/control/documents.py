@@ -11,7 +11,8 @@ from starlette.types import Scope
 
 from mockstore import schemas
 from mockstore.control.http import JSON, json_response
-from mockstore.scenario import scenario_schema
+from mockstore.document import changes_the_document, openapi_json_for
+from mockstore.scenario import Scenario, scenario_schema
 from mockstore.state import Runtime
 from mockstore.urls import CONTROL_PREFIX
 
@@ -45,10 +46,19 @@ def openapi_json(url: str) -> bytes:
 class DocumentEndpoints:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        # The running scenario's own document, for the last (scenario, url) asked.
+        self._served: tuple[Scenario, str, bytes] | None = None
 
     async def openapi(self, request: Request) -> Response:
-        url = api_url(request.scope, self.runtime.scenario.base_path)
-        return Response(openapi_json(url), media_type=JSON)
+        """The OpenAPI document, as the running scenario's mock answers (``document.py``)."""
+        scenario = self.runtime.scenario
+        url = api_url(request.scope, scenario.base_path)
+        if not changes_the_document(scenario):
+            return Response(openapi_json(url), media_type=JSON)
+        served = self._served
+        if served is None or served[0] is not scenario or served[1] != url:
+            served = self._served = (scenario, url, openapi_json_for(scenario, url))
+        return Response(served[2], media_type=JSON)
 
     async def scenario_schema(self, request: Request) -> Response:
         return json_response(scenario_schema())

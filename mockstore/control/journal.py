@@ -134,7 +134,7 @@ class JournalEndpoints:
                 "key": key.key,
                 "plan": key.plan,
                 "per_minute": state.plans[key.plan].per_minute,
-                "per_day": state.plans[key.plan].per_day,
+                "per_day": state.plans[key.plan].day,
                 "tenant": key.tenant,
             }
             for key in state.keys

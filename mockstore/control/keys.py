@@ -12,7 +12,7 @@ from mockstore.clock import format_time
 from mockstore.control.http import error_response, json_object, json_response
 from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
-from mockstore.ratelimit import Plan
+from mockstore.ratelimit import NO_DAY, Plan
 from mockstore.scenario.loader import Marks, schema_problems
 from mockstore.state import KEY_COST, Runtime
 
@@ -30,7 +30,7 @@ class KeyEndpoints:
             "shown": mask(key.key),  # as the journal (and the dashboard's traffic) shows it
             "plan": key.plan,
             "tenant": key.tenant,
-            "limits": {"per_minute": plan.per_minute, "per_day": plan.per_day},
+            "limits": {"per_minute": plan.per_minute, "per_day": plan.day},
             "minute": {
                 "used": usage.minute_used,
                 "remaining": usage.minute_remaining,
@@ -76,7 +76,8 @@ class KeyEndpoints:
         plan = body.get("plan", "free")
         if isinstance(plan, dict):
             name = f"custom:{key}"
-            state.plans[name] = Plan(name, plan["per_minute"], plan["per_day"])
+            # No per_day: no day allowance (as in a scenario).
+            state.plans[name] = Plan(name, plan["per_minute"], plan.get("per_day", NO_DAY))
             plan = name
         if plan not in state.plans:
             if state.account is not None:

@@ -1,19 +1,115 @@
-"""Which scenario setting decides a difference ``drift`` finds, named as the schema names it.
+"""Why a difference ``drift`` finds exists: the setting that removes it, or why none can.
 
-A difference a scenario setting can close is reported with that setting, so a
-user knows what to change. Every setting named here is checked against the
-scenario schema when this module loads (``_named``): drift cannot name a
-setting the scenario format does not have, and an ``error_codes`` entry exists
-for every condition the schema lists.
+Every difference has a cause (``Cause``): a scenario ``setting`` (named as the
+schema names it, ``behaviour.error_codes.bad_limit``), with the value that
+removes it when the recording shows it (``set_to``); or a ``reason`` why the
+scenario format cannot express it, one of ``NOT_EXPRESSIBLE`` (the docs'
+Fidelity page lists them, from this table). ``drift`` adds a third, ``accepted``,
+for a difference a scenario's ``drift.accept`` rule hides.
+
+Every setting named here is checked against the scenario schema when this
+module loads (``_named``): drift cannot name a setting the scenario format does
+not have. The functions read the request's ``Facts`` and its recorded condition
+(``evidence``), the mock's answer and the scenario; they are pure.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from mockstore.errors import CONDITIONS
-from mockstore.scenario import scenario_schema
+from mockstore.clock import format_time
+from mockstore.errors import VALIDATION_CONDITIONS
+from mockstore.fidelity.conditions import Facts
+from mockstore.fidelity.evidence import Seen
+from mockstore.fidelity.formats import (
+    deprecation_instant,
+    deprecation_kind,
+    http_date,
+    id_form,
+    reset_kind,
+    retry_after_kind,
+)
+from mockstore.ratelimit import Plan
+from mockstore.scenario import Scenario, scenario_schema
+from mockstore.scenario.model import HEAD_OPERATIONS, Behaviour
+
+# -- what cannot be expressed -------------------------------------------------------
+
+# Every reason a difference can have no setting, and what it means. The docs'
+# Fidelity page lists this table (docs/generate.py); a difference's reason is a key.
+NOT_EXPRESSIBLE: dict[str, str] = {
+    "varying-header": "A header mockstore does not write, whose value changes from answer to "
+    "answer (another window's rate-limit figures such as X-RateLimit-Burst-*, a digest, a "
+    "cache age): a constant header (behaviour.headers) cannot reproduce it.",
+    "error-body-shape": "The provider's refusal has no Error body (code, message, status), or "
+    "a body that is not JSON: mockstore's refusals always carry one.",
+    "error-status-field": "The Error body's status is not the HTTP status: in mockstore's it "
+    "always is.",
+    "message-type": "The Error body's message is not a string.",
+    "pet-fields": "A returned pet's fields differ from what was sent in a way no setting "
+    "decides (a number rewritten, a field renamed).",
+    "list-filter": "The provider does not honour the status filter (or honours one mockstore "
+    "does not).",
+    "list-length": "The provider returns more pets than the limit asked for (or fewer while "
+    "more exist).",
+    "check-order": "The request meets two conditions and the provider checks them in another "
+    "order than mockstore (say the media type before an empty body): it answers the other one.",
+    "split-condition": "The provider answers one of mockstore's conditions two ways (a limit "
+    "that is not a number and one below 1, say): one status and code per condition is what a "
+    "scenario can state.",
+    "lenient-request": "The provider accepts a request that the spec's rules refuse (an "
+    "integral 7.0 as an integer, a body without Content-Type read as JSON, a repeated "
+    "parameter), or refuses one they accept.",
+    "conditional-request": "The provider answers a conditional request (If-None-Match) with "
+    "304; mockstore serves ETags but answers every read in full.",
+    "store": "The answer depends on pets the recording does not show existed (a pet fetched "
+    "but never listed, an id the provider assigned at random): the store cannot be "
+    "reconstructed from the recording alone.",
+    "allowance": "A rate-limit answer the recording does not explain: the caller's allowance "
+    "was spent before the recording began and its headers do not say so, or the provider "
+    "counts requests mockstore does not (or the other way around).",
+    "header-presence": "A header mockstore always writes that the provider leaves out "
+    "(Content-Type on an empty answer, X-RateLimit-* on some answers, Date).",
+    "header-format": "A header mockstore writes in a form no setting changes (Date not an "
+    "HTTP-date, an X-RateLimit-* figure that is not a whole number).",
+    "allow": "The provider's Allow header names other methods than the document's.",
+    "connection": "The mock broke the connection where the provider answered (a scenario "
+    "fault): not a difference of the provider's.",
+    "unexplained": "A difference no rule of drift's explains: compare the two answers by hand.",
+}
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A difference's cause: ``setting`` (and ``value``, which removes it), or a ``reason``.
+
+    ``value`` is empty when drift cannot tell the value, else a 1-tuple (a value
+    may be null). ``reason`` is a key of ``NOT_EXPRESSIBLE``.
+    """
+
+    setting: str | None = None
+    value: tuple[Any, ...] = ()
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        assert (self.setting is None) != (self.reason is None), "a setting or a reason"
+        assert self.reason is None or self.reason in NOT_EXPRESSIBLE, self.reason
+
+
+def setting(name: str, *value: Any) -> Cause:
+    """The setting ``name`` decides it; ``value`` (if given) removes it."""
+    assert len(value) <= 1
+    return Cause(name, tuple(value))
+
+
+def cannot(reason: str) -> Cause:
+    """No setting can: ``reason`` (a key of ``NOT_EXPRESSIBLE``) says why."""
+    return Cause(reason=reason)
+
+
+# -- the settings drift names ---------------------------------------------------------
 
 
 def _in_schema(path: str) -> bool:
@@ -29,43 +125,60 @@ def _in_schema(path: str) -> bool:
     return True
 
 
-def settings_named(text: str) -> list[str]:
-    """The settings a setting's text names: ``"plans, keys[].plan or anonymous_plan"`` has three."""
-    text = re.sub(r"\(.*?\)", "", text)  # a note in brackets names nothing
-    return [part.strip() for part in re.split(r",| or ", text) if part.strip()]
+def _named(path: str) -> str:
+    """``path``, once it is known to be one of the scenario schema's settings."""
+    if not _in_schema(path):
+        raise LookupError(f"drift names {path!r}, which the scenario schema does not have")
+    return path
 
 
-def _named(text: str) -> str:
-    """``text``, once every setting it names is known to be one of the scenario schema's."""
-    missing = [path for path in settings_named(text) if not _in_schema(path)]
-    if missing:
-        raise LookupError(f"drift names {missing}, which the scenario schema does not have")
-    return text
+def _each(section: str) -> dict[str, str]:
+    """``behaviour.<section>.<entry>`` for every entry the schema lists."""
+    entries = scenario_schema()["properties"]["behaviour"]["properties"][section]["properties"]
+    return {name: _named(f"behaviour.{section}.{name}") for name in entries}
 
 
 VALIDATION_STATUS = _named("behaviour.validation_status")
 SERVE_HEAD = _named("behaviour.serve_head")
 PATH_CHECK = _named("behaviour.path_check")
 MAX_BODY_BYTES = _named("behaviour.max_body_bytes")
-AFTER_SUNSET = _named("behaviour.sunset, behaviour.after_sunset")
-PLAN = _named("plans, keys[].plan or anonymous_plan")
-KEYS = _named("keys (the scenario must name the key, or its alias)")
+AFTER_SUNSET = _named("behaviour.after_sunset")
+KEY_PLAN = _named("keys[].plan")
+ANONYMOUS_PLAN = _named("anonymous_plan")
+KEYS = _named("keys")
+PETS = _named("pets")
 ROUTES = _named("routes")
 RATELIMIT_RESET = _named("behaviour.ratelimit_reset")
+RATELIMIT_WINDOWS = _named("behaviour.ratelimit_windows")
+RATELIMIT_DESCRIBES = _named("behaviour.ratelimit_describes")
+RATELIMIT_DESCRIBES_REFUSALS = _named("behaviour.ratelimit_describes_refusals")
 RETRY_AFTER = _named("behaviour.retry_after")
+RETRY_AFTER_BANNED = _named("behaviour.retry_after_banned")
 RATELIMIT_DRAFT = _named("behaviour.ratelimit_draft_headers")
 DEPRECATED_SINCE = _named("behaviour.deprecated_since")
 SUNSET = _named("behaviour.sunset")
+DEPRECATION_FORMAT = _named("behaviour.deprecation_format")
+SUNSET_HEADER = _named("behaviour.sunset_header")
+DEPRECATION_LINK = _named("behaviour.deprecation_link")
+DEPRECATION_ON = _named("behaviour.deprecation_on")
 DEFAULT_STATUS = _named("behaviour.default_status")
 UNKNOWN_FIELDS = _named("behaviour.unknown_fields")
-ERROR_CODES = _named("behaviour.error_codes")
-# One per condition the schema lists: behaviour.error_codes.<condition>.
-ERROR_CODE = {
-    name: _named(f"{ERROR_CODES}.{name}")
-    for name in scenario_schema()["properties"]["behaviour"]["properties"]["error_codes"][
-        "properties"
-    ]
-}
+LIMIT_ABOVE_MAXIMUM = _named("behaviour.limit_above_maximum")
+LIST_ORDER = _named("behaviour.list_order")
+CONTENT_TYPE = _named("behaviour.content_type")
+HEADERS = _named("behaviour.headers")
+LOCATION = _named("behaviour.location")
+ERROR_FIELDS = _named("behaviour.error_fields")
+BAN_AFTER = _named("ban.after_rejections")
+BAN_TRIGGER = _named("ban.trigger")
+BAN_STATUS = _named("ban.status")
+BAN_DURATION = _named("ban.duration_seconds")
+BAN_ENABLED = _named("ban.enabled")
+ERROR_CODE = _each("error_codes")
+ERROR_STATUS = _each("error_statuses")
+WWW_AUTHENTICATE = _each("www_authenticate")
+REQUEST_ID = _each("request_id")
+ETAG = _each("etag")
 
 # Every setting drift can name, for a reader (and a test) to see at once.
 SETTINGS: tuple[str, ...] = (
@@ -74,76 +187,549 @@ SETTINGS: tuple[str, ...] = (
     PATH_CHECK,
     MAX_BODY_BYTES,
     AFTER_SUNSET,
-    PLAN,
+    KEY_PLAN,
+    ANONYMOUS_PLAN,
     KEYS,
+    PETS,
     ROUTES,
     RATELIMIT_RESET,
+    RATELIMIT_WINDOWS,
+    RATELIMIT_DESCRIBES,
+    RATELIMIT_DESCRIBES_REFUSALS,
     RETRY_AFTER,
+    RETRY_AFTER_BANNED,
     RATELIMIT_DRAFT,
     DEPRECATED_SINCE,
     SUNSET,
+    DEPRECATION_FORMAT,
+    SUNSET_HEADER,
+    DEPRECATION_LINK,
+    DEPRECATION_ON,
     DEFAULT_STATUS,
     UNKNOWN_FIELDS,
-    ERROR_CODES,
+    LIMIT_ABOVE_MAXIMUM,
+    LIST_ORDER,
+    CONTENT_TYPE,
+    HEADERS,
+    LOCATION,
+    ERROR_FIELDS,
+    BAN_AFTER,
+    BAN_TRIGGER,
+    BAN_STATUS,
+    BAN_DURATION,
+    BAN_ENABLED,
     *ERROR_CODE.values(),
+    *ERROR_STATUS.values(),
+    *WWW_AUTHENTICATE.values(),
+    *REQUEST_ID.values(),
+    *ETAG.values(),
+)
+
+AUTH_CONDITIONS = ("missing_key", "malformed_authorization", "unknown_key")
+# Header names that carry rate-limit figures (they change with time and traffic).
+_RATE_FIGURE = re.compile(r"rate-?limit|-remaining$|-reset$|retry", re.IGNORECASE)
+RATE_CONDITIONS = ("rate_limited", "key_banned")
+
+
+# -- what drift knows when it attributes ------------------------------------------
+
+
+@dataclass
+class Context:
+    """What attribution reads beyond one exchange: the scenario, and the whole recording.
+
+    ``constants`` maps each header name the recording shows (lower case) to its
+    one value, or None where its value changes from answer to answer;
+    ``names`` keeps each name as the recording spells it; ``rules`` maps a name
+    rules can reproduce to the ``behaviour.headers`` rule for each (operation,
+    status) that carries it. ``deprecation_seen`` says whether any recorded getPet
+    answer carried a Deprecation header.
+    """
+
+    scenario: Scenario
+    constants: dict[str, str | None] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    rules: dict[str, dict[tuple[str | None, int], dict[str, Any]]] = field(default_factory=dict)
+    deprecation_seen: bool = False
+    request_ids: frozenset[str] = frozenset()  # header names that carry an id per answer
+    # The statuses the recording's validation refusals have (one: validation_status decides).
+    validation_statuses: frozenset[int] = frozenset()
+    # Pet ids the provider gave pets created during the recording -> the mock's.
+    ids: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def behaviour(self) -> Behaviour:
+        return self.scenario.behaviour
+
+
+@dataclass
+class Exchange:
+    """One exchange as attribution reads it: the request's facts, both answers, the caller."""
+
+    method: str
+    facts: Facts
+    recorded_condition: str | None  # from evidence: what the recorded answer stands for
+    mock_condition: str | None
+    recorded_status: int
+    mock_status: int
+    plan: Plan | None = None  # the caller's plan in the scenario
+    key: str | None = None  # the scenario key the caller used, if any
+    authenticated: bool = False  # the caller's key is valid (upstream and mock)
+    run_position: int = 0  # 1-based place in a run of rate refusals (0: not in one)
+    run_length: int = 0  # the allowance's refusals in that run, before any ban
+    ban_after: int | None = None  # ... when a ban ended the run
+    # What the recorded answer's instants were written ahead of its service time: a
+    # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
+    # a real provider, whose service time is the wall's).
+    header_offset: float = 0.0
+
+    @property
+    def operation(self) -> str | None:
+        return self.facts.operation
+
+
+def condition_of_answer(
+    facts: Facts, status: int, code: str | None, behaviour: Behaviour, ban_status: int | None
+) -> str | None:
+    """Which condition the mock's answer stands for (None for an answer refusing nothing)."""
+    if status < 400:
+        return None
+    codes = dict(behaviour.error_codes)
+    candidates = [name for name, given in codes.items() if given == code]
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0]
+    if status == 401:
+        auth = {"missing": "missing_key", "malformed": "malformed_authorization"}
+        wanted = auth.get(facts.auth, "unknown_key")
+        if wanted in candidates:
+            return wanted
+    if facts.route in candidates:
+        return facts.route
+    for problem in facts.problems:
+        if problem in candidates:
+            return problem
+    if "key_banned" in candidates and "rate_limited" in candidates:
+        # One code for both: a ban with a status of its own shows which it is.
+        return "key_banned" if status == ban_status and status != 429 else "rate_limited"
+    if facts.operation == "getPet" and "pet_not_found" in candidates:
+        return "pet_not_found"
+    return candidates[0]
+
+
+# -- status --------------------------------------------------------------------------
+
+
+def status(ex: Exchange, ctx: Context) -> Cause:
+    """The setting behind a status difference."""
+    rc, mc = ex.recorded_condition, ex.mock_condition
+    was = ex.recorded_status
+    facts = ex.facts
+    behaviour = ctx.behaviour
+    if (
+        ex.method == "HEAD"
+        and "method_not_allowed" in (rc, mc)
+        and rc != mc
+        and facts.operation in HEAD_OPERATIONS
+    ):
+        served = set(behaviour.serve_head)
+        if rc == "method_not_allowed":
+            served.discard(facts.operation)
+        else:
+            served.add(facts.operation)
+        return setting(SERVE_HEAD, _head_value(served))
+    if rc in AUTH_CONDITIONS and mc in ("unknown_path", "method_not_allowed"):
+        return setting(PATH_CHECK, "after_auth")
+    if mc in AUTH_CONDITIONS and rc in ("unknown_path", "method_not_allowed"):
+        return setting(PATH_CHECK, "before_auth")
+    if rc == mc and rc is not None and rc != "unexplained":
+        if rc == "key_banned":
+            return setting(BAN_STATUS, was)
+        if (
+            rc in VALIDATION_CONDITIONS
+            and ctx.validation_statuses == {was}
+            and rc not in dict(behaviour.error_statuses)
+        ):
+            return setting(VALIDATION_STATUS, was)
+        if rc in ERROR_STATUS:
+            return setting(ERROR_STATUS[rc], was)
+    if rc in RATE_CONDITIONS or mc in RATE_CONDITIONS:
+        return _allowance(ex, ctx)
+    if mc == "payload_too_large" and rc != "payload_too_large":
+        return setting(MAX_BODY_BYTES, facts.body_size)
+    if (
+        rc == "payload_too_large"
+        and mc != "payload_too_large"
+        and 0 < facts.body_size <= behaviour.max_body_bytes
+    ):
+        return setting(MAX_BODY_BYTES, facts.body_size - 1)
+    if mc == "unknown_field" and rc is None:
+        return setting(UNKNOWN_FIELDS, "drop")
+    if rc == "unknown_field" and mc is None:
+        return setting(UNKNOWN_FIELDS, "refuse")
+    if mc == "limit_above_maximum" and rc is None:
+        return setting(LIMIT_ABOVE_MAXIMUM, "clamp")
+    if rc == "limit_above_maximum" and mc is None:
+        return setting(LIMIT_ABOVE_MAXIMUM, "refuse")
+    if "gone" in (rc, mc):
+        return setting(AFTER_SUNSET, "keep" if rc is None else "gone")
+    if facts.operation == "listOrders" and mc == "not_implemented" and rc is None:
+        return setting(ROUTES)
+    if rc in AUTH_CONDITIONS and mc is None and facts.auth == "bearer":
+        return setting(KEYS)
+    if mc in AUTH_CONDITIONS and rc is None and facts.auth == "bearer":
+        return setting(KEYS)
+    if facts.operation == "getPet" and {rc, mc} <= {None, "pet_not_found"}:
+        return setting(PETS) if rc == "pet_not_found" else cannot("store")
+    if rc is not None and mc is not None and rc != "unexplained":
+        if rc in facts.problems and mc in facts.problems:
+            return cannot("check-order")
+        if rc in ERROR_STATUS and rc in (facts.problems or ()):
+            return setting(ERROR_STATUS[rc], was)
+    if (rc is None) != (mc is None) and (rc in facts.problems or mc in facts.problems):
+        return cannot("lenient-request")
+    return cannot("unexplained")
+
+
+def _head_value(served: set[str]) -> Any:
+    if served == set(HEAD_OPERATIONS):
+        return True
+    if not served:
+        return False
+    return [name for name in HEAD_OPERATIONS if name in served]
+
+
+def _allowance(ex: Exchange, ctx: Context) -> Cause:
+    """A difference in who was refused for the allowance: plans, windows, bans."""
+    rc, mc = ex.recorded_condition, ex.mock_condition
+    ban = ctx.scenario.ban
+    if rc == "key_banned" and mc == "rate_limited":
+        if ban is None:
+            return setting(BAN_ENABLED, True)
+        if ex.ban_after:
+            return setting(BAN_AFTER, ex.ban_after)
+        return setting(BAN_AFTER)
+    if rc == "rate_limited" and mc == "key_banned":
+        if ex.ban_after:
+            return setting(BAN_AFTER, ex.ban_after)
+        if ex.run_length:
+            # No ban ended the run: one more refusal than it had does not ban within it.
+            return setting(BAN_AFTER, ex.run_length + 1)
+        return setting(BAN_TRIGGER)
+    if rc == "key_banned" and mc is None:
+        return setting(BAN_DURATION)
+    if rc is None and mc == "key_banned":
+        return setting(BAN_DURATION)
+    if ex.key is not None:
+        return setting(KEY_PLAN)
+    return setting(ANONYMOUS_PLAN)
+
+
+# -- headers -------------------------------------------------------------------------
+
+MANAGED = frozenset(
+    {
+        "content-type",
+        "date",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+        "retry-after",
+        "www-authenticate",
+        "deprecation",
+        "sunset",
+        "link",
+        "location",
+        "etag",
+        "allow",
+        "ratelimit",
+        "ratelimit-policy",
+    }
 )
 
 
-def status_setting(method: str, recorded: int, mock: int) -> str | None:
-    """The scenario setting that decides a status difference, when one does."""
-    pair = {recorded, mock}
-    if pair == {400, 422}:
-        return VALIDATION_STATUS
-    if method == "HEAD" and 405 in pair:
-        return SERVE_HEAD
-    if 401 in pair and pair & {404, 405}:
-        return PATH_CHECK
-    if 413 in pair:
-        return MAX_BODY_BYTES
-    if 410 in pair:
-        return AFTER_SUNSET
-    if 429 in pair:
-        return PLAN
-    if 401 in pair:
-        return KEYS
-    if 501 in pair:
-        return ROUTES
-    return None
-
-
-def header_setting(name: str) -> str | None:
-    """The scenario setting that decides whether a header is sent, when one does."""
+def header_presence(
+    name: str, ex: Exchange, was: str | None, now: str | None, ctx: Context
+) -> Cause:
+    """The setting behind a header one answer has and the other has not."""
+    behaviour = ctx.behaviour
+    mock_id = (behaviour.request_id.header or "").lower()
     if name in ("ratelimit", "ratelimit-policy"):
-        return RATELIMIT_DRAFT
-    return None
+        return setting(RATELIMIT_DRAFT, was is not None)
+    if name == mock_id and was is None:
+        others = sorted(ctx.request_ids - {name})
+        return setting(REQUEST_ID["header"], ctx.names.get(others[0]) if others else None)
+    if was is not None and name in ctx.request_ids:
+        return setting(REQUEST_ID["header"], ctx.names.get(name, name))
+    if name == "www-authenticate":
+        condition = _auth_condition(ex)
+        return setting(WWW_AUTHENTICATE[condition], was)
+    if name == "location":
+        if was is None:
+            return setting(LOCATION, "none")
+        return setting(LOCATION, "url" if re.match(r"https?://", was) else "path")
+    if name == "etag" and ex.operation in ETAG:
+        return setting(ETAG[ex.operation], _etag_kind(was) if was is not None else None)
+    if name in ("deprecation", "sunset", "link") and ex.operation == "getPet":
+        return _deprecation_presence(name, ex, was, now, ctx)
+    if name == "retry-after" and "key_banned" in (ex.recorded_condition, ex.mock_condition):
+        return setting(RETRY_AFTER_BANNED, retry_after_kind(was) if was is not None else "none")
+    if name == "allow":
+        return cannot("allow")
+    if name in MANAGED:
+        return cannot("header-presence")
+    if was is not None:
+        return _header_rule(name, ex, ctx)
+    return setting(HEADERS)
 
 
-def error_code_setting(condition: str | None) -> str:
-    """The ``error_codes`` entry that decides an Error code (the whole mapping if unknown)."""
-    return ERROR_CODE.get(condition or "", ERROR_CODES)
+def header_rules(
+    name: str, seen: list[Seen]
+) -> dict[tuple[str | None, int], dict[str, Any]] | None:
+    """The ``behaviour.headers`` rule that puts header ``name`` on each (operation, status).
+
+    The widest that fits the recording: every answer, a status class, an
+    operation, or one status of one operation; the value must be the same on
+    every answer the rule covers. None when no rules fit (the value changes, or
+    the header is on some answers of a group and not on others).
+    """
+    groups: dict[tuple[str | None, int], set[str | None]] = {}
+    shown = name
+    for s in seen:
+        value = None
+        for header, given in s.item.response_headers:
+            if header.lower() == name:
+                shown, value = header, given
+                break
+        groups.setdefault((s.operation, s.status), set()).add(value)
+    if any(len(v) > 1 for v in groups.values()):
+        return None
+    value_of = {where: next(iter(v)) for where, v in groups.items()}
+    values = {value for value in value_of.values() if value is not None}
+    if len(values) > 1 and _RATE_FIGURE.search(name):
+        # Another window's figures (X-RateLimit-Burst-Reset): constant for a moment only.
+        return None
+    present = {where for where, value in value_of.items() if value is not None}
+
+    def fits(members: set[tuple[str | None, int]]) -> str | None:
+        """The one value of ``members`` when all carry it, else None."""
+        found = {value_of[m] for m in members}
+        return next(iter(found)) if len(found) == 1 and None not in found else None
+
+    rules: dict[tuple[str | None, int], dict[str, Any]] = {}
+    everything = fits(set(value_of))
+    for where in present:
+        operation, status = where
+        value = value_of[where]
+        if everything is not None:
+            rule: dict[str, Any] = {"name": shown, "value": value}
+        elif fits({w for w in value_of if w[1] // 100 == status // 100}) is not None:
+            rule = {"name": shown, "value": value, "status": f"{status // 100}xx"}
+        elif operation is not None and fits({w for w in value_of if w[0] == operation}):
+            rule = {"name": shown, "value": value, "operation": operation}
+        elif fits({w for w in value_of if w[1] == status}) is not None:
+            rule = {"name": shown, "value": value, "status": status}
+        else:
+            rule = {"name": shown, "value": value, "status": status}
+            if operation is not None:
+                rule["operation"] = operation
+        rules[where] = rule
+    return rules
 
 
-def condition_of(
-    operation: str | None,
-    has_authorization: bool,
-    status: int,
-    body: dict[str, Any],
-    error_codes: dict[str, str],
-) -> str | None:
-    """Which condition the mock's Error stands for (so which ``error_codes`` entry decides it)."""
-    code = body.get("code")
-    candidates = [name for name, given in error_codes.items() if given == code]
-    if len(candidates) <= 1:
-        return candidates[0] if candidates else None
-    message = str(body.get("message", ""))
-    for name in candidates:
-        parameter = CONDITIONS[name].parameter
-        if parameter and f"'{parameter}'" in message:
-            return name
-    if "missing_key" in candidates or "malformed_authorization" in candidates:
-        return "malformed_authorization" if has_authorization else "missing_key"
-    if "pet_not_found" in candidates and operation == "getPet" and status == 404:
-        return "pet_not_found"
-    if "unknown_path" in candidates and status == 404:
-        return "unknown_path"
-    return candidates[0]
+def _header_rule(name: str, ex: Exchange, ctx: Context) -> Cause:
+    """A constant header: the rule that puts it on this answer (and on its like)."""
+    rules = ctx.rules.get(name)
+    if rules is None:
+        return cannot("varying-header")
+    answered = None if ex.recorded_condition == "method_not_allowed" else ex.operation
+    rule = rules.get((answered, ex.recorded_status))
+    return setting(HEADERS, rule) if rule is not None else setting(HEADERS)
+
+
+def _auth_condition(ex: Exchange) -> str:
+    for condition in (ex.recorded_condition, ex.mock_condition):
+        if condition in AUTH_CONDITIONS:
+            return condition
+    return {"missing": "missing_key", "malformed": "malformed_authorization"}.get(
+        ex.facts.auth, "unknown_key"
+    )
+
+
+def _etag_kind(value: str) -> str:
+    return "weak" if value.strip().startswith("W/") else "strong"
+
+
+def _deprecation_presence(
+    name: str, ex: Exchange, was: str | None, now: str | None, ctx: Context
+) -> Cause:
+    behaviour = ctx.behaviour
+    if was is None:
+        # The mock announces where the provider does not.
+        if not 200 <= ex.recorded_status < 300 and behaviour.deprecation_on != "success":
+            # A refusal without them: they go on successes only (or nowhere, which a
+            # success without them would show).
+            return setting(DEPRECATION_ON, "success")
+        if ctx.deprecation_seen and not ex.authenticated:
+            return setting(DEPRECATION_ON, "authenticated")
+        if name == "deprecation":
+            return setting(DEPRECATION_FORMAT, "none")
+        if name == "sunset":
+            return setting(SUNSET_HEADER, False)
+        return setting(DEPRECATION_LINK, None)
+    # The provider announces where the mock does not.
+    if name == "deprecation" and behaviour.deprecation_format == "none":
+        return setting(DEPRECATION_FORMAT, deprecation_kind(was))
+    if name == "sunset" and not behaviour.sunset_header:
+        return setting(SUNSET_HEADER, True)
+    if name == "link" and behaviour.deprecation_link is None:
+        return setting(DEPRECATION_LINK, was)
+    if not 200 <= ex.mock_status < 300 or not ex.authenticated:
+        return setting(DEPRECATION_ON, "all" if not ex.authenticated else "authenticated")
+    return setting(DEPRECATION_ON, "all")
+
+
+def announced(instant: float, offset: float) -> str:
+    """The setting behind a deprecation instant a header stated ``offset`` seconds ahead.
+
+    The mock writes ``floor(setting + offset)``. With a whole offset (a real
+    provider's is 0) the setting is exact; with a fractional one, any setting in
+    ``[instant - offset, instant + 1 - offset)`` gives the header back, and the middle
+    of that second, to the millisecond, is safe from rounding either way.
+    """
+    whole = round(offset)
+    if abs(offset - whole) < 1e-6:
+        return format_time(instant - whole)
+    return format_time(round(instant - offset + 0.5, 3))
+
+
+def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> Cause:
+    """The setting behind a header both answers carry, with values that differ."""
+    behaviour = ctx.behaviour
+    if name == "x-ratelimit-reset":
+        return setting(RATELIMIT_RESET, reset_kind(was))
+    if name == "x-ratelimit-limit":
+        return _limit(ex, int(was), int(now), ctx)
+    if name == "retry-after":
+        kind = retry_after_kind(was)
+        if ex.mock_condition == "key_banned":
+            return setting(RETRY_AFTER_BANNED, kind)
+        return setting(RETRY_AFTER, kind)
+    if name == "deprecation":
+        if deprecation_kind(was) != deprecation_kind(now):
+            return setting(DEPRECATION_FORMAT, deprecation_kind(was))
+        instant = deprecation_instant(was)
+        return setting(
+            DEPRECATED_SINCE, *([announced(instant, ex.header_offset)] if instant else [])
+        )
+    if name == "sunset":
+        instant = http_date(was)
+        return setting(SUNSET, *([announced(instant, ex.header_offset)] if instant else []))
+    if name == "link":
+        return setting(DEPRECATION_LINK, was)
+    if name == "content-type":
+        return setting(CONTENT_TYPE, was)
+    if name == "www-authenticate":
+        return setting(WWW_AUTHENTICATE[_auth_condition(ex)], was)
+    if name == "location":
+        return setting(LOCATION, "url" if re.match(r"https?://", was) else "path")
+    if name == "etag" and ex.operation in ETAG:
+        return setting(ETAG[ex.operation], _etag_kind(was))
+    if name == "allow":
+        return cannot("allow")
+    if name in ctx.request_ids:
+        prefix, kind = id_form(was)
+        mine = behaviour.request_id
+        if kind is None:
+            return cannot("varying-header")
+        if kind != mine.format:
+            return setting(REQUEST_ID["format"], kind)
+        return setting(REQUEST_ID["prefix"], prefix)
+    if name in ("ratelimit-policy", "ratelimit"):
+        return _limit(ex, None, None, ctx)
+    if name in MANAGED:
+        return cannot("header-format")
+    return _header_rule(name, ex, ctx)
+
+
+def _limit(ex: Exchange, was: int | None, now: int | None, ctx: Context) -> Cause:
+    """An X-RateLimit-Limit (or draft policy) that differs: the window shown, or the plan."""
+    plan = ex.plan
+    if plan is not None and was is not None and {was, now} == {plan.per_minute, plan.per_day}:
+        shown = "day" if was == plan.per_day else "minute"
+        if ex.mock_condition == "rate_limited":
+            # A refusal's figures: the window that blocks, or the one always described.
+            if ctx.behaviour.ratelimit_describes == shown:
+                return setting(RATELIMIT_DESCRIBES_REFUSALS, "described")
+            if ctx.behaviour.ratelimit_describes_refusals == "described":
+                return setting(RATELIMIT_DESCRIBES_REFUSALS, "blocking")
+        return setting(RATELIMIT_DESCRIBES, shown)
+    figures: tuple[Any, ...] = ()
+    if plan is not None and was is not None and now == plan.per_minute:
+        figures = ({"per_minute": was, "per_day": max(plan.per_day, was)},)
+    elif plan is not None and was is not None and now == plan.per_day:
+        figures = ({"per_minute": min(plan.per_minute, was), "per_day": was},)
+    if ex.key is not None:
+        return setting(KEY_PLAN, *figures)
+    return setting(ANONYMOUS_PLAN, *figures)
+
+
+# -- bodies --------------------------------------------------------------------------
+
+
+def error_code(ex: Exchange, was: Any, ctx: Context) -> Cause:
+    """The setting behind an Error code that differs."""
+    rc, mc = ex.recorded_condition, ex.mock_condition
+    if rc == "key_banned" and mc == "rate_limited":
+        return _allowance(ex, ctx)
+    if rc == "rate_limited" and mc == "key_banned":
+        return _allowance(ex, ctx)
+    condition = rc if rc in ERROR_CODE else mc
+    if condition not in ERROR_CODE:
+        return cannot("unexplained")
+    if not isinstance(was, str) or not was:
+        return cannot("error-body-shape")
+    return setting(ERROR_CODE[condition], was)
+
+
+def error_field(
+    name: str, ex: Exchange, was: Any, present: bool, request_id: str | None, ctx: Context
+) -> Cause:
+    """The setting behind an Error field one body has and the other has not."""
+    if not present:
+        return setting(ERROR_FIELDS)
+    rule: dict[str, Any] = {"name": name}
+    if isinstance(was, str) and request_id is not None and was == request_id:
+        rule["generate"] = "request_id"
+    elif isinstance(was, str) and id_form(was)[1] == "uuid" and not id_form(was)[0]:
+        rule["generate"] = "uuid"
+    elif isinstance(was, str) and re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", was
+    ):
+        rule["generate"] = "timestamp"
+    else:
+        rule["value"] = was
+    return setting(ERROR_FIELDS, rule)
+
+
+def pet_field(name: str, sent: dict[str, Any], was: Any, known: frozenset[str]) -> Cause:
+    """The setting behind a field of a returned pet that differs."""
+    if name == "status" and "status" not in sent:
+        return setting(DEFAULT_STATUS, was if isinstance(was, str) else "omit")
+    if name not in known:
+        return setting(UNKNOWN_FIELDS, "keep" if was is not None else "drop")
+    return cannot("pet-fields")
+
+
+def list_order(recorded: str) -> Cause:
+    """The setting behind a list in another order."""
+    order = {"ascending id": "ascending", "descending id": "descending"}.get(recorded)
+    return setting(LIST_ORDER, order or "insertion")
+
+
+def list_limit(facts: Facts) -> Cause:
+    limit = facts.query.get("limit", [""])[0]
+    if limit.isdigit() and int(limit) > 100:
+        return setting(LIMIT_ABOVE_MAXIMUM, "clamp")
+    return cannot("list-length")

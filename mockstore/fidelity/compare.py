@@ -6,19 +6,24 @@ recording started from, which a proxy cannot see. So each part of an answer
 is compared the way a client depends on it:
 
 - by value: the status, the Error ``code``, the plan figures, the deprecation
-  dates, the data of a pet the client sent, ``Allow``, the media type;
-- by format: ``X-RateLimit-Reset`` (Unix time or seconds from now),
-  ``Retry-After`` (seconds or HTTP-date), ``Deprecation`` (RFC 9745 ``@`` date,
-  HTTP-date or ``true``), structured fields (RFC 8941 syntax), integers;
+  dates and ``Link``, the data of a pet the client sent, ``Allow``, the
+  ``Content-Type``, ``WWW-Authenticate``, every header whose value the recording
+  shows constant;
+- by unit and format: ``X-RateLimit-Reset`` (Unix seconds, Unix milliseconds or
+  seconds from now), ``Retry-After`` (seconds or HTTP-date), ``Deprecation``
+  (RFC 9745 ``@`` date, HTTP-date or ``true``), a request id (its prefix, and a
+  counter, UUID or hex digits), ``Location`` (a path or a URL), ``ETag`` (weak
+  or strong), structured fields (RFC 8941 syntax), integers;
 - by presence: every header but the transport's and the infrastructure's;
 - by shape: every body against the OpenAPI document's schema for its status;
   lists also by order, by ``limit`` and by the ``status`` filter.
 
 What is compared by kind rather than by value is noted under the rule that
 says so (``RULES``), so a report says what it ignored and why. Each
-``Discrepancy`` names the scenario setting that decides it (``setting``, see
-``attribution``), when one does. The header formats are ``formats``'s, shared
-with ``calibrate``; the bodies' shapes are checked by ``conformance``.
+``Discrepancy`` has a cause (``attribution``): the scenario setting that removes
+it (and the value, when the recording shows it), or the reason none can. The
+header formats are ``formats``'s, shared with ``calibrate``; the bodies' shapes
+are checked by ``conformance``.
 
 Pure functions over recorded and replayed exchanges: no HTTP, no I/O.
 """
@@ -32,6 +37,7 @@ from typing import Any
 
 from mockstore import schemas
 from mockstore.fidelity import attribution
+from mockstore.fidelity.attribution import Cause, Context, Exchange
 from mockstore.fidelity.conformance import conformance, schema_pointer
 from mockstore.fidelity.formats import (
     allowed_methods,
@@ -39,7 +45,7 @@ from mockstore.fidelity.formats import (
     deprecation_instant,
     deprecation_kind,
     http_date,
-    media_type,
+    id_form,
     reset_kind,
     retry_after_kind,
     sf_list,
@@ -73,10 +79,7 @@ RULES: dict[str, str] = {
     "decoded): not compared",
     "infrastructure": "are added by servers, proxies and CDNs in front of the service: "
     "not compared",
-    "auth-realm": "WWW-Authenticate parameters other than the scheme and error are "
-    "informative: not compared",
-    "accepted": "differences the scenario lists under drift.accept (the format cannot "
-    "express them): reported, not counted as drift",
+    "accepted": "differences the scenario lists under drift.accept: reported, not counted as drift",
 }
 
 TRANSPORT_HEADERS = frozenset(
@@ -145,24 +148,15 @@ class Side:
 
 
 @dataclass
-class Request:
-    """What was asked, as the rules need it."""
-
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    operation: str | None
-    sent_body: Any
-    has_authorization: bool
-
-
-@dataclass
 class Discrepancy:
     """One semantic difference between a recorded answer and the mock's.
 
-    ``kind`` is one of ``CLASSES``, ``where`` the part of the answer, ``setting``
-    the scenario setting that decides it (None when none does). ``compare``
-    fills those; ``drift`` adds the exchange that shows it (``entry`` onwards).
+    ``kind`` is one of ``CLASSES``, ``where`` the part of the answer. Its cause
+    is ``setting`` (the scenario setting that removes it, ``set_to`` the value
+    that does when drift can tell), or ``reason`` (why no setting can, a key of
+    ``attribution.NOT_EXPRESSIBLE``), or ``accepted_by`` (the scenario's
+    ``drift.accept`` rule that hides it). ``compare`` fills those; ``drift``
+    adds the exchange that shows it (``entry`` onwards).
     """
 
     kind: str
@@ -177,9 +171,29 @@ class Discrepancy:
     operation: str | None = None
     status: int = 0  # the recorded status
     accepted_by: str | None = None
+    value: tuple[Any, ...] = ()
+    reason: str | None = None
+
+    @property
+    def cause(self) -> str:
+        """``accepted``, ``setting`` or ``not_expressible``."""
+        if self.accepted_by is not None:
+            return "accepted"
+        return "setting" if self.setting is not None else "not_expressible"
+
+    @property
+    def set_to(self) -> Any:
+        return self.value[0] if self.value else None
+
+    def explained(self) -> str:
+        """The cause as a report line shows it."""
+        if self.setting is not None:
+            value = f": {json.dumps(self.value[0])}" if self.value else ""
+            return f"[{self.setting}{value}]"
+        return f"[not expressible: {self.reason}]"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "entry": self.entry,
             "request": self.request,
             "request_id": self.request_id,
@@ -190,9 +204,17 @@ class Discrepancy:
             "where": self.where,
             "recorded": self.recorded,
             "mock": self.mock,
+            "cause": self.cause,
             "setting": self.setting,
-            "accepted_by": self.accepted_by,
         }
+        if self.value:
+            out["set_to"] = self.value[0]
+        if self.reason is not None:
+            out["reason"] = self.reason
+            out["why"] = attribution.NOT_EXPRESSIBLE[self.reason]
+        if self.accepted_by is not None:
+            out["accepted_by"] = self.accepted_by
+        return out
 
 
 @dataclass
@@ -202,10 +224,18 @@ class Comparison:
     differences: list[Discrepancy] = field(default_factory=list)
     ignored: list[tuple[str, str]] = field(default_factory=list)
 
-    def differ(
-        self, kind: str, where: str, recorded: Any, mock: Any, setting: str | None = None
-    ) -> None:
-        self.differences.append(Discrepancy(kind, where, _shown(recorded), _shown(mock), setting))
+    def differ(self, kind: str, where: str, recorded: Any, mock: Any, cause: Cause) -> None:
+        self.differences.append(
+            Discrepancy(
+                kind,
+                where,
+                _shown(recorded),
+                _shown(mock),
+                cause.setting,
+                value=cause.value,
+                reason=cause.reason,
+            )
+        )
 
     def ignore(self, rule: str, what: str) -> None:
         self.ignored.append((rule, what))
@@ -217,21 +247,20 @@ def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def compare(
-    request: Request, recorded: Side, mock: Side, error_codes: dict[str, str]
-) -> Comparison:
+def compare(ex: Exchange, sent_body: Any, recorded: Side, mock: Side, ctx: Context) -> Comparison:
     """Every semantic difference between the recorded answer and the mock's."""
     out = Comparison()
     if recorded.status != mock.status:
-        setting = attribution.status_setting(request.method, recorded.status, mock.status)
-        out.differ("status", "status", recorded.status, mock.status, setting)
-        if setting != attribution.VALIDATION_STATUS:
+        out.differ("status", "status", recorded.status, mock.status, attribution.status(ex, ctx))
+        same = ex.recorded_condition == ex.mock_condition and ex.mock_condition is not None
+        if not same:
             # Two different answers (a 201 and a 413, a 404 and a 401): their headers and
-            # bodies answer different things. Only 400 and 422 answer the same thing.
+            # bodies answer different things. One condition answered with another status
+            # answers the same thing: the rest is compared.
             return out
-    _compare_headers(request, recorded, mock, out)
-    if request.method != "HEAD":
-        _compare_bodies(request, recorded, mock, error_codes, out)
+    _compare_headers(ex, recorded, mock, ctx, out)
+    if ex.method != "HEAD":
+        _compare_bodies(ex, sent_body, recorded, mock, ctx, out)
     return out
 
 
@@ -239,7 +268,9 @@ def is_infrastructure(name: str) -> bool:
     return name in INFRASTRUCTURE_HEADERS or name.startswith(_INFRASTRUCTURE_PREFIXES)
 
 
-def _compare_headers(request: Request, recorded: Side, mock: Side, out: Comparison) -> None:
+def _compare_headers(
+    ex: Exchange, recorded: Side, mock: Side, ctx: Context, out: Comparison
+) -> None:
     for name in sorted(recorded.headers.keys() | mock.headers.keys()):
         if name in TRANSPORT_HEADERS:
             out.ignore("transport", f"header {name}")
@@ -256,87 +287,104 @@ def _compare_headers(request: Request, recorded: Side, mock: Side, out: Comparis
                 f"header {name}",
                 shown_was,
                 shown_now,
-                attribution.header_setting(name),
+                attribution.header_presence(name, ex, was, now, ctx),
             )
             continue
-        _compare_header(name, was, now, request, out)
+        _compare_header(name, was, now, ex, ctx, out)
 
 
-def _compare_header(name: str, was: str, now: str, request: Request, out: Comparison) -> None:
+def _compare_header(
+    name: str, was: str, now: str, ex: Exchange, ctx: Context, out: Comparison
+) -> None:
     where = f"header {name}"
+
+    def differ(kind: str, shown_was: str = was, shown_now: str = now) -> None:
+        out.differ(
+            kind, where, shown_was, shown_now, attribution.header_value(name, ex, was, now, ctx)
+        )
+
     if name == "date":
         out.ignore("per-run-values", "header date (compared as an HTTP-date)")
         if (http_date(was) is None) != (http_date(now) is None):
-            out.differ("header-format", where, was, now)
-    elif name == "x-request-id":
-        out.ignore("per-run-values", "header x-request-id (compared by presence)")
+            out.differ("header-format", where, was, now, attribution.cannot("header-format"))
+    elif name in ctx.request_ids or name == (ctx.behaviour.request_id.header or "").lower():
+        out.ignore("per-run-values", f"header {name} (a request id: compared by its form)")
+        if id_form(was) != id_form(now):
+            differ("header-format", f"{was} {id_form(was)}", f"{now} {id_form(now)}")
     elif name in ("x-ratelimit-limit", "x-ratelimit-remaining"):
         if not (was.strip().isdigit() and now.strip().isdigit()):
-            out.differ("header-format", where, was, now)
+            out.differ("header-format", where, was, now, attribution.cannot("header-format"))
         elif name == "x-ratelimit-limit" and int(was) != int(now):
-            out.differ("header-value", where, was, now, attribution.PLAN)
+            differ("header-value")
         elif name == "x-ratelimit-remaining":
             out.ignore("rate-limit-state", "header x-ratelimit-remaining (compared as an integer)")
     elif name == "x-ratelimit-reset":
-        out.ignore("rate-limit-state", "header x-ratelimit-reset (compared by format)")
+        out.ignore("rate-limit-state", "header x-ratelimit-reset (compared by unit)")
         if reset_kind(was) != reset_kind(now):
-            out.differ(
-                "header-format",
-                where,
-                f"{was} ({reset_kind(was)})",
-                f"{now} ({reset_kind(now)})",
-                attribution.RATELIMIT_RESET,
-            )
+            differ("header-format", f"{was} ({reset_kind(was)})", f"{now} ({reset_kind(now)})")
     elif name == "retry-after":
         out.ignore("rate-limit-state", "header retry-after (compared by format)")
         if retry_after_kind(was) != retry_after_kind(now):
-            out.differ(
+            differ(
                 "header-format",
-                where,
                 f"{was} ({retry_after_kind(was)})",
                 f"{now} ({retry_after_kind(now)})",
-                attribution.RETRY_AFTER,
             )
     elif name in ("ratelimit", "ratelimit-policy"):
-        _compare_structured(name, was, now, out)
+        _compare_structured(name, was, now, ex, ctx, out)
     elif name == "deprecation":
         if deprecation_kind(was) != deprecation_kind(now):
-            out.differ(
+            differ(
                 "header-format",
-                where,
                 f"{was} ({deprecation_kind(was)})",
                 f"{now} ({deprecation_kind(now)})",
             )
         elif deprecation_instant(was) != deprecation_instant(now):
-            out.differ("header-value", where, was, now, attribution.DEPRECATED_SINCE)
+            differ("header-value")
     elif name == "sunset":
         if (http_date(was) is None) != (http_date(now) is None):
-            out.differ("header-format", where, was, now)
+            out.differ("header-format", where, was, now, attribution.cannot("header-format"))
         elif http_date(was) != http_date(now):
-            out.differ("header-value", where, was, now, attribution.SUNSET)
+            differ("header-value")
     elif name == "allow":
         if allowed_methods(was) != allowed_methods(now):
             head = "HEAD" in allowed_methods(was) ^ allowed_methods(now)
-            out.differ("header-value", where, was, now, attribution.SERVE_HEAD if head else None)
+            cause = (
+                attribution.header_value(name, ex, was, now, ctx)
+                if not head
+                else attribution.setting(attribution.SERVE_HEAD)
+            )
+            out.differ("header-value", where, was, now, cause)
     elif name == "content-type":
-        if media_type(was) != media_type(now):
-            out.differ("header-value", where, was, now)
+        if _normal(was).lower() != _normal(now).lower():
+            differ("header-value")
     elif name == "www-authenticate":
-        out.ignore("auth-realm", "header www-authenticate (scheme and error compared)")
         if auth_challenge(was) != auth_challenge(now):
-            out.differ("header-value", where, was, now)
+            differ("header-value")
+    elif name == "location":
+        out.ignore("store-dependent", "header location (compared as a path or a URL)")
+        if bool(re.match(r"https?://", was)) != bool(re.match(r"https?://", now)):
+            differ("header-format")
+    elif name == "etag":
+        out.ignore("per-run-values", "header etag (compared as weak or strong)")
+        if was.strip().startswith("W/") != now.strip().startswith("W/"):
+            differ("header-format")
     elif name == "link":
         if _normal(was) != _normal(now):
-            out.differ("header-value", where, was, now)
+            differ("header-value")
+    elif name not in ctx.constants or ctx.constants[name] is None:
+        out.ignore("per-run-values", f"header {name} (its value changes: compared by presence)")
     elif was != now:
-        out.differ("header-value", where, was, now)
+        differ("header-value")
 
 
 def _normal(value: str) -> str:
     return re.sub(r"\s+", "", value)
 
 
-def _compare_structured(name: str, was: str, now: str, out: Comparison) -> None:
+def _compare_structured(
+    name: str, was: str, now: str, ex: Exchange, ctx: Context, out: Comparison
+) -> None:
     where = f"header {name}"
     before, after = sf_list(was), sf_list(now)
     if (before is None) != (after is None):
@@ -345,6 +393,7 @@ def _compare_structured(name: str, was: str, now: str, out: Comparison) -> None:
             where,
             f"{was} (structured field: {before is not None})",
             f"{now} (structured field: {after is not None})",
+            attribution.cannot("header-format"),
         )
         return
     if before is None or after is None:
@@ -353,16 +402,20 @@ def _compare_structured(name: str, was: str, now: str, out: Comparison) -> None:
         out.ignore("rate-limit-state", "header ratelimit r and t (compared by syntax)")
         shape = [(item, sorted(params)) for item, params in before]
         if shape != [(item, sorted(params)) for item, params in after]:
-            out.differ("header-format", where, was, now, attribution.RATELIMIT_DRAFT)
+            out.differ(
+                "header-format", where, was, now, attribution.setting(attribution.RATELIMIT_DRAFT)
+            )
     elif before != after:
-        out.differ("header-value", where, was, now, attribution.PLAN)
+        out.differ(
+            "header-value", where, was, now, attribution.header_value(name, ex, was, now, ctx)
+        )
 
 
 # -- bodies -----------------------------------------------------------------------
 
 
 def _compare_bodies(
-    request: Request, recorded: Side, mock: Side, error_codes: dict[str, str], out: Comparison
+    ex: Exchange, sent_body: Any, recorded: Side, mock: Side, ctx: Context, out: Comparison
 ) -> None:
     if recorded.truncated:
         out.ignore("transport", "bodies the recording cut short (journal body_bytes)")
@@ -377,11 +430,14 @@ def _compare_bodies(
             "body",
             "JSON" if was_json else f"not JSON ({recorded.body[:60]!r})",
             "JSON" if now_json else f"not JSON ({mock.body[:60]!r})",
+            attribution.cannot("error-body-shape")
+            if recorded.status >= 400
+            else attribution.cannot("unexplained"),
         )
         return
     if not was_json:
         return
-    pointer = schema_pointer(request.operation, recorded.status)
+    pointer = schema_pointer(ex.operation, recorded.status)
     if pointer is not None and recorded.status == mock.status:
         before = conformance(pointer, recorded.body, was)
         after = conformance(pointer, mock.body, now)
@@ -394,37 +450,55 @@ def _compare_bodies(
                 + (f": {before}" if before else ""),
                 f"{'matches' if after is None else 'does not match'} {schema}"
                 + (f": {after}" if after else ""),
+                attribution.cannot("error-body-shape" if recorded.status >= 400 else "pet-fields"),
             )
     if isinstance(was, dict) and isinstance(now, dict):
         if recorded.status >= 400 and mock.status >= 400:
-            _compare_errors(request, recorded, mock, was, now, error_codes, out)
-        elif request.operation in ("createPet", "getPet"):
-            _compare_pet(request, was, now, out)
-    elif isinstance(was, list) and isinstance(now, list) and request.operation == "listPets":
-        _compare_lists(request, was, now, out)
+            _compare_errors(ex, recorded, mock, was, now, ctx, out)
+        elif ex.operation in ("createPet", "getPet"):
+            _compare_pet(sent_body, was, now, out)
+    elif isinstance(was, list) and isinstance(now, list) and ex.operation == "listPets":
+        _compare_lists(ex, was, now, ctx, out)
 
 
 def _compare_errors(
-    request: Request,
+    ex: Exchange,
     recorded: Side,
     mock: Side,
     was: dict[str, Any],
     now: dict[str, Any],
-    error_codes: dict[str, str],
+    ctx: Context,
     out: Comparison,
 ) -> None:
     if was.get("code") != now.get("code"):
-        condition = attribution.condition_of(
-            request.operation, request.has_authorization, mock.status, now, error_codes
+        out.differ(
+            "error-code",
+            "body.code",
+            was.get("code"),
+            now.get("code"),
+            attribution.error_code(ex, was.get("code"), ctx),
         )
-        setting = attribution.error_code_setting(condition)
-        out.differ("error-code", "body.code", was.get("code"), now.get("code"), setting)
     if (was.get("status") == recorded.status) != (now.get("status") == mock.status):
-        out.differ("body-field", "body.status", was.get("status"), now.get("status"))
+        out.differ(
+            "body-field",
+            "body.status",
+            was.get("status"),
+            now.get("status"),
+            attribution.cannot("error-status-field"),
+        )
     if "message" in was and "message" in now:
         out.ignore("per-run-values", "Error message wording (compared as a string)")
         if isinstance(was["message"], str) != isinstance(now["message"], str):
-            out.differ("body-field", "body.message", was["message"], now["message"])
+            out.differ(
+                "body-field",
+                "body.message",
+                was["message"],
+                now["message"],
+                attribution.cannot("message-type"),
+            )
+    request_id = next(
+        (recorded.header(name) for name in ctx.request_ids if recorded.header(name)), None
+    )
     for name in sorted((was.keys() | now.keys()) - {"code", "message", "status"}):
         if (name in was) != (name in now):
             out.differ(
@@ -432,37 +506,41 @@ def _compare_errors(
                 f"body.{name}",
                 "present" if name in was else "absent",
                 "present" if name in now else "absent",
+                attribution.error_field(name, ex, was.get(name), name in was, request_id, ctx),
+            )
+        else:
+            out.ignore(
+                "per-run-values",
+                "Error fields beyond code, message and status (compared by presence)",
             )
 
 
-def _compare_pet(
-    request: Request, was: dict[str, Any], now: dict[str, Any], out: Comparison
-) -> None:
+def _compare_pet(sent_body: Any, was: dict[str, Any], now: dict[str, Any], out: Comparison) -> None:
     out.ignore("store-dependent", "pet ids (compared as integers)")
-    sent = request.sent_body if isinstance(request.sent_body, dict) else {}
+    sent = sent_body if isinstance(sent_body, dict) else {}
     for name in sorted((was.keys() | now.keys()) - {"id"}):
-        if name == "status" and "status" not in sent:
-            setting: str | None = attribution.DEFAULT_STATUS
-        elif name not in _PET_FIELDS:
-            setting = attribution.UNKNOWN_FIELDS
-        else:
-            setting = None
+        cause = attribution.pet_field(name, sent, was.get(name), _PET_FIELDS)
         if (name in was) != (name in now):
             out.differ(
                 "body-field",
                 f"body.{name}",
                 json.dumps(was[name]) if name in was else "absent",
                 json.dumps(now[name]) if name in now else "absent",
-                setting,
+                cause,
             )
         elif was[name] != now[name]:
-            out.differ("body-field", f"body.{name}", was[name], now[name], setting)
+            out.differ("body-field", f"body.{name}", was[name], now[name], cause)
     if isinstance(was.get("id"), int) != isinstance(now.get("id"), int):
-        out.differ("body-field", "body.id", was.get("id"), now.get("id"))
+        out.differ(
+            "body-field", "body.id", was.get("id"), now.get("id"), attribution.cannot("pet-fields")
+        )
 
 
-def _order(items: list[Any]) -> str:
+def _order(items: list[Any], mapped: dict[int, int] | None = None) -> str:
     ids = [item.get("id") for item in items if isinstance(item, dict)]
+    if mapped:
+        # The provider's ids of pets created during the recording, as the mock gave them.
+        ids = [mapped.get(i, i) if isinstance(i, int) else i for i in ids]
     if len(ids) < 2 or not all(isinstance(i, int) for i in ids):
         return "any"
     if ids == sorted(ids):
@@ -472,13 +550,17 @@ def _order(items: list[Any]) -> str:
     return "unordered"
 
 
-def _compare_lists(request: Request, was: list[Any], now: list[Any], out: Comparison) -> None:
+def _compare_lists(
+    ex: Exchange, was: list[Any], now: list[Any], ctx: Context, out: Comparison
+) -> None:
     out.ignore("store-dependent", "list contents and lengths (compared by shape)")
-    order_was, order_now = _order(was), _order(now)
+    order_was, order_now = _order(was, ctx.ids), _order(now)
     if "any" not in (order_was, order_now) and order_was != order_now:
-        out.differ("list-order", "list order", order_was, order_now)
+        out.differ(
+            "list-order", "list order", order_was, order_now, attribution.list_order(order_was)
+        )
     limit = _LIST_LIMIT_DEFAULT
-    raw = request.query.get("limit")
+    raw = ex.facts.query.get("limit")
     if raw and raw[0].isdigit():
         limit = int(raw[0])
     if (len(was) <= limit) != (len(now) <= limit):
@@ -487,8 +569,9 @@ def _compare_lists(request: Request, was: list[Any], now: list[Any], out: Compar
             "list length",
             f"{len(was)} (limit {limit})",
             f"{len(now)} (limit {limit})",
+            attribution.list_limit(ex.facts),
         )
-    wanted = request.query.get("status")
+    wanted = ex.facts.query.get("status")
     if wanted:
         kept_was = all(isinstance(p, dict) and p.get("status") == wanted[0] for p in was)
         kept_now = all(isinstance(p, dict) and p.get("status") == wanted[0] for p in now)
@@ -498,4 +581,5 @@ def _compare_lists(request: Request, was: list[Any], now: list[Any], out: Compar
                 "list status filter",
                 "honoured" if kept_was else "not honoured",
                 "honoured" if kept_now else "not honoured",
+                attribution.cannot("list-filter"),
             )

@@ -63,7 +63,7 @@ def conformance(pointer: str, body: bytes, value: Any) -> str | None:
             found = conformance(items, text, item)
             problem = f"[{index}] {found}" if found else None
     else:
-        problem = _first_problem(_inlined(pointer), value, "")
+        problem = _first_problem(inlined(pointer), value, "")
     if len(_conformance_cache) > _CACHE_LIMIT:
         _conformance_cache.clear()
     _conformance_cache[cache_key] = problem
@@ -77,7 +77,7 @@ def _first_problem(validator: Any, value: Any, root: str) -> str | None:
 
 
 @lru_cache(maxsize=64)
-def _inlined(pointer: str) -> Any:
+def inlined(pointer: str) -> Any:
     """A validator for the document's schema at ``pointer`` with every ``$ref`` inlined.
 
     The same schema, compiled without references: resolving them is most of

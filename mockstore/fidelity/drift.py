@@ -29,22 +29,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl
 
-from mockstore.fidelity.compare import RULES, Discrepancy, Request, Side, compare
-from mockstore.fidelity.formats import sf_list
-from mockstore.fidelity.recording import Recording, recording_of
+from mockstore.errors import VALIDATION_CONDITIONS
+from mockstore.fidelity import attribution
+from mockstore.fidelity.attribution import Context, Exchange
+from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
+from mockstore.fidelity.evidence import CALLER_STATUSES, Seen, pets_before, read, recorded_base
+from mockstore.fidelity.formats import is_id, sf_list
+from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
 from mockstore.keys import is_alias, key_alias, key_bucket
 from mockstore.reports.har import Recorded
 from mockstore.routing import Router
 from mockstore.scenario import Scenario
-from mockstore.schemas import errors_of, operations, schema_validator
+from mockstore.schemas import operations
 from mockstore.validation import loads_bounded
 
 ROUTER = Router(operations().values())
@@ -61,6 +65,8 @@ NOT_ANSWERED = frozenset(
         "not_forwarded",
     }
 )
+# Header names that say they carry a request id, when a recording has one answer only.
+_ID_NAME = re.compile(r"(request|trace|correlation|span)[-_]?id|-id$")
 
 # Answers that depend on what a body holds, not only on its size.
 _READ_THE_BODY = frozenset({400, 415, 422})
@@ -81,14 +87,42 @@ class DriftReport:
     # (entry, request, operation) of every compared exchange, in order.
     cases: list[tuple[int, str, str | None]] = field(default_factory=list)
 
+    rules: list[tuple[str, str]] = field(default_factory=list)  # (drift.accept[i], reason)
+
     @property
     def drift(self) -> bool:
         return bool(self.differences)
 
-    def summary(self) -> list[tuple[tuple[str, str, str | None], int]]:
-        """How often each (kind, where, setting) differs, most frequent first."""
-        counts = Counter((d.kind, d.where, d.setting) for d in self.differences)
+    def nothing_compared(self) -> str | None:
+        """Why no exchange was compared (a sentence), or None when one was."""
+        if self.compared:
+            return None
+        if not self.exchanges:
+            return f"{self.source} holds no exchange: nothing to compare"
+        reasons = Counter(reason for _, _, reason in self.skipped)
+        shown = "; ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+        return (
+            f"none of the {self.exchanges} exchange(s) of {self.source} could be compared"
+            + (f" ({shown})" if shown else "")
+            + ": a recording made while the upstream was down, or cut short, says nothing "
+            "about it"
+        )
+
+    def causes(self) -> Counter[str]:
+        """How many differences each cause has (accepted ones included)."""
+        return Counter(d.cause for d in [*self.differences, *self.accepted])
+
+    def summary(self) -> list[tuple[tuple[str, str, str, str | None, str | None], int]]:
+        """How often each (kind, where, cause, setting, reason) differs, most frequent first."""
+        counts = Counter((d.kind, d.where, d.cause, d.setting, d.reason) for d in self.differences)
         return sorted(counts.items(), key=lambda item: (-item[1], item[0][0], item[0][1]))
+
+    def hidden(self) -> list[tuple[str, str, list[Discrepancy]]]:
+        """Each accept rule of the scenario, its reason, and what it hid."""
+        return [
+            (rule, reason, [d for d in self.accepted if d.accepted_by == rule])
+            for rule, reason in self.rules
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,11 +132,23 @@ class DriftReport:
             "exchanges": self.exchanges,
             "compared": self.compared,
             "differences": [d.to_dict() for d in self.differences],
+            "causes": dict(sorted(self.causes().items())),
             "summary": [
-                {"kind": kind, "where": where, "setting": setting, "count": count}
-                for (kind, where, setting), count in self.summary()
+                {
+                    "kind": kind,
+                    "where": where,
+                    "cause": cause,
+                    "setting": setting,
+                    "reason": reason,
+                    "count": count,
+                }
+                for (kind, where, cause, setting, reason), count in self.summary()
             ],
             "accepted": [d.to_dict() for d in self.accepted],
+            "accept_rules": [
+                {"rule": rule, "reason": reason, "hid": [d.entry for d in hid], "count": len(hid)}
+                for rule, reason, hid in self.hidden()
+            ],
             "ignored": [
                 {"rule": rule, "what": what, "why": RULES[rule], "count": count}
                 for (rule, what), count in sorted(self.ignored.items())
@@ -124,36 +170,6 @@ def _json(body: bytes) -> Any:
         return loads_bounded(body)
     except ValueError:
         return None
-
-
-def pets_before(recorded: list[Recorded], operation_of: list[str | None]) -> dict[int, dict]:
-    """Pets the recording shows existed before it: listed or fetched, never created in it."""
-    created = set()
-    for item, operation in zip(recorded, operation_of, strict=True):
-        if operation == "createPet" and 200 <= item.status < 300:
-            body = _json(item.response_body)
-            if isinstance(body, dict) and isinstance(body.get("id"), int):
-                created.add(body["id"])
-    validator = schema_validator("Pet")
-    seen: dict[int, dict] = {}
-    for item, operation in zip(recorded, operation_of, strict=True):
-        if not 200 <= item.status < 300 or item.response_truncated:
-            continue
-        body = _json(item.response_body)
-        if operation == "listPets" and isinstance(body, list):
-            found = body
-        elif operation == "getPet" and isinstance(body, dict):
-            found = [body]
-        else:
-            continue
-        for pet in found:
-            if not isinstance(pet, dict) or not isinstance(pet.get("id"), int):
-                continue
-            if pet["id"] in created or pet["id"] in seen:
-                continue
-            if next(errors_of(validator, pet), None) is None:
-                seen[pet["id"]] = pet
-    return seen
 
 
 def spent_before(item: Recorded, per_minute: int, per_day: int) -> tuple[int, int] | None:
@@ -198,28 +214,42 @@ def drift(
 ) -> DriftReport:
     """Compare a recording (or a HAR document) with ``scenario``.
 
-    Raises ``HarError`` for a document that is not a HAR.
+    Raises ``HarError`` for a document that is not a HAR, ``InputError`` for one
+    whose paths name no operation under any base path.
     """
     if not isinstance(recording, Recording):
         recording = recording_of(recording, source)
     recorded, meta = recording.exchanges, recording.meta
     report = DriftReport(recording.source, scenario.name, len(recorded))
+    report.rules = [
+        (f"drift.accept[{index}]", accept.reason)
+        for index, accept in enumerate(scenario.drift_accept)
+    ]
     if meta.get("dropped"):
         report.warnings.append(
             f"the recording had dropped {meta['dropped']} older exchanges: it starts mid-session"
         )
-    recorded_base = str(meta.get("base_path") or scenario.base_path)
     base = scenario.base_path
+    found = recorded_base(recording) if recorded else base
+    if found is None:
+        raise InputError(
+            f"{recording.source}: no path of its {len(recorded)} exchange(s) names an operation "
+            "of the Pet Store under any base path: not a recording of this API"
+        )
+    if found != base:
+        report.warnings.append(
+            f"the recording was made under the base path {found or '/'}; its paths are "
+            f"compared as if under the scenario's, {base or '/'}"
+        )
     paths = [
-        base + item.path[len(recorded_base) :]
-        if item.path.startswith(recorded_base + "/")
-        else item.path
+        base + item.path[len(found) :] if item.path.startswith(found + "/") else item.path
         for item in recorded
     ]
     operation_of = [_operation(r.method, p, base)[0] for r, p in zip(recorded, paths, strict=True)]
 
     tokens = Tokens(scenario)
-    # Keys the upstream accepted (some answer other than 401) that the scenario lacks.
+    # Keys the upstream accepted (some answer about the request, not about the caller's
+    # key or allowance) that the scenario lacks.
     unknown = sorted(
         {
             t
@@ -227,7 +257,8 @@ def drift(
             if (t := bearer(r.headers))
             and is_alias(t)
             and t not in tokens.known
-            and r.status != 401
+            and r.status not in CALLER_STATUSES
+            and r.status != 0
         }
     )
     for alias in unknown:
@@ -244,6 +275,9 @@ def drift(
         # recording's: generating after the recording's ids would shift the generated ones.
         kept = [p for p in scenario.initial_pets() if p["id"] not in before]
         pets = tuple(sorted([*kept, *before.values()], key=lambda p: p["id"]))
+        if scenario.behaviour.list_order == "insertion":
+            # The recording's pets in the order it first listed them, then the scenario's.
+            pets = (*before.values(), *kept)
         replayed = dataclasses.replace(scenario, pets=pets, generate_pets=0)
         shown = ", ".join(str(i) for i in sorted(before)[:10]) + (
             " ..." if len(before) > 10 else ""
@@ -255,12 +289,13 @@ def drift(
     # The mock's own journal would only cost time: drift reads the answers directly.
     replayed = dataclasses.replace(replayed, journal_size=0)
     replayer = Replayer(replayed, recorded, tokens)
-    answers = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
+    answers, created = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
 
-    error_codes = dict(scenario.behaviour.error_codes)
-    for index, (item, path, operation) in enumerate(
-        zip(recorded, paths, operation_of, strict=True)
-    ):
+    known = frozenset(alias for alias in tokens.known if is_alias(alias))
+    seen = {s.index: s for s in read(recording, found, known)}
+    context = _context(scenario, list(seen.values()))
+    context.ids = {int(was): int(now) for was, now in created.items()}
+    for index, (item, operation) in enumerate(zip(recorded, operation_of, strict=True)):
         answer = answers.get(index)
         if answer is None:
             continue
@@ -274,22 +309,12 @@ def drift(
                     "connection",
                     f"a {item.status} answer",
                     f"broken ({answer.error})",
-                    None,
+                    reason="connection",
                     **where,
                 )
             )
             continue
-        query: dict[str, list[str]] = {}
-        for name, value in parse_qsl(item.query, keep_blank_values=True):
-            query.setdefault(name, []).append(value)
-        request = Request(
-            method=item.method,
-            path=path,
-            query=query,
-            operation=operation,
-            sent_body=_json(item.body) if item.body else None,
-            has_authorization=any(n.lower() == "authorization" for n, _ in item.headers),
-        )
+        exchange = _attributed(seen[index], answer, scenario, tokens)
         was = Side(
             item.status,
             _grouped(item.response_headers),
@@ -297,10 +322,10 @@ def drift(
             item.response_truncated,
         )
         now = Side(answer.status, _grouped(answer.headers), answer.body)
-        outcome = compare(request, was, now, error_codes)
+        outcome = compare(exchange, _json(item.body) if item.body else None, was, now, context)
         report.ignored.update(outcome.ignored)
-        for found in outcome.differences:
-            discrepancy = dataclasses.replace(found, **where)
+        for found_difference in outcome.differences:
+            discrepancy = dataclasses.replace(found_difference, **where)
             accepted = _accepted(scenario, discrepancy)
             if accepted is not None:
                 discrepancy.accepted_by = accepted
@@ -309,6 +334,81 @@ def drift(
             else:
                 report.differences.append(discrepancy)
     return report
+
+
+def _context(scenario: Scenario, seen: list[Seen]) -> Context:
+    """What the whole recording says, for attribution: constant headers, request ids."""
+    values: dict[str, set[str]] = {}
+    names: dict[str, str] = {}
+    deprecation_seen = False
+    for s in seen:
+        for name, value in s.item.response_headers:
+            lowered = name.lower()
+            names.setdefault(lowered, name)
+            values.setdefault(lowered, set()).add(value)
+        if s.facts.operation == "getPet" and "deprecation" in s.headers:
+            deprecation_seen = True
+    constants = {name: next(iter(v)) if len(v) == 1 else None for name, v in values.items()}
+    request_ids = frozenset(
+        name
+        for name, v in values.items()
+        if all(is_id(value) for value in v)
+        and (len(v) > 1 or _ID_NAME.search(name))
+        and name not in attribution.MANAGED
+    )
+    rules = {
+        name: found
+        for name in values
+        if name not in attribution.MANAGED and name not in request_ids
+        if (found := attribution.header_rules(name, seen)) is not None
+    }
+    validation = {
+        s.status for s in seen if s.condition in VALIDATION_CONDITIONS and s.status in (400, 422)
+    }
+    return Context(
+        scenario,
+        constants,
+        names,
+        rules,
+        deprecation_seen,
+        request_ids,
+        frozenset(validation),
+    )
+
+
+def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens) -> Exchange:
+    """The exchange as attribution reads it: the request's facts, both answers, the caller."""
+    body = _json(answer.body) if answer.body else None
+    code = body.get("code") if isinstance(body, dict) else None
+    ban_status = scenario.ban.status if scenario.ban else None
+    mock_condition = attribution.condition_of_answer(
+        seen.facts, answer.status, code if isinstance(code, str) else None, scenario.behaviour,
+        ban_status,
+    )  # fmt: skip
+    if seen.item.method == "HEAD" and answer.status == 405:
+        mock_condition = "method_not_allowed"
+    token = bearer(seen.item.headers)
+    key = tokens.known.get(token) if token is not None else None
+    spec = next((k for k in scenario.keys if k.key == key), None)
+    if spec is not None:
+        plan = scenario.plans.get(spec.plan)
+    else:
+        plan = scenario.plans.get(scenario.anonymous_plan)
+    return Exchange(
+        method=seen.item.method,
+        facts=seen.facts,
+        recorded_condition=seen.condition,
+        mock_condition=mock_condition,
+        recorded_status=seen.status,
+        mock_status=answer.status,
+        plan=plan,
+        key=spec.key if spec is not None else None,
+        authenticated=spec is not None and seen.keyed,
+        run_position=seen.run_position,
+        run_length=seen.run_length,
+        ban_after=seen.ban_after,
+        header_offset=seen.header_offset,
+    )
 
 
 def _exchange(index: int, item: Recorded, operation: str | None) -> dict[str, Any]:
@@ -350,8 +450,11 @@ async def _replay(
     operation_of: list[str | None],
     report: DriftReport,
     meta: dict[str, Any],
-) -> dict[int, Replayed]:
-    """Send each request the upstream answered, at its recorded instant; the answers by index."""
+) -> tuple[dict[int, Replayed], dict[str, str]]:
+    """Send each request the upstream answered, at its recorded instant.
+
+    The answers by index, and the ids of the pets created (the recorded one -> the mock's).
+    """
     # Keys a mock session issued through its control API (a HAR of mockstore's journal).
     report.warnings.extend(await replayer.issue(meta.get("issued_keys") or []))
     tokens = replayer.tokens
@@ -410,7 +513,7 @@ async def _replay(
             f"store-dependent: {len(created)} pet(s) created during the recording got ids of "
             "the mock's own; later requests for them were sent with those ids"
         )
-    return answers
+    return answers, created
 
 
 def _declared_size(item: Recorded) -> int | None:
@@ -467,14 +570,13 @@ def render_text(report: DriftReport) -> str:
             who = f"; key {d.key}" if d.key else ""
             rid = f"; {d.request_id}" if d.request_id else ""
             lines.append(f"#{d.entry} {d.request} -> {d.status}{who}{rid}")
-        setting = f"  [{d.setting}]" if d.setting else "  [no scenario setting]"
-        lines.append(f"  {d.kind} {d.where}: recorded {d.recorded}, mock {d.mock}{setting}")
-    if report.accepted:
-        lines.append("accepted (the scenario's drift.accept):")
-        for d in report.accepted:
+        lines.append(f"  {d.kind} {d.where}: recorded {d.recorded}, mock {d.mock}  {d.explained()}")
+    for rule, reason, hid in report.hidden():
+        lines.append(f"{rule} ({reason}) hid {len(hid)} difference(s)")
+        for d in hid:
             lines.append(
                 f"  #{d.entry} {d.request}: {d.kind} {d.where}: recorded {d.recorded}, "
-                f"mock {d.mock} ({d.accepted_by})"
+                f"mock {d.mock}"
             )
     if report.ignored:
         lines.append("compared by kind, not by value:")
@@ -484,16 +586,24 @@ def render_text(report: DriftReport) -> str:
         lines.append(f"skipped #{entry} {request}: {reason}")
     if report.differences:
         lines.append("by what differs:")
-        for (kind, where, setting), count in report.summary():
-            lines.append(f"  {count}x {kind} {where}  [{setting or 'no scenario setting'}]")
+        for (kind, where, _, setting, reason), count in report.summary():
+            shown = f"[{setting}]" if setting else f"[not expressible: {reason}]"
+            lines.append(f"  {count}x {kind} {where}  {shown}")
     entries = len({d.entry for d in report.differences})
+    causes = report.causes()
+    by_cause = ", ".join(
+        f"{causes[c]} {c}" for c in ("setting", "not_expressible", "accepted") if causes[c]
+    )
     if report.drift:
         lines.append(
             f"drift: {len(report.differences)} difference(s) in {entries} of "
-            f"{report.compared} compared exchange(s)"
+            f"{report.compared} compared exchange(s) ({by_cause})"
         )
     else:
-        lines.append(f"no drift: {report.compared} exchange(s) compared")
+        lines.append(
+            f"no drift: {report.compared} exchange(s) compared"
+            + (f" ({by_cause})" if by_cause else "")
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -528,8 +638,7 @@ def render_junit(report: DriftReport, now: datetime | None = None) -> str:
                 case, "failure", message=f"{len(found)} difference(s)", type="drift"
             )
             failure.text = "\n".join(
-                f"{d.kind} {d.where}: recorded {d.recorded}, mock {d.mock}"
-                + (f" [{d.setting}]" if d.setting else " [no scenario setting]")
+                f"{d.kind} {d.where}: recorded {d.recorded}, mock {d.mock} {d.explained()}"
                 for d in found
             )
     for entry, request, reason in report.skipped:

@@ -26,14 +26,52 @@ def http_date(text: str) -> float | None:
 
 
 def reset_kind(value: str) -> str:
-    """``X-RateLimit-Reset``: ``epoch`` (a Unix time), ``delta`` (seconds from now) or ``invalid``.
+    """``X-RateLimit-Reset`` by unit: ``epoch`` (Unix seconds), ``epoch-ms`` (Unix
+    milliseconds), ``delta`` (seconds from now) or ``invalid``.
 
-    A window is at most a day, so a count of seconds is below 10^9 and a Unix
-    time of this century is above it.
+    A window is at most a day, so a count of seconds is below 10^9, a Unix time
+    in seconds of this century is above it (and below 10^11, the year 5138), and
+    one in milliseconds above 10^12 (September 2001).
     """
-    if not re.fullmatch(r"[0-9]+", value.strip()):
+    text = value.strip()
+    if not re.fullmatch(r"[0-9]+", text):
         return "invalid"
-    return "epoch" if int(value) >= 1_000_000_000 else "delta"
+    number = int(text)
+    if number >= 1_000_000_000_000:
+        return "epoch-ms"
+    return "epoch" if number >= 1_000_000_000 else "delta"
+
+
+_UUID = re.compile(
+    r"(.*?)([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+)
+_HEX = re.compile(r"(.*?)([0-9a-fA-F]{32})")
+_COUNTER = re.compile(r"(|.*[^0-9])([0-9]{6,})")
+
+
+def id_form(value: str) -> tuple[str, str | None]:
+    """A request id's prefix and kind: ``uuid``, ``hex`` (32 digits) or ``counter`` (6+ digits).
+
+    ``req-000042`` is ``("req-", "counter")``; a kind none of those is None.
+    """
+    text = value.strip()
+    for kind, pattern in (("uuid", _UUID), ("hex", _HEX), ("counter", _COUNTER)):
+        match = pattern.fullmatch(text)
+        if match is not None:
+            return match.group(1), kind
+    return "", None
+
+
+_ID_PREFIX = re.compile(r"[A-Za-z]{0,12}[-_.:]?")
+
+
+def is_id(value: str) -> bool:
+    """A value that looks like a per-answer id: an ``id_form`` behind a short word prefix.
+
+    ``req-000042`` and a UUID are ids; ``max-age=63072000`` is not.
+    """
+    prefix, kind = id_form(value)
+    return kind is not None and _ID_PREFIX.fullmatch(prefix) is not None
 
 
 def retry_after_kind(value: str) -> str:

@@ -145,6 +145,8 @@ class Tokens:
         for spec in scenario.keys:
             self.known[key_alias(spec.key)] = spec.key
             self.known[spec.key] = spec.key
+            if spec.recorded_as is not None:
+                self.known[spec.recorded_as] = spec.key
         self.scenario_keys = frozenset(spec.key for spec in scenario.keys)
         self._fresh = 0
 
@@ -182,8 +184,10 @@ def plan_for(key: dict[str, Any], scenario: Scenario) -> str | dict[str, int]:
     name = key.get("plan")
     plan = scenario.plans.get(name) if isinstance(name, str) else None
     minute, day = key.get("per_minute"), key.get("per_day")
-    if plan is not None and (minute is None or (plan.per_minute, plan.per_day) == (minute, day)):
+    if plan is not None and (minute is None or (plan.per_minute, plan.day) == (minute, day)):
         return plan.name
+    if minute is not None and day is None:
+        return {"per_minute": int(minute)}  # a plan without a day allowance
     return {"per_minute": int(minute or 60), "per_day": int(day or 1000)}
 
 

@@ -78,6 +78,8 @@ NOT_PER_OPERATION: dict[str, str] = {
     "headers_too_large": "the head is over the limit: answered by the server, never journaled",
     "server_busy": "no connection is free: answered by the server, never journaled",
     "internal_error": "a bug in mockstore, on any operation: not a response to cover",
+    "unknown_field": "only a scenario whose provider refuses unknown NewPet fields sends it "
+    "(behaviour.unknown_fields: refuse)",
     "memory_budget": "the mock's own memory is full (--memory-budget): not the service's answer",
 }
 

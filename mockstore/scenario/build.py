@@ -19,7 +19,7 @@ from typing import Any
 from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
-from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
+from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -84,6 +84,28 @@ def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
     return scenario
 
 
+# Headers mockstore writes on every answer (or some), and the setting that decides each:
+# a constant header (behaviour.headers) may not name one.
+_WRITTEN = {
+    "content-type": "behaviour.content_type",
+    "content-length": "the body",
+    "transfer-encoding": "the server",
+    "connection": "the server",
+    "date": "the scenario clock",
+    "x-ratelimit-limit": "plans",
+    "x-ratelimit-remaining": "plans",
+    "x-ratelimit-reset": "behaviour.ratelimit_reset",
+    "retry-after": "behaviour.retry_after",
+    "ratelimit": "behaviour.ratelimit_draft_headers",
+    "ratelimit-policy": "behaviour.ratelimit_draft_headers",
+    "www-authenticate": "behaviour.www_authenticate",
+    "deprecation": "behaviour.deprecation_format",
+    "sunset": "behaviour.sunset_header",
+    "link": "behaviour.deprecation_link",
+    "location": "behaviour.location",
+    "etag": "behaviour.etag",
+    "allow": "behaviour.serve_head",
+}
 # Headers that frame the message: the server derives them, a scenario may not.
 _FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -149,6 +171,7 @@ class _Builder:
         base_path = self.get(("base_path",))
         if is_control_path(base_path):
             self.problem(("base_path",), f"must not be under {CONTROL_PREFIX} (the control API)")
+        self._check_profile()
         start_text = self.get(("clock", "start"), None)
         start = parse_time(start_text) if start_text is not None else None
         mode = self.get(("clock", "mode"))
@@ -159,6 +182,7 @@ class _Builder:
                 within_seconds=self.get(("ban", "within_seconds")),
                 duration_seconds=self.get(("ban", "duration_seconds")),
                 status=self.get(("ban", "status")),
+                trigger=self.get(("ban", "trigger")),
             )
         key_names = set(self._key_names())
         faults = []
@@ -200,6 +224,47 @@ class _Builder:
             file=self.file,
         )
 
+    def _check_profile(self) -> None:
+        """What the schema cannot say of a provider's profile (``behaviour``)."""
+        request_id = self.get(("behaviour", "request_id", "header"))
+        written = dict(_WRITTEN)
+        if isinstance(request_id, str):
+            written[request_id.lower()] = "behaviour.request_id"
+        for index, rule in self._behaviour_items("headers"):
+            name = rule.get("name")
+            if isinstance(name, str) and name.lower() in written:
+                self.problem(
+                    ("behaviour", "headers", index, "name"),
+                    f"mockstore writes {name} itself: set it with {written[name.lower()]}",
+                )
+        for index, item in self._behaviour_items("error_fields"):
+            if item.get("name") in ("code", "message", "status"):
+                self.problem(
+                    ("behaviour", "error_fields", index, "name"),
+                    f"{item['name']!r} is one of the Error's own fields (code, message, status)",
+                )
+        banned = self.get(("behaviour", "retry_after_banned"))
+        if banned == "none" and self.get(("ban", "status")) == 429:
+            self.problem(
+                ("behaviour", "retry_after_banned"),
+                "a 429 carries Retry-After: 'none' needs ban.status other than 429",
+            )
+        link = self.get(("behaviour", "deprecation_link"))
+        if isinstance(link, str):
+            unknown = sorted(set(re.findall(r"\{([^{}]*)\}", link)) - {"successor"})
+            if unknown:
+                self.problem(
+                    ("behaviour", "deprecation_link"),
+                    f"{{{unknown[0]}}} names nothing: {{successor}} is the only placeholder",
+                )
+
+    def _behaviour_items(self, name: str) -> list[tuple[int, dict[str, Any]]]:
+        behaviour = self.data.get("behaviour")
+        items = behaviour.get(name) if isinstance(behaviour, dict) else None
+        if not isinstance(items, list):
+            return []
+        return [(index, raw) for index, raw in enumerate(items) if isinstance(raw, dict)]
+
     def _drift_accept(self) -> tuple[DriftAccept, ...]:
         drift = self.data.get("drift")
         if not isinstance(drift, dict) or not self.clean(("drift",)):
@@ -239,7 +304,7 @@ class _Builder:
         if isinstance(raw_plans, dict):
             for name, raw in raw_plans.items():
                 if self.clean(("plans", name)):
-                    plans[name] = Plan(name, raw["per_minute"], raw["per_day"])
+                    plans[name] = Plan(name, raw["per_minute"], raw.get("per_day", NO_DAY))
                 else:
                     # Refused by the schema, but named: keys using it are not "unknown".
                     plans[name] = Plan(name, 1, 1)
@@ -279,7 +344,9 @@ class _Builder:
             plan_value = raw["plan"]
             if isinstance(plan_value, dict):
                 plan_name = f"custom:{key}"
-                plans[plan_name] = Plan(plan_name, plan_value["per_minute"], plan_value["per_day"])
+                plans[plan_name] = Plan(
+                    plan_name, plan_value["per_minute"], plan_value.get("per_day", NO_DAY)
+                )
             plan = plans[plan_name]
             used = raw.get("used", {})
             minute, day = used.get("minute", 0), used.get("day", used.get("minute", 0))
@@ -295,7 +362,9 @@ class _Builder:
                 )
             if minute > day:
                 self.problem((*path, "used"), f"minute ({minute}) cannot exceed day ({day})")
-            keys.append(KeySpec(key, plan_name, raw.get("tenant", key), minute, day))
+            keys.append(
+                KeySpec(key, plan_name, raw.get("tenant", key), minute, day, raw.get("recorded_as"))
+            )
         return keys
 
     def _pets(self) -> list[dict[str, Any]]:
@@ -351,8 +420,10 @@ class _Builder:
 
     @staticmethod
     def _default(name: str) -> Any:
-        # error_codes has a default per condition, not one for the whole mapping.
-        return {} if name == "error_codes" else schema_default("behaviour", name)
+        # A mapping (error_codes, request_id, ...) has a default per entry, not one
+        # for the whole mapping.
+        spec = scenario_schema()["properties"]["behaviour"]["properties"][name]
+        return spec.get("default", {})
 
     def _check_reply(self, raw: Any, path: Path) -> None:
         """An error status needs an Error body whose status matches (unless raw)."""

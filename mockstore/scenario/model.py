@@ -33,23 +33,122 @@ def _default_error_codes() -> tuple[tuple[str, str], ...]:
 DEFAULT_ERROR_CODES = _default_error_codes()
 
 
+@dataclass(frozen=True, slots=True)
+class RequestIdFormat:
+    """``behaviour.request_id``: the header carrying each answer's request id, and its form."""
+
+    header: str | None
+    format: str  # counter | uuid | hex
+    prefix: str
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderRule:
+    """One of ``behaviour.headers``: a constant header, on the answers it matches.
+
+    ``status`` is an exact status, ``status_class`` a hundred (4 for 4xx); None
+    matches any. The first rule of a name that matches an answer decides it.
+    """
+
+    name: str
+    value: str
+    status: int | None = None
+    status_class: int | None = None
+    operation: str | None = None
+
+    def matches(self, operation: str | None, status: int) -> bool:
+        return (
+            (self.status is None or self.status == status)
+            and (self.status_class is None or self.status_class == status // 100)
+            and (self.operation is None or self.operation == operation)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorField:
+    """One of ``behaviour.error_fields``: a field every (or some) Error body carries.
+
+    ``value`` is the constant (when ``generate`` is None); ``conditions`` the
+    conditions whose Error bodies carry it (None: every Error body).
+    """
+
+    name: str
+    value: Any = None
+    generate: str | None = None  # uuid | request_id | timestamp
+    conditions: frozenset[str] | None = None
+
+
+# The read operations HEAD may be served on (the GET operations of the document).
+HEAD_OPERATIONS: tuple[str, ...] = tuple(
+    _behaviour_schema()["serve_head"]["oneOf"][1]["items"]["enum"]
+)
+
+
+def _object_defaults(name: str) -> dict[str, Any]:
+    """The per-property defaults of an object setting, e.g. ``behaviour.request_id``."""
+    return {
+        child: spec["default"]
+        for child, spec in _behaviour_schema()[name]["properties"].items()
+        if "default" in spec
+    }
+
+
 def behaviour_value(name: str, value: Any) -> Any:
     """A ``behaviour`` setting as the scenario file gives it, as ``Behaviour`` holds it.
 
     Instants (the schema's ``date-time``) become Unix seconds, ``default_status:
-    omit`` becomes ``None``, and ``error_codes`` a ``(condition, code)`` pair for
-    every condition, in the schema's order; every other value is kept as it is.
+    omit`` becomes ``None``, ``error_codes`` a ``(condition, code)`` pair for
+    every condition (``www_authenticate`` likewise), ``error_statuses`` and
+    ``etag`` the pairs given, ``serve_head`` the operations that serve HEAD,
+    and the lists and objects their frozen types; every other value is kept
+    as it is.
     """
     if name == "error_codes":
         given = value if isinstance(value, dict) else {}
         return tuple(
             (condition, given.get(condition, code)) for condition, code in DEFAULT_ERROR_CODES
         )
+    if name in ("www_authenticate", "request_id"):
+        filled = {**_object_defaults(name), **(value if isinstance(value, dict) else {})}
+        if name == "request_id":
+            return RequestIdFormat(filled["header"], filled["format"], filled["prefix"])
+        return tuple(filled.items())
+    if name in ("error_statuses", "etag"):
+        given = value if isinstance(value, dict) else {}
+        order = list(_behaviour_schema()[name]["properties"])
+        return tuple(sorted(given.items(), key=lambda item: order.index(item[0])))
+    if name == "serve_head":
+        if value is True:
+            return frozenset(HEAD_OPERATIONS)
+        return frozenset(value or ())
+    if name == "headers":
+        return tuple(_header_rule(rule) for rule in value or ())
+    if name == "error_fields":
+        return tuple(
+            ErrorField(
+                field["name"],
+                field.get("value"),
+                field.get("generate"),
+                frozenset(field["conditions"]) if "conditions" in field else None,
+            )
+            for field in value or ()
+        )
     if name == "default_status":
         return None if value == "omit" else value
     if _behaviour_schema()[name].get("format") == "date-time":
         return parse_time(value)
     return value
+
+
+def _header_rule(raw: dict[str, Any]) -> HeaderRule:
+    status = raw.get("status")
+    return HeaderRule(
+        raw["name"],
+        raw["value"],
+        status if isinstance(status, int) else None,
+        int(status[0]) if isinstance(status, str) else None,
+        raw.get("operation"),
+    )
 
 
 def _default(name: str) -> Any:
@@ -59,6 +158,7 @@ def _default(name: str) -> Any:
 
 SUNSET: float = _default("sunset")
 DEPRECATED_SINCE: float = _default("deprecated_since")
+REQUEST_ID: RequestIdFormat = _default("request_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +177,31 @@ class Behaviour:
     # (condition, code) for every condition, in the schema's order.
     error_codes: tuple[tuple[str, str], ...] = DEFAULT_ERROR_CODES
     ratelimit_reset: str = _default("ratelimit_reset")
-    serve_head: bool = _default("serve_head")
+    # The read operations that serve HEAD.
+    serve_head: frozenset[str] = _default("serve_head")
     path_check: str = _default("path_check")
     unknown_fields: str = _default("unknown_fields")
+    content_type: str = _default("content_type")
+    request_id: RequestIdFormat = REQUEST_ID
+    headers: tuple[HeaderRule, ...] = ()
+    location: str = _default("location")
+    # (operation, strong | weak) for the reads that carry an ETag.
+    etag: tuple[tuple[str, str], ...] = ()
+    deprecation_format: str = _default("deprecation_format")
+    sunset_header: bool = _default("sunset_header")
+    deprecation_link: str | None = _default("deprecation_link")
+    deprecation_on: str = _default("deprecation_on")
+    # (condition, status) for the conditions a scenario answers with another status.
+    error_statuses: tuple[tuple[str, int], ...] = ()
+    error_fields: tuple[ErrorField, ...] = ()
+    # (condition, header value or None) for each 401 condition.
+    www_authenticate: tuple[tuple[str, str | None], ...] = _default("www_authenticate")
+    ratelimit_windows: str = _default("ratelimit_windows")
+    ratelimit_describes: str = _default("ratelimit_describes")
+    ratelimit_describes_refusals: str = _default("ratelimit_describes_refusals")
+    retry_after_banned: str = _default("retry_after_banned")
+    limit_above_maximum: str = _default("limit_above_maximum")
+    list_order: str = _default("list_order")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +211,7 @@ class KeySpec:
     tenant: str
     used_minute: int = 0
     used_day: int = 0
+    recorded_as: str | None = None  # the alias recordings show for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +337,7 @@ class Scenario:
                 "headers": self.clock_headers,
             },
             "plans": {
-                n: {"per_minute": p.per_minute, "per_day": p.per_day} for n, p in self.plans.items()
+                n: {"per_minute": p.per_minute, "per_day": p.day} for n, p in self.plans.items()
             },
             "keys": [{"key": k.key, "plan": k.plan, "tenant": k.tenant} for k in self.keys],
             "faults": len(self.faults),
@@ -256,6 +379,7 @@ def default_ban_policy() -> BanPolicy:
         within_seconds=schema_default("ban", "within_seconds"),
         duration_seconds=schema_default("ban", "duration_seconds"),
         status=schema_default("ban", "status"),
+        trigger=schema_default("ban", "trigger"),
     )
 
 
@@ -263,10 +387,13 @@ __all__ = [
     "Behaviour",
     "Delay",
     "DriftAccept",
+    "ErrorField",
     "FaultRule",
+    "HeaderRule",
     "KeySpec",
     "Match",
     "Reply",
+    "RequestIdFormat",
     "Route",
     "Scenario",
     "default_ban_policy",

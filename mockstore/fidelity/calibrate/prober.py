@@ -1,22 +1,27 @@
 """The prober: calibrate's requests to a live service, within a budget and an allowance.
 
-``Prober.send`` sends one probe and keeps what came back (``Probe``), unless
-the budget (``--budget``) is spent or the probe would spend the last request
-of an allowance (what the service reported in ``X-RateLimit-Remaining``): the
-probes never exhaust a key or the anonymous allowance unless told to
-(``spend=True``, for ``--allow-rate-limit``). Every probe can cite itself as
-evidence in the scenario written (``Probe.evidence``), keys as their aliases.
+``Prober.send`` sends one probe and keeps what came back, as an exchange of a
+recording (``Recorded``) that the learner reads like any other, unless the
+budget (``--budget``) is spent or the probe would spend the last request of an
+allowance: the least of every ``Remaining`` figure the service reported for
+that caller (``X-RateLimit-Remaining``, a second window's ``...-Remaining``,
+the draft ``RateLimit``'s ``r``). The probes never exhaust a key or the
+anonymous allowance unless told to (``spend=True``, for ``--allow-rate-limit``),
+and never write (no POST, PUT, PATCH or DELETE) unless the calibration allows it.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
+from mockstore.fidelity.formats import sf_list
 from mockstore.keys import key_alias
-from mockstore.validation import loads_bounded
+from mockstore.reports.har import Recorded
+
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 @dataclass
@@ -26,58 +31,40 @@ class Probe:
     number: int
     what: str
     method: str
-    target: str
-    who: str  # a key's alias, "no key", or the credentials sent
-    status: int = 0
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes = b""
+    path: str  # under the base path, with its query
+    bucket: str  # a key's alias, or "no key"
+    exchange: Recorded | None = None
     error: str | None = None
 
-    def json(self) -> Any:
-        try:
-            return loads_bounded(self.body)
-        except ValueError:
+    @property
+    def status(self) -> int:
+        return self.exchange.status if self.exchange is not None else 0
+
+    def header(self, name: str) -> str | None:
+        if self.exchange is None:
             return None
-
-    def code(self) -> str | None:
-        body = self.json()
-        code = body.get("code") if isinstance(body, dict) else None
-        return code if isinstance(code, str) else None
-
-    def evidence(self, *headers: str, code: bool = False, note: str = "") -> str:
-        """``probe 5: GET /v1/pets?limit=0 (key-3f9a1c2b) -> 422 {"code": "..."}``."""
-        if self.error is not None:
-            answer = f"failed: {self.error}"
-        else:
-            answer = str(self.status)
-            shown = [
-                f"{h}: {self.headers[h.lower()]}" for h in headers if h.lower() in self.headers
-            ]
-            if shown:
-                answer += ", " + ", ".join(shown)
-            if code and self.code() is not None:
-                answer += f', code "{self.code()}"'
-        text = f"probe {self.number}: {self.method} {self.target} ({self.who}) -> {answer}"
-        return one_line(text + (f"; {note}" if note else ""))
+        for header, value in self.exchange.response_headers:
+            if header.lower() == name:
+                return value
+        return None
 
 
-def one_line(text: str) -> str:
-    """``text`` on one line of at most 200 characters, for a comment in the scenario file."""
-    text = " ".join(text.split())
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
+@dataclass
 class Prober:
     """Sends probes within the budget, never spending an allowance to its last request."""
 
-    def __init__(self, target: str, budget: int, timeout: float) -> None:
-        self.target = target.rstrip("/")
+    target: str
+    budget: int
+    timeout: float
+    allow_writes: bool = False
+    probes: list[Probe] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # probes not sent, and why
+    remaining: dict[str, int] = field(default_factory=dict)  # per bucket, as last reported
+
+    def __post_init__(self) -> None:
+        self.target = self.target.rstrip("/")
         self.base = "/" + self.target.rsplit("/", 1)[1]
-        self.budget = budget
-        self.probes: list[Probe] = []
-        self.refused: list[str] = []  # probes not sent, and why
-        self.remaining: dict[str, int] = {}  # per key alias / "no key": as last reported
-        self._client = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
+        self._client = httpx.Client(timeout=self.timeout, trust_env=False, follow_redirects=False)
 
     def close(self) -> None:
         self._client.close()
@@ -85,6 +72,9 @@ class Prober:
     @property
     def left(self) -> int:
         return self.budget - len(self.probes)
+
+    def exchanges(self) -> list[Recorded]:
+        return [p.exchange for p in self.probes if p.exchange is not None]
 
     def send(
         self,
@@ -98,26 +88,27 @@ class Prober:
         content_type: str | None = None,
         spend: bool = False,
     ) -> Probe | None:
-        """One probe; None when the budget or the allowance does not allow it."""
-        who = key_alias(key) if key else ("no key" if authorization is None else "bad key")
+        """One probe; None when the budget, the allowance or the opt-ins do not allow it."""
+        bucket = key_alias(key) if key else "no key"
+        if method in WRITES and not self.allow_writes:
+            # A bug of calibrate's, never the target's: say so loudly.
+            raise AssertionError(f"{what}: a {method} without --allow-writes")
         if self.left <= 0:
             self.refused.append(f"{what}: not sent, the budget of {self.budget} is spent")
             return None
-        bucket = key_alias(key) if key else "no key"
         if not spend and self.remaining.get(bucket, 2) <= 1:
             self.refused.append(f"{what}: not sent, it would spend the last request of {bucket}")
             return None
-        headers = {}
+        headers: list[tuple[str, str]] = []
         if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
+            headers.append(("authorization", f"Bearer {key}"))
         elif authorization is not None:
-            headers["Authorization"] = authorization
+            headers.append(("authorization", authorization))
         if content_type is not None:
-            headers["Content-Type"] = content_type
-        probe = Probe(len(self.probes) + 1, what, method, self.base + path, who)
-        if body is not None and len(body) > 200:
-            probe.target += f" [{len(body)}-byte body]"
+            headers.append(("content-type", content_type))
+        probe = Probe(len(self.probes) + 1, what, method, path, bucket)
         self.probes.append(probe)
+        sent_at = time.time()
         try:
             response = self._client.request(
                 method, self.target + path, headers=headers, content=body
@@ -125,10 +116,45 @@ class Prober:
         except httpx.HTTPError as exc:
             probe.error = f"{type(exc).__name__}: {exc}"
             return probe
-        probe.status = response.status_code
-        probe.headers = {k.lower(): v for k, v in response.headers.items()}
-        probe.body = response.content
-        remaining = probe.headers.get("x-ratelimit-remaining", "")
-        if remaining.isdigit():
-            self.remaining[bucket] = int(remaining)
+        raw_path, _, query = (self.base + path).partition("?")
+        if body:
+            headers.append(("content-length", str(len(body))))
+        probe.exchange = Recorded(
+            index=probe.number - 1,
+            seq=probe.number,
+            request_id=None,
+            method=method,
+            path=raw_path,
+            query=query,
+            headers=headers,
+            body=body or b"",
+            time=sent_at,
+            elapsed=None,
+            client="calibrate",
+            status=response.status_code,
+            response_headers=list(response.headers.multi_items()),
+            response_body=response.content,
+            response_size=len(response.content),
+            outcome="response",
+            extra={"wall": sent_at},
+        )
+        left = self._remaining(probe)
+        if left is not None:
+            self.remaining[bucket] = left
         return probe
+
+    @staticmethod
+    def _remaining(probe: Probe) -> int | None:
+        """The least of the caller's remaining figures the answer states (None: none)."""
+        assert probe.exchange is not None
+        figures = []
+        for name, value in probe.exchange.response_headers:
+            lowered = name.lower()
+            if lowered.startswith("x-ratelimit") and lowered.endswith("remaining"):
+                if value.strip().isdigit():
+                    figures.append(int(value))
+            elif lowered == "ratelimit":
+                for _, params in sf_list(value) or []:
+                    if params.get("r", "").isdigit():
+                        figures.append(int(params["r"]))
+        return min(figures) if figures else None

@@ -1,0 +1,161 @@
+"""What a calibration settled: each setting with its evidence, and what it could not.
+
+A recording (``learn``) and the probes (``probes``) both fill one
+``Calibration``: a setting is named by its path in the scenario schema
+(``behaviour.error_codes.bad_limit``, ``ban.after_rejections``) and cites the
+exchanges that settled it. The writer writes it in the schema's order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockstore.scenario import scenario_schema
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line of at most 200 characters, for a comment in the scenario file."""
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _in_schema(path: str) -> bool:
+    node: Any = scenario_schema()
+    for part in path.split("."):
+        node = (node.get("properties") or {}).get(part)
+        if node is None:
+            return False
+    return True
+
+
+# Settings whose value is a list of entries, each settled (and cited) on its own.
+LISTS = frozenset({"behaviour.headers", "behaviour.error_fields"})
+
+
+@dataclass
+class Setting:
+    value: Any
+    evidence: list[str]
+
+
+@dataclass
+class Key:
+    """A key of the calibrated scenario: its name there, the alias recordings show, its plan."""
+
+    name: str
+    alias: str
+    plan: Any
+    evidence: list[str]
+
+
+@dataclass
+class Calibration:
+    """What the recording and the probes settled, what the format cannot say, what stayed open."""
+
+    target: str
+    settings: dict[str, Setting] = field(default_factory=dict)
+    items: dict[str, list[Setting]] = field(default_factory=dict)  # the LISTS, entry by entry
+    keys: list[Key] = field(default_factory=list)
+    anonymous: Setting | None = None  # the anonymous plan's figures
+    pets: Setting | None = None
+    routes: list[Setting] = field(default_factory=list)
+    inexpressible: list[str] = field(default_factory=list)
+    unsettled: list[str] = field(default_factory=list)
+    estimated: dict[str, str] = field(default_factory=dict)  # path -> why it is a guess
+    varying: set[str] = field(default_factory=set)  # header names no constant reproduces
+    confirmed: set[str] = field(default_factory=set)  # settled at mockstore's default
+
+    def set(self, path: str, value: Any, *evidence: str) -> None:
+        """Settle ``path`` (a scenario setting) to ``value``, citing ``evidence``."""
+        assert _in_schema(path), f"{path} is not a scenario setting"
+        if path in LISTS:
+            entries = self.items.setdefault(path, [])
+            if all(entry.value != value for entry in entries):  # one entry, cited once
+                entries.append(Setting(value, [one_line(e) for e in evidence]))
+            return
+        self.settings[path] = Setting(value, [one_line(e) for e in evidence])
+
+    def confirm(self, path: str) -> None:
+        """``path`` is settled at mockstore's own default: nothing to write, nothing to probe."""
+        assert _in_schema(path), f"{path} is not a scenario setting"
+        self.confirmed.add(path)
+
+    def settled(self, path: str) -> bool:
+        return path in self.settings or path in self.items or path in self.confirmed
+
+    def value(self, path: str, default: Any = None) -> Any:
+        found = self.settings.get(path)
+        return found.value if found is not None else default
+
+    def cannot(self, text: str) -> None:
+        """Note something the provider does that the scenario format cannot express."""
+        line = one_line(text)
+        if line not in self.inexpressible:
+            self.inexpressible.append(line)
+
+    def open(self, text: str) -> None:
+        """Note something left unsettled (mockstore's default kept), with the reason."""
+        line = one_line(text)
+        if line not in self.unsettled:
+            self.unsettled.append(line)
+
+    def estimate(self, path: str, text: str) -> None:
+        """``path`` is settled by a guess within what was seen (``text`` says which)."""
+        self.estimated[path] = one_line(text)
+
+    def key(self, alias: str) -> Key | None:
+        return next((k for k in self.keys if k.alias == alias), None)
+
+    @property
+    def count(self) -> int:
+        """How many settings are settled (a list's entries each count)."""
+        return (
+            len(self.settings)
+            + sum(len(entries) for entries in self.items.values())
+            + len(self.keys)
+            + (self.anonymous is not None)
+            + (self.pets is not None)
+            + len(self.routes)
+        )
+
+
+def merged(first: Calibration, then: Calibration) -> Calibration:
+    """``first`` (a recording's), with what ``then`` (the probes') settled that it had not."""
+    out = Calibration(first.target if first.settings or first.keys else then.target)
+    out.settings = {
+        **{p: s for p, s in then.settings.items() if p not in first.confirmed},
+        **first.settings,
+    }
+    out.confirmed = first.confirmed | then.confirmed
+    for path, text in first.estimated.items():
+        if path in then.settings and path not in then.estimated:
+            out.settings[path] = then.settings[path]  # measured beats guessed
+        else:
+            out.estimated[path] = text
+    out.estimated.update({p: t for p, t in then.estimated.items() if p not in out.estimated})
+    out.varying = first.varying | then.varying
+    for path in LISTS:
+        mine = list(first.items.get(path, []))
+        names = {str(entry.value.get("name", "")).lower() for entry in mine}
+        if path == "behaviour.headers":
+            names |= first.varying
+        mine += [
+            entry
+            for entry in then.items.get(path, [])
+            if str(entry.value.get("name", "")).lower() not in names
+        ]
+        if mine:
+            out.items[path] = mine
+    out.keys = list(first.keys)
+    out.keys += [key for key in then.keys if first.key(key.alias) is None]
+    out.anonymous = first.anonymous or then.anonymous
+    out.pets = first.pets or then.pets
+    out.routes = first.routes or then.routes
+    said = {text.split(": ", 1)[0] for text in first.inexpressible}
+    for text in [*first.inexpressible, *then.inexpressible]:
+        if text in first.inexpressible or text.split(": ", 1)[0] not in said:
+            out.cannot(text)
+    for text in [*first.unsettled, *then.unsettled]:
+        out.open(text)
+    return out

@@ -1,0 +1,348 @@
+"""What a recording shows: each exchange's request, and the condition its answer stands for.
+
+``mockstore calibrate --from`` learns a provider's settings from a recording,
+and ``mockstore drift`` names the setting behind each difference: both need to
+know, for each recorded answer, which of the spec's conditions it answers (a
+missing key, a bad ``limit``, a spent allowance, a ban, ...). The request alone
+says which conditions it meets (``conditions.classify``); the answer says which
+one the provider chose; and some answers can only be told apart across the
+recording: a ban is a run of refusals whose code (or status) changes while the
+caller keeps sending.
+
+``read`` turns a recording into ``Seen`` exchanges, each with its ``Facts``, its
+bucket (the key's alias, or the client address for a caller without a valid
+key) and the recorded ``condition`` (None for an answer that refuses nothing,
+``unexplained`` for a refusal no rule explains). A condition is given only on
+evidence of that condition: a ``429`` never stands for a missing key.
+
+Pure functions of a recording: no HTTP, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockstore.fidelity.conditions import Facts, classify, json_of
+from mockstore.fidelity.formats import http_date
+from mockstore.fidelity.recording import Recording
+from mockstore.fidelity.replayer import bearer
+from mockstore.keys import is_alias, key_alias
+from mockstore.reports.har import Recorded
+from mockstore.routing import Router
+from mockstore.schemas import errors_of, operations, schema_validator
+
+_ROUTER = Router(operations().values())
+# Exchanges the upstream never answered (the recorder did, or the client left).
+NOT_ANSWERED = frozenset(
+    {
+        "upstream_refused",
+        "upstream_timeout",
+        "upstream_tls_error",
+        "upstream_error",
+        "client_disconnected",
+        "request_timeout",
+        "upstream_broke",
+        "aborted",
+    }
+)
+AUTH_CONDITIONS = {
+    "missing": "missing_key",
+    "malformed": "malformed_authorization",
+    "bearer": "unknown_key",
+}
+# Statuses a provider may give a banned key (the spec names none).
+BAN_STATUSES = frozenset({403, 429, 503})
+# Answers about the caller (its key, its allowance), not about what it asked.
+CALLER_STATUSES = frozenset({401, *BAN_STATUSES})
+
+
+@dataclass
+class Seen:
+    """One recorded exchange, classified."""
+
+    index: int  # 0-based, in the recording
+    item: Recorded
+    path: str  # relative to the recording's base path
+    facts: Facts
+    bucket: str  # "key-xxxxxxxx" or "address 127.0.0.1"
+    keyed: bool  # the caller sent a bearer token the upstream accepted (or may have)
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case, first value
+    body: Any = None
+    condition: str | None = None
+    run_position: int = 0  # 1-based place in a run of refusals for the allowance
+    # In a run: the allowance's refusals before the ban (None: the run ended unbanned).
+    ban_after: int | None = None
+    run_length: int = 0  # the refusals of the allowance in its run (before any ban)
+    run_start: int = -1  # the index of its run's first refusal (-1: not in a run)
+    label: str = "recorded"  # how a citation names it: "recorded #3", or "probe #3"
+
+    @property
+    def status(self) -> int:
+        return self.item.status
+
+    @property
+    def header_offset(self) -> float:
+        """Seconds this answer's instants (resets, dates) were written ahead of its service time.
+
+        A real provider's service time is the wall's: 0. A recording of mockstore on a
+        scenario clock has both times; its headers are on the wall clock
+        (``clock.headers: wall``, the default) or on the scenario's, and its ``Date``
+        tells which: the nearer of the two.
+        """
+        item = self.item
+        offset = item.wall - item.time
+        if not offset:
+            return 0.0
+        date = http_date(self.headers.get("date", ""))
+        if date is not None and abs(date - item.time) < abs(date - item.wall):
+            return 0.0
+        return offset
+
+    @property
+    def operation(self) -> str | None:
+        """The operation that answered: none for a method the provider does not serve
+        (HEAD where it is refused), whatever operation the path names."""
+        return None if self.condition == "method_not_allowed" else self.facts.operation
+
+    @property
+    def code(self) -> str | None:
+        code = self.body.get("code") if isinstance(self.body, dict) else None
+        return code if isinstance(code, str) else None
+
+    @property
+    def is_error(self) -> bool:
+        """An Error body: code, message, and the HTTP status."""
+        body = self.body
+        return (
+            isinstance(body, dict)
+            and isinstance(body.get("code"), str)
+            and isinstance(body.get("message"), str)
+            and body.get("status") == self.status
+        )
+
+    def describe(self) -> str:
+        item = self.item
+        return f"#{self.index + 1} {item.method} {item.path}" + (
+            f"?{item.query}" if item.query else ""
+        )
+
+
+def recorded_base(recording: Recording) -> str | None:
+    """The base path the recording was made under: its own word, else what its paths show.
+
+    None when no path of the recording names an operation under any prefix.
+    """
+    stated = recording.meta.get("base_path")
+    if isinstance(stated, str) and stated.startswith("/"):
+        return stated.rstrip("/")
+    prefixes: Counter[str] = Counter()
+    for item in recording.exchanges:
+        segments = item.path.split("/")
+        for cut in range(1, len(segments)):
+            prefix = "/".join(segments[:cut])
+            if (
+                _ROUTER.resolve("GET", item.path[len(prefix) :]).allow
+                or _ROUTER.resolve(item.method, item.path[len(prefix) :]).operation
+            ):
+                prefixes[prefix] += 1
+                break
+    if not prefixes:
+        return None
+    return prefixes.most_common(1)[0][0]
+
+
+def read(
+    recording: Recording,
+    base: str,
+    known_keys: frozenset[str] = frozenset(),
+    trusted: bool = False,
+) -> list[Seen]:
+    """Every answered exchange of ``recording`` (paths under ``base``), classified.
+
+    ``known_keys`` are aliases known to be valid (the scenario's): a bearer token
+    the upstream refused with 401 is otherwise an unknown key. ``trusted``: the
+    recording is calibrate's own, whose exchanges may say what they meant
+    (``calibrate_condition``: a body probe refused for its size).
+    """
+    seen: list[Seen] = []
+    for index, item in enumerate(recording.exchanges):
+        if item.outcome != "response" or item.status == 0:
+            continue
+        relative = item.path[len(base) :] if item.path.startswith(base + "/") else item.path
+        declared = _declared_size(item)
+        facts = classify(item.method, relative, item.query, item.headers, item.body, declared)
+        token = bearer(item.headers) if facts.auth == "bearer" else None
+        alias = (token if is_alias(token) else key_alias(token)) if token else None
+        headers: dict[str, str] = {}
+        for name, value in item.response_headers:
+            headers.setdefault(name.lower(), value)
+        body = json_of(item.response_body) if item.response_body else None
+        keyed = alias is not None and (alias in known_keys or item.status != 401)
+        bucket = alias if keyed and alias else f"address {item.client}"
+        seen.append(Seen(index, item, relative, facts, bucket, keyed, headers, body))
+    _conditions(seen)
+    if trusted:
+        for s in seen:
+            meant = s.item.extra.get("calibrate_condition")
+            if isinstance(meant, str):
+                s.condition = meant
+    return seen
+
+
+def pets_before(recorded: list[Recorded], operation_of: list[str | None]) -> dict[int, dict]:
+    """Pets the recording shows existed before it: listed or fetched, never created in it."""
+    created = set()
+    for item, operation in zip(recorded, operation_of, strict=True):
+        if operation == "createPet" and 200 <= item.status < 300:
+            body = json_of(item.response_body)
+            if isinstance(body, dict) and isinstance(body.get("id"), int):
+                created.add(body["id"])
+    validator = schema_validator("Pet")
+    seen: dict[int, dict] = {}
+    for item, operation in zip(recorded, operation_of, strict=True):
+        if not 200 <= item.status < 300 or item.response_truncated:
+            continue
+        body = json_of(item.response_body)
+        if operation == "listPets" and isinstance(body, list):
+            found = body
+        elif operation == "getPet" and isinstance(body, dict):
+            found = [body]
+        else:
+            continue
+        for pet in found:
+            if not isinstance(pet, dict) or not isinstance(pet.get("id"), int):
+                continue
+            if pet["id"] in created or pet["id"] in seen:
+                continue
+            if next(errors_of(validator, pet), None) is None:
+                seen[pet["id"]] = pet
+    return seen
+
+
+def _declared_size(item: Recorded) -> int | None:
+    for name, value in item.headers:
+        if name.lower() == "content-length" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _conditions(seen: list[Seen]) -> None:
+    """Each exchange's recorded condition (see the module's docstring)."""
+    # Keys the upstream accepted somewhere (an answer about the request, not about the
+    # caller): a 401 to them later is not "unknown key". A token only ever refused, for
+    # its key or its allowance, is a caller without a valid key.
+    accepted = {s.bucket for s in seen if s.keyed and s.status not in CALLER_STATUSES}
+    for s in seen:
+        s.keyed = s.keyed and s.bucket in accepted
+        if not s.keyed and s.facts.auth == "bearer":
+            s.bucket = f"address {s.item.client}"
+    _rate_conditions(seen)
+    fetched = frozenset(s.path for s in seen if s.item.method == "GET" and s.status == 200)
+    for s in seen:
+        if s.condition is not None:
+            continue
+        s.condition = _condition(s, fetched)
+
+
+def _rate_conditions(seen: list[Seen]) -> None:
+    """Refusals for the caller's allowance: 429s, and a ban's answers, bucket by bucket.
+
+    In a run of refusals to one bucket (no admitted request between them), the
+    first is the allowance's (``rate_limited``). Where the code or the status
+    changes during the run, the caller was banned from there on, until the run
+    ends: the ban is ``key_banned``, whatever status the provider gives it.
+    """
+    runs: dict[str, tuple[str | None, int] | None] = {}  # bucket -> (code, status) of the run
+    banned: dict[str, bool] = {}
+    length: dict[str, int] = {}
+    starts: dict[str, int] = {}
+    for s in seen:
+        run = runs.get(s.bucket)
+        if not _rate_refusal(s, run):
+            runs[s.bucket] = None
+            banned[s.bucket] = False
+            length[s.bucket] = 0
+            continue
+        length[s.bucket] = s.run_position = length.get(s.bucket, 0) + 1
+        if s.run_position == 1:
+            starts[s.bucket] = s.index
+        s.run_start = starts[s.bucket]
+        shape = (s.code, s.status)
+        if run is None:
+            runs[s.bucket] = shape
+            banned[s.bucket] = s.status != 429
+            s.condition = "key_banned" if s.status != 429 else "rate_limited"
+            continue
+        if shape != run or banned.get(s.bucket):
+            banned[s.bucket] = True
+            s.condition = "key_banned"
+        else:
+            s.condition = "rate_limited"
+    _run_figures(seen)
+
+
+def _run_figures(seen: list[Seen]) -> None:
+    """Each run's length before its ban, and whether a ban ended it, on every member."""
+    runs: dict[str, list[Seen]] = {}
+    finished: list[list[Seen]] = []
+    for s in seen:
+        if s.run_position == 1 and s.bucket in runs:
+            finished.append(runs.pop(s.bucket))
+        if s.run_position:
+            runs.setdefault(s.bucket, []).append(s)
+        elif s.bucket in runs:
+            finished.append(runs.pop(s.bucket))
+    finished.extend(runs.values())
+    for run in finished:
+        limited = sum(1 for s in run if s.condition == "rate_limited")
+        banned = any(s.condition == "key_banned" for s in run)
+        for s in run:
+            s.run_length = limited
+            s.ban_after = limited if banned else None
+
+
+def _rate_refusal(s: Seen, run: tuple[str | None, int] | None) -> bool:
+    """Whether ``s`` refuses its caller's allowance (or a ban) rather than the request."""
+    if s.status == 429:
+        return True
+    if s.status not in BAN_STATUSES or run is None:
+        return False
+    # A 403 or 503 during a run of 429s: the ban, unless the caller's window came back
+    # (its answers then say requests are left) and this refuses the request itself.
+    remaining = s.headers.get("x-ratelimit-remaining", "").strip()
+    return remaining in ("", "0") or s.facts.problem is None
+
+
+def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
+    facts, status = s.facts, s.status
+    if s.item.method == "HEAD" and (
+        status == 405
+        or (status == 404 and (facts.operation in ("listPets", "listOrders") or s.path in fetched))
+    ):
+        # HEAD not served, answered 405 or as the provider answers a method it does not
+        # serve: a path its GET answered is not missing.
+        return "method_not_allowed"
+    if status < 400:
+        return None
+    if status == 401:
+        return AUTH_CONDITIONS[facts.auth] if not s.keyed else "unknown_key"
+    if facts.route is not None:
+        return facts.route
+    if status == 413:
+        return "payload_too_large"
+    if facts.operation == "listOrders":
+        return "not_implemented"
+    if status == 507 and facts.operation == "createPet":
+        return "store_full"
+    problems = facts.problems
+    if facts.operation == "getPet" and not problems and status in (404, 410):
+        return "pet_not_found" if status == 404 else "gone"
+    if problems:
+        # Where the request meets several, mockstore's order is the best guess.
+        return problems[0]
+    if facts.operation == "createPet" and status in (400, 413, 422):
+        # A valid NewPet refused: only its size can be wrong with it.
+        return "payload_too_large"
+    return "unexplained"

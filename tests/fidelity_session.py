@@ -1,0 +1,115 @@
+"""What a client's test suite sends to a Pet Store, for the fidelity tests to record.
+
+``client_session`` is the traffic the record/calibrate/drift tests put through
+``mockstore record``: every operation, each mistake a client makes (every refusal
+a provider words in its own way), HEAD on each read, ``/store/orders``, and a
+second key sent on after its first ``429`` until it is banned (or for a while, for
+a provider that does not ban). The same session runs against every stand-in
+(``tests/upstream/``), so what differs between two recordings is the provider.
+
+A session never assumes how a provider answers a mistake: it sends the request
+and moves on. It asserts only what the spec states (a created pet comes back
+with an id; over the allowance is ``429``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+WAIT = 30.0
+# More 429s than any ban threshold the stand-ins use (kennel 5, menagerie 6, profiled 2-5).
+SEND_ON = 8
+
+
+@dataclass
+class Session:
+    """What one session saw: (method, target, status) per request, in order."""
+
+    seen: list[tuple[str, str, int]]
+
+    def statuses(self) -> list[int]:
+        return [status for _, _, status in self.seen]
+
+
+def client_session(
+    api: str,
+    key: str,
+    tight: str | None = None,
+    *,
+    oversize: int = 70_000,
+    anonymous: bool = True,
+    send_on: int = SEND_ON,
+) -> Session:
+    """Send the session to ``api`` (``…/v1``): ``key`` for the bulk, ``tight`` for the 429s.
+
+    ``oversize`` is the size of the body meant to be refused for its size (over the
+    provider's limit); ``anonymous`` sends the requests without a valid key.
+    """
+    seen: list[tuple[str, str, int]] = []
+    auth = {"Authorization": f"Bearer {key}"}
+    json_type = {**auth, "Content-Type": "application/json"}
+
+    def send(method: str, path: str, **kwargs: object) -> httpx.Response:
+        response = http.request(method, path, **kwargs)  # type: ignore[arg-type]
+        seen.append((method, path, response.status_code))
+        return response
+
+    with httpx.Client(base_url=api, timeout=WAIT, trust_env=False) as http:
+        send("GET", "/pets?limit=2", headers=auth)
+        send("GET", "/pets", headers=auth)
+        created = send("POST", "/pets", json={"name": "Nala", "categoryId": 7}, headers=auth)
+        assert created.status_code == 201, created.text
+        pet_id = created.json()["id"]
+        send("POST", "/pets", json={"name": "Max", "categoryId": 3, "status": "sold"}, headers=auth)
+        send("POST", "/pets", json={"name": "Rex", "categoryId": 3, "nickname": "R"}, headers=auth)
+        send("GET", f"/pets/{pet_id}", headers=auth)
+        send("GET", "/pets/999999", headers=auth)
+        send("GET", "/pets/abc", headers=auth)
+        send("GET", "/pets?limit=0", headers=auth)
+        send("GET", "/pets?limit=500", headers=auth)
+        send("GET", "/pets?status=lost", headers=auth)
+        send("GET", "/pets?status=sold&limit=5", headers=auth)
+        send("POST", "/pets", json={"name": 5}, headers=auth)
+        send("POST", "/pets", content=b"{nope", headers=json_type)
+        send("POST", "/pets", content=b"", headers=json_type)
+        send(
+            "POST",
+            "/pets",
+            content=b'{"name": "Tom", "categoryId": 1}',
+            headers={**auth, "Content-Type": "text/plain"},
+        )
+        big = b'{"name": "' + b"a" * oversize + b'", "categoryId": 1}'
+        try:
+            send("POST", "/pets", content=big, headers=json_type)
+        except httpx.TransportError:
+            # A provider that answers before reading the body and closes may lose its
+            # answer in the reset (RFC 9112 section 9.6): a client sees it broken.
+            seen.append(("POST", "/pets", 0))
+        if anonymous:
+            send("GET", "/pets")
+            send("GET", "/pets", headers={"Authorization": "Basic dXNlcjpwYXNz"})
+            send("GET", "/pets", headers={"Authorization": "Bearer not-a-key-of-theirs"})
+            send("GET", "/nowhere")
+        send("GET", "/nowhere", headers=auth)
+        send("DELETE", "/pets", headers=auth)
+        send("HEAD", "/pets", headers=auth)
+        send("HEAD", f"/pets/{pet_id}", headers=auth)
+        send("GET", "/store/orders", headers=auth)
+        send("GET", "/pets?limit=1", headers=auth)
+        if tight is not None:
+            _until_banned(send, {"Authorization": f"Bearer {tight}"}, send_on)
+    return Session(seen)
+
+
+def _until_banned(send: Callable[..., httpx.Response], auth: dict[str, str], send_on: int) -> None:
+    """Spend ``auth``'s allowance to its first refusal, then send ``send_on`` more."""
+    refused = 0
+    for _ in range(200):
+        if send("GET", "/pets?limit=1", headers=auth).status_code != 200:
+            refused += 1
+            if refused > send_on:
+                return
+    raise AssertionError("200 requests and no 429: the key's plan is not small")
