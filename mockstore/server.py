@@ -245,8 +245,9 @@ class MockServer:
 
         Runs ``Runtime.reset()`` on the server's own event loop, between its
         requests, and returns the same ``ResetResult``; no HTTP request is made,
-        so it costs a tenth of ``control.reset()`` (the ``mockstore`` fixture
-        resets this way before every test on a server it started).
+        so it costs about an eighth of ``control.reset()`` (``bench/reset_paths.py``;
+        the ``mockstore`` fixture resets this way before every test on a server
+        it started).
         """
         from mockstore.clients.types import ResetResult
 
