@@ -46,22 +46,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--body-bytes", type=int, required=True)
     args = parser.parse_args(argv)
-    app = build_app(constant_body(args.body_bytes))
-    # The same settings as mockstore's own uvicorn.Config (mockstore/server.py),
-    # so the only difference between the two sides is the application.
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        loop="uvloop",
-        http="httptools",
-        lifespan="off",
-        access_log=False,
-        server_header=False,
-        date_header=False,
-        log_level="warning",
-    )
+    uvicorn.run(build_app(constant_body(args.body_bytes)), **settings(args.host, args.port))
     return 0
+
+
+def settings(host: str, port: int) -> dict[str, object]:
+    """uvicorn's settings for the ceiling (also used by bench/stages.py).
+
+    The same as mockstore's own (``mockstore.server.uvicorn_config``), so the
+    only difference between the two sides is the application.
+    """
+    return {
+        "host": host,
+        "port": port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "off",
+        "access_log": False,
+        "server_header": False,
+        "date_header": False,
+        "log_level": "warning",
+    }
 
 
 if __name__ == "__main__":

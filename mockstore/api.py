@@ -26,17 +26,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from urllib.parse import parse_qsl
+from collections.abc import Sequence
 
 from starlette.types import Receive, Scope, Send
 
 from mockstore import sharing, transport
-from mockstore.budget import ByteBudget
 from mockstore.errors import ApiError
-from mockstore.faults import Needs, RequestFacts
+from mockstore.faults import Needs, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.keys import parse_authorization
-from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
+from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
 from mockstore.profile import AnswerProfile
 from mockstore.routing import Resolved
@@ -93,10 +92,22 @@ class Answer:
         return answer
 
 
-class Compiled:
-    """What one scenario fixes for the HTTP layer, built once when it is first served."""
+# Where the request headers the pipeline reads land, by name: see Compiled.slots.
+_AUTHORIZATION, _CONTENT_TYPE, _CONTENT_LENGTH, _RULE_HEADER = range(4)
 
-    __slots__ = ("base", "deprecation_on", "headers", "profile", "scenario", "service")
+
+class Compiled:
+    """What one scenario fixes for the HTTP layer, built once when it is first served.
+
+    ``slots`` names the request headers the pipeline reads, each with its place:
+    the three it always reads, and every header a fault rule compares (all in
+    one place: its presence is all the pipeline notes). One dict lookup per
+    request header finds them all, for what three comparisons cost, and a
+    request without any rule's header is screened without a second pass over
+    its headers.
+    """
+
+    __slots__ = ("base", "deprecation_on", "headers", "profile", "scenario", "service", "slots")
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
@@ -107,6 +118,14 @@ class Compiled:
         self.profile = AnswerProfile.of(scenario)
         # Which answers to a deprecated operation announce it (behaviour.deprecation_on).
         self.deprecation_on = scenario.behaviour.deprecation_on
+        self.slots = dict.fromkeys(rule_header_names(scenario.faults), _RULE_HEADER)
+        self.slots.update(
+            {
+                b"authorization": _AUTHORIZATION,
+                b"content-type": _CONTENT_TYPE,
+                b"content-length": _CONTENT_LENGTH,
+            }
+        )
 
 
 class Exchange:
@@ -184,15 +203,16 @@ class PetStoreAPI:
         # The whole pipeline in one try (free in Python 3.11 until something raises):
         # anything unexpected is still answered, with the caller's headers.
         try:
-            service = ex.compiled.service
-            authorization = content_type = content_length = None
-            for name, value in scope["headers"]:
-                if name == b"authorization":
-                    authorization = value
-                elif name == b"content-type":
-                    content_type = value
-                elif name == b"content-length":
-                    content_length = value
+            compiled = ex.compiled
+            service = compiled.service
+            found: list[bytes | None] = [None, None, None, None]
+            slots = compiled.slots
+            headers = scope["headers"]
+            for name, value in headers:
+                slot = slots.get(name)
+                if slot is not None:
+                    found[slot] = value
+            authorization, content_type, content_length, rule_header = found
             ex.content_type = content_type
 
             method: str = scope["method"]
@@ -249,9 +269,18 @@ class PetStoreAPI:
                 return
 
             assert caller.key is not None
-            needs = state.faults.applies(ex.operation, caller.key.key)
-            if needs is not None:
-                outcome = state.faults.evaluate(self._facts(ex, needs, relative))
+            faults = state.faults
+            # Screened on the raw request first: RequestFacts are made only for
+            # a request some rule could fire for.
+            screened = faults.rules and faults.screen(
+                ex.operation,
+                caller.key.key,
+                scope["query_string"],
+                () if rule_header is None else headers,  # none a rule compares: no rescan
+                ex.now - state.clock.start,
+            )
+            if screened:
+                outcome = faults.evaluate(self._facts(ex, screened.needs, relative), screened)
                 ex.rule = ",".join(outcome.fired) or None
                 if outcome.delay_ms:
                     await pause(outcome.delay_ms / 1000)
@@ -266,7 +295,7 @@ class PetStoreAPI:
                 await sharing.complete(ex)
             await self._respond(send, ex, self._answer(ex, route))
         except RequestAborted:
-            self._record(ex, "", 0, [], b"", "aborted")
+            self._record(ex, b"", 0, (), b"", "aborted")
         except transport.ConnectionBroken:
             raise  # a scripted fault, in-process: the server drops the connection
         except sharing.Restart as restart:  # the shared configuration changed: again
@@ -345,8 +374,9 @@ class PetStoreAPI:
             "its log has the traceback (under the X-Request-Id of this answer)",
             headers=_CLOSE,
         )
+        request_id: str | None
         try:
-            request_id = await self._respond(send, ex, Answer.refusal(refusal))
+            request_id = (await self._respond(send, ex, Answer.refusal(refusal))).decode()
         except Exception:
             # The answer had already begun (the server refuses a second one):
             # the connection is dropped.
@@ -403,65 +433,123 @@ class PetStoreAPI:
 
     # -- writing the answer --------------------------------------------------
 
-    def _headers(self, ex: Exchange, answer: Answer, request_id: str, length: int) -> list[Header]:
-        caller = ex.caller
+    @staticmethod
+    def _deprecated(ex: Exchange, answer: Answer) -> bool:
+        """Whether the answer carries the deprecation headers."""
         operation = ex.resolved.operation
-        compiled = ex.compiled
-        deprecated = operation is not None and operation.deprecated
-        if deprecated and compiled.deprecation_on != "all":
-            # Only for authenticated callers (a 401 must not reveal paths), unless the
-            # scenario's provider says every answer, or its successes only.
-            deprecated = caller.key is not None and (
-                compiled.deprecation_on == "authenticated" or 200 <= answer.status < 300
-            )
-        extra = answer.extra
-        profile = compiled.profile
-        if profile is not None:
-            extra = profile.headers(
-                operation.operation_id if operation is not None else None,
-                answer.status,
-                answer.body,
-                extra,
-                _origin(ex.scope),
-            )
-        return compiled.headers.build(
+        if operation is None or not operation.deprecated:
+            return False
+        on = ex.compiled.deprecation_on
+        if on == "all":
+            return True
+        # Only for authenticated callers (a 401 must not reveal paths), unless the
+        # scenario's provider says every answer; or their successes only.
+        return ex.caller.key is not None and (on == "authenticated" or 200 <= answer.status < 300)
+
+    @staticmethod
+    def _extra(ex: Exchange, answer: Answer) -> Sequence[Header]:
+        """The answer's own headers, and those the scenario's provider profile adds to it."""
+        profile = ex.compiled.profile
+        if profile is None:
+            return answer.extra
+        operation = ex.resolved.operation
+        return profile.headers(
+            operation.operation_id if operation is not None else None,
+            answer.status,
+            answer.body,
+            answer.extra,
+            _origin(ex.scope),
+        )
+
+    def _headers(
+        self,
+        ex: Exchange,
+        answer: Answer,
+        request_id: bytes,
+        length: int,
+        extra: Sequence[Header] | None = None,
+    ) -> list[Header]:
+        """``build``'s headers for ``answer``; ``extra``: ``_extra``'s, if already known."""
+        caller = ex.caller
+        return ex.compiled.headers.build(
             length,
             caller.decision,
             caller.plan,
             ex.now,
             ex.state.clock,
-            deprecated,
+            self._deprecated(ex, answer),
             answer.ratelimit,
-            extra,
+            self._extra(ex, answer) if extra is None else extra,
             answer.replaces,
-            request_id.encode(),
+            request_id,
         )
 
     async def _respond(
         self, send: Send, ex: Exchange, answer: Answer, charged: bool = False
-    ) -> str:
-        """Send ``answer`` and journal the exchange; returns the request id it carried."""
+    ) -> bytes:
+        """Send ``answer`` and journal the exchange; returns the request id it carried.
+
+        Under mockstore's own server (``protocol.py``) an answer with no headers
+        beyond mockstore's own (none of the answer's, none a provider profile
+        adds), no ``Retry-After`` and a body of at most ``WRITE_CHUNK`` (every
+        ordinary success, most refusals) goes out the fast way: its header
+        block from ``ResponseHeaders.head``'s template, in one ``RESPONSE``
+        message. Anywhere else (in process, another ASGI server), and for every
+        other answer, the standard way: ``build``'s list in two messages (a
+        large body in pieces, so the client's reading paces it). The bytes on
+        the wire are the same.
+        """
         if len(answer.body) > HELD_ANSWER_BYTES and not charged and self.connections is not None:
             return await self._respond_held(send, ex, answer, self.connections)
-        request_id = ex.state.next_request_id()
+        state = ex.state
+        request_id = state.next_request_id()
+        compiled = ex.compiled
+        profile = compiled.profile
+        if profile is None:
+            extra = answer.extra
+        else:
+            if answer.error is not None and profile.error_fields:
+                answer.body = profile.error_body(answer.error, request_id.decode(), ex.now)
+            extra = self._extra(ex, answer)
         body = answer.body
-        profile = ex.compiled.profile
-        if profile is not None and answer.error is not None and profile.error_fields:
-            body = answer.body = profile.error_body(answer.error, request_id, ex.now)
-        headers = self._headers(ex, answer, request_id, len(body))
-        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        scope = ex.scope
         # HEAD: the same status and headers as GET, Content-Length included; no body.
-        sent = b"" if ex.scope["method"] == "HEAD" else body
+        sent = b"" if scope["method"] == "HEAD" else body
+        caller = ex.caller
+        decision = caller.decision
+        extensions = scope.get("extensions")
+        if (
+            extensions is not None
+            and RESPONSE in extensions
+            and not extra
+            and not decision.retry_after
+            and len(sent) <= WRITE_CHUNK
+        ):
+            head = compiled.headers.head(
+                len(body),
+                decision,
+                caller.plan,
+                ex.now,
+                state.clock,
+                self._deprecated(ex, answer),
+                answer.ratelimit,
+                request_id,
+            )
+            await send({"type": RESPONSE, "status": answer.status, "head": head, "body": sent})
+            self._record(ex, request_id, answer.status, head, sent, "response")
+            return request_id
+        headers = self._headers(ex, answer, request_id, len(body), extra)
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         if len(sent) > WRITE_CHUNK:
             await transport.send_in_pieces(send, sent)
         else:
             await send({"type": "http.response.body", "body": sent})
-        self._record(ex, request_id, answer.status, headers, sent, "response")
+        self._record(ex, request_id, answer.status, tuple(headers), sent, "response")
         return request_id
 
     async def _respond_held(
         self, send: Send, ex: Exchange, answer: Answer, connections: Account
-    ) -> str:
+    ) -> bytes:
         """``_respond`` for a large answer: charged to the budget while it is written, or 507."""
         size = len(answer.body)
         if not connections.reserve(size):
@@ -508,49 +596,60 @@ class PetStoreAPI:
                     await send({"type": "http.response.body", "body": body})
         finally:
             # Recorded even where the transport is out of reach and the break raises.
-            self._record(ex, request_id, status, headers, body, fault)
+            self._record(ex, request_id, status, tuple(headers), body, fault)
 
     def _record(
         self,
         ex: Exchange,
-        request_id: str,
+        request_id: bytes,
         status: int,
-        headers: list[Header],
+        headers: tuple[Header, ...] | bytes,
         body: bytes,
         outcome: str,
     ) -> None:
-        """Append the exchange to the journal and write the access log line."""
+        """Append the exchange to the journal and write the access log line.
+
+        ``headers`` are the answer's, as a tuple of pairs or as the header
+        block sent the fast way (the journal stores either, see journal.py).
+        """
         journal = self.runtime.journal
         latency_ms = (time.perf_counter() - ex.started) * 1000
         scope = ex.scope
         caller = ex.caller
         key = caller.key.key if caller.key else None
         if journal.enabled:
-            client = scope.get("client")
-            # Entry's fields in order (journal.record takes them by position).
-            journal.record(
-                request_id,
-                ex.now,
-                ex.now - ex.state.clock.start,  # elapsed
-                scope["method"],
-                scope["path"],
-                scope["query_string"],
-                tuple(scope["headers"]),
-                ex.request_body,
-                client[0] if client else "unknown",
-                ex.operation,
-                key,
-                caller.plan.name,
-                status,
-                tuple(headers),
-                body,
-                latency_ms,
-                ex.rule,
-                outcome,
-                ex.now + ex.state.clock.wall_offset(),  # wall: the headers' "now"
+            clock = ex.state.clock
+            cap = journal.body_bytes
+            # Entry's fields in order, as one tuple (see Journal.add).
+            journal.add(
+                (
+                    next(journal.sequence),
+                    request_id,
+                    ex.now,
+                    ex.now - clock.start,  # elapsed
+                    scope["method"],
+                    scope["path"],
+                    scope["query_string"],
+                    tuple(scope["headers"]),
+                    ex.request_body,
+                    scope.get("client"),  # the journal keeps the host of it
+                    ex.operation,
+                    key,
+                    caller.plan.name,
+                    status,
+                    headers,
+                    # Cut to the journal's size here, where the tuple is made: cutting
+                    # it in the journal would mean making the tuple twice.
+                    body if len(body) <= cap else body[:cap],
+                    latency_ms,
+                    ex.rule,
+                    outcome,
+                    ex.now + clock.wall_offset(),  # wall: the headers' "now"
+                    journal.run,
+                    ex.arrived_after,
+                ),
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),
-                ex.arrived_after,
             )
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(
@@ -566,7 +665,7 @@ class PetStoreAPI:
                     "latency_ms": round(latency_ms, 3),
                     "rule": ex.rule,
                     "operation": ex.operation,
-                    "request_id": request_id,
+                    "request_id": request_id.decode(),
                     "outcome": outcome,
                 },
             )
@@ -600,21 +699,3 @@ async def pause(seconds: float) -> None:
     await asyncio.sleep(seconds)
     while (left := deadline - time.perf_counter()) > 0:
         await asyncio.sleep(max(left, 0.001))
-
-
-_query_cache: dict[bytes, dict[str, list[str]]] = {}
-# 1 MiB of parsed queries, none from a query over 2 KiB (see budget.py).
-_query_budget = ByteBudget(1024 * 1024, 2048)
-
-
-def parse_query(query_string: bytes) -> dict[str, list[str]]:
-    """A query string as lists of values per name, cached: clients repeat their queries."""
-    parsed = _query_cache.get(query_string)
-    if parsed is None:
-        parsed = {}
-        for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
-            parsed.setdefault(name, []).append(value)
-        # The parsed values hold about as many bytes again as the string.
-        if _query_budget.admit(_query_cache, 2 * len(query_string)):
-            _query_cache[query_string] = parsed
-    return parsed

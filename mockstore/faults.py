@@ -7,12 +7,15 @@ same request sequence fires the same rules every time.
 
 from __future__ import annotations
 
+import math
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+from urllib.parse import parse_qsl
 
+from mockstore.budget import ByteBudget
 from mockstore.routing import allow_header, compile_path
 from mockstore.scenario.model import FaultRule, Match, Route
 
@@ -150,6 +153,13 @@ def _static_checks(m: Match) -> tuple[Check, ...]:
     return tuple(checks)
 
 
+class Screened(NamedTuple):
+    """What ``FaultEngine.screen`` found for a request: the rules that could fire."""
+
+    needs: Needs  # the parts of the request they read
+    rows: tuple[Row, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Needs:
     """Which parts of a request the candidate rules read, so the caller parses only those."""
@@ -171,7 +181,7 @@ class FaultEngine:
     """
 
     def __init__(self, rules: tuple[FaultRule, ...], rng: random.Random) -> None:
-        self._rules = rules
+        self.rules = rules  # the scenario's, in order
         self._compiled = [_CompiledRule(i, rule) for i, rule in enumerate(rules)]
         self._rng = rng
         self._counts = [0] * len(rules)
@@ -185,9 +195,17 @@ class FaultEngine:
                 c.scope = self._scopes.setdefault(scope, len(self._scopes))
         self._scope_counts = [0] * len(self._scopes)
         self._tables: dict[tuple[str | None, str | None], _Table] = {}
+        self._last = _NO_TABLE  # screen()'s last table
+        # Every query parameter a rule reads has a bit, the same in every table;
+        # the bits of each query string seen (clients repeat theirs) are kept,
+        # within a budget: 256 KiB per engine (one per running state), none from
+        # a query string over 2 KiB.
+        self._query_names = tuple(sorted({n for r in rules for n, _ in r.match.query}))
+        self._query_bits: dict[bytes, int] = {}
+        self._query_budget = ByteBudget(256 * 1024, 2048)
 
     def __bool__(self) -> bool:
-        return bool(self._rules)
+        return bool(self.rules)
 
     @property
     def counts(self) -> list[int]:
@@ -199,14 +217,14 @@ class FaultEngine:
 
     def candidates(self, operation: str | None) -> list[int]:
         """The indexes of the rules that can apply to an operation, for any key."""
-        return [
-            i for i, rule in enumerate(self._rules) if rule.match.operation in (None, operation)
-        ]
+        return [i for i, rule in enumerate(self.rules) if rule.match.operation in (None, operation)]
 
     def _table(self, operation: str | None, key: str | None) -> _Table:
         table = self._tables.get((operation, key))
         if table is None:
-            table = self._tables[(operation, key)] = _Table(self._compiled, operation, key)
+            table = self._tables[(operation, key)] = _Table(
+                self._compiled, operation, key, len(self._scopes), self._query_names
+            )
             table.scopes = tuple(
                 index
                 for (op, k), index in self._scopes.items()
@@ -219,19 +237,83 @@ class FaultEngine:
         table = self._table(operation, key)
         return table.needs if table.rows else None
 
-    def evaluate(self, facts: RequestFacts) -> Outcome:
+    def screen(
+        self,
+        operation: str | None,
+        key: str | None,
+        query: bytes,
+        headers: Iterable[tuple[bytes, bytes]],
+        elapsed: float,
+    ) -> Screened | None:
+        """Count a request in its scopes and say which rules could fire for it; None if none.
+
+        The cheap first step of ``evaluate``, from the raw request: on a
+        request no rule can fire for (most requests of a scenario with rules)
+        nothing is built, and ``RequestFacts`` are made only when this returns
+        rows, for ``evaluate(facts, screened)``. ``query`` is the raw query
+        string; ``headers`` the ASGI header pairs (names lower-case), or none
+        at all when the caller knows the request carries no header any rule
+        compares (``rule_header_names``).
+        """
+        table = self._last
+        if operation is not table.operation or key is not table.key:
+            # A suite's requests come in runs of one key and operation: the last
+            # table is checked by identity before the dict is asked.
+            table = self._last = self._tables.get((operation, key)) or self._table(operation, key)
+        if not table.rows:
+            return None
+        # The table's _count and its shape of the raw request, inlined: this runs
+        # on every request a rule could apply to, and a call costs a tenth of it.
+        scope_counts = self._scope_counts
+        stale = not table._from <= elapsed < table._until
+        wakes = table._wakes
+        for scope in table.scopes:
+            count = scope_counts[scope] = scope_counts[scope] + 1
+            if count >= wakes[scope]:
+                stale = True
+        if stale:
+            table._forget()
+        shape = 0
+        if table._query_mask:
+            found = self._query_bits.get(query)
+            shape = (self._learn_query(query) if found is None else found) & table._query_mask
+        wanted = table._header_bits
+        if wanted:
+            for name, _ in headers:
+                bit = wanted.get(name)
+                if bit is not None:
+                    shape |= bit
+        rows = table._live.get(shape)
+        if rows is None:
+            rows = table._learn(shape, elapsed, scope_counts)
+        return Screened(table.needs, rows) if rows else None
+
+    def _learn_query(self, query: bytes) -> int:
+        """The bits of the rules' query parameters a raw query string carries (and keep them)."""
+        parsed = parse_query(query)
+        bits = 0
+        for i, name in enumerate(self._query_names):
+            if name in parsed:
+                bits |= 1 << i
+        if self._query_budget.admit(self._query_bits, len(query)):
+            self._query_bits[query] = bits
+        return bits
+
+    def evaluate(self, facts: RequestFacts, screened: Screened | None = None) -> Outcome:
+        """Which rules fire for a request, counting it; ``screened`` if ``screen`` ran already."""
         fired: list[str] = []
         delay_ms = 0.0
         answer: FaultRule | None = None
-        table = self._tables.get((facts.operation, facts.key)) or self._table(
-            facts.operation, facts.key
-        )
         counts = self._counts
         scope_counts = self._scope_counts
-        for scope in table.scopes:
-            scope_counts[scope] += 1
         elapsed = facts.elapsed
-        rows = table.rows_for(facts, scope_counts)
+        if screened is None:
+            table = self._tables.get((facts.operation, facts.key)) or self._table(
+                facts.operation, facts.key
+            )
+            rows = table.rows_for(facts, scope_counts)
+        else:
+            rows = screened.rows
         for static, index, scope, first, last, calls, every, window, chance, rule in rows:
             if static is None:
                 count = scope_counts[scope]
@@ -276,24 +358,6 @@ class Row(NamedTuple):
     rule: FaultRule
 
 
-class _Live:
-    """The rows worth trying for one request shape, and how long that stays true."""
-
-    __slots__ = ("count_guards", "from_elapsed", "rows", "until_elapsed")
-
-    def __init__(
-        self,
-        rows: tuple[Row, ...],
-        count_guards: tuple[tuple[int, int], ...],
-        from_elapsed: float,
-        until_elapsed: float,
-    ) -> None:
-        self.rows = rows
-        self.count_guards = count_guards  # (scope, count at which a resting rule wakes)
-        self.from_elapsed = from_elapsed
-        self.until_elapsed = until_elapsed
-
-
 class _Table:
     """The rules that can apply to one (operation, key), as flat rows for a fast loop.
 
@@ -305,14 +369,41 @@ class _Table:
     - a rule with no request condition beyond operation and key, whose count
       or time window says "not now": its count lives in a shared scope counter
       that moves anyway, so skipping it changes nothing but the time spent.
-      The rows are recomputed when such a rule's count or window comes due.
+
+    The rows kept for every shape stay good until the earliest instant or
+    scope count at which any of them could change (``_from``, ``_until``,
+    ``_wakes``); then all are chosen again as requests come. One check for the
+    whole table per request, instead of one per shape kept; the cost is
+    choosing again the rows of shapes that did not need it, which is rare.
     """
 
-    __slots__ = ("_header_names", "_live", "_query_names", "needs", "rows", "scopes")
+    __slots__ = (
+        "_from",
+        "_header_bits",
+        "_header_names",
+        "_live",
+        "_query_bit",
+        "_query_mask",
+        "_query_names",
+        "_until",
+        "_wakes",
+        "key",
+        "needs",
+        "operation",
+        "rows",
+        "scopes",
+    )
 
     def __init__(
-        self, compiled: list[_CompiledRule], operation: str | None, key: str | None
+        self,
+        compiled: list[_CompiledRule],
+        operation: str | None,
+        key: str | None,
+        scopes: int = 0,
+        all_query_names: tuple[str, ...] = (),
     ) -> None:
+        self.operation = operation
+        self.key = key
         chosen = [
             c
             for c in compiled
@@ -320,42 +411,76 @@ class _Table:
         ]
         self._query_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.query}))
         self._header_names = tuple(sorted({n for c in chosen for n, _ in c.rule.match.headers}))
+        # A request's shape is which of those names it carries, one bit each in
+        # an int: a query parameter's bit is the engine's (all_query_names), the
+        # headers' come after those.
+        self._query_bit = {
+            n: 1 << i for i, n in enumerate(all_query_names) if n in self._query_names
+        }
+        self._query_mask = sum(self._query_bit.values())
+        self._header_bits = {
+            n.encode("latin-1"): 1 << (len(all_query_names) + i)
+            for i, n in enumerate(self._header_names)
+        }
         self.rows: tuple[Row, ...] = tuple(_row(c) for c in chosen)
-        self._live: dict[tuple[bool, ...], _Live] = {}
         self.scopes: tuple[int, ...] = ()
+        # The rows worth trying per shape, good while elapsed is in [_from, _until)
+        # and no scope count reaches its entry in _wakes (one per scope of the engine).
+        self._live: dict[int, tuple[Row, ...]] = {}
+        self._from, self._until = -math.inf, math.inf
+        self._wakes = [_NO_LIMIT] * scopes
         self.needs = Needs(
             query=bool(self._query_names),
             headers=frozenset(self._header_names),
             body=any(c.rule.match.body for c in chosen),
-            header_keys=frozenset(n.encode("latin-1") for n in self._header_names),
+            header_keys=frozenset(self._header_bits),
         )
 
     def rows_for(self, facts: RequestFacts, scope_counts: list[int]) -> tuple[Row, ...]:
-        # map() over a bound method: this runs per request, and a generator costs more.
-        shape = (
-            *map(facts.query.__contains__, self._query_names),
-            *map(facts.headers.__contains__, self._header_names),
-        )
-        live = self._live.get(shape)
-        if live is not None and live.from_elapsed <= facts.elapsed < live.until_elapsed:
-            for scope, wakes_at in live.count_guards:
-                if scope_counts[scope] >= wakes_at:
-                    break  # a resting rule is due: choose the rows again
-            else:
-                return live.rows
-        live = self._live[shape] = self._compute(shape, scope_counts, facts.elapsed)
-        return live.rows
+        """Count a request in the table's scopes; the rows worth trying for it (its facts)."""
+        self._count(facts.elapsed, scope_counts)
+        shape = self._shape(facts.query, facts.headers)
+        rows = self._live.get(shape)
+        return rows if rows is not None else self._learn(shape, facts.elapsed, scope_counts)
 
-    def _compute(self, shape: tuple[bool, ...], scope_counts: list[int], elapsed: float) -> _Live:
-        query = {n for n, here in zip(self._query_names, shape, strict=False) if here}
+    def _count(self, elapsed: float, scope_counts: list[int]) -> None:
+        """Bump the table's scope counters; forget the rows kept if that or the time says so."""
+        stale = not self._from <= elapsed < self._until
+        wakes = self._wakes
+        for scope in self.scopes:
+            count = scope_counts[scope] = scope_counts[scope] + 1
+            if count >= wakes[scope]:
+                stale = True  # a resting rule is due
+        if stale:
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the rows kept for every shape: they are chosen again as requests come."""
+        self._live.clear()
+        self._from, self._until = -math.inf, math.inf
+        self._wakes = [_NO_LIMIT] * len(self._wakes)
+
+    def _shape(self, query: Mapping[str, Any], headers: Mapping[str, Any]) -> int:
+        """The bits of the names a request carries, from its parsed query and headers."""
+        shape = 0
+        for name, bit in self._query_bit.items():
+            if name in query:
+                shape |= bit
+        for name, bit in zip(self._header_names, self._header_bits.values(), strict=True):
+            if name in headers:
+                shape |= bit
+        return shape
+
+    def _learn(self, shape: int, elapsed: float, scope_counts: list[int]) -> tuple[Row, ...]:
+        """Choose the rows of a shape and keep them, with how long they stay good."""
+        query = {n for n, bit in self._query_bit.items() if shape & bit}
         headers = {
             n
-            for n, here in zip(self._header_names, shape[len(self._query_names) :], strict=True)
-            if here
+            for n, bit in zip(self._header_names, self._header_bits.values(), strict=True)
+            if shape & bit
         }
         rows = []
-        guards: dict[int, int] = {}
-        start, end = float("-inf"), float("inf")
+        wakes = self._wakes
         for row in self.rows:
             scope, first, last, window = row.scope, row.first, row.last, row.window
             match = row.rule.match
@@ -373,18 +498,47 @@ class _Table:
             if count < first:
                 # Asleep until its scope's count reaches ``first`` (counts are bumped
                 # before the rows are chosen, so that request finds it awake).
-                guards[scope] = min(guards.get(scope, first), first)
+                wakes[scope] = min(wakes[scope], first)
                 continue
             if window is not None:
                 if elapsed < window[0]:
-                    end = min(end, window[0])
+                    self._until = min(self._until, window[0])
                     continue
                 if elapsed >= window[1]:
-                    start = max(start, window[1])
+                    self._from = max(self._from, window[1])
                     continue
-                start, end = max(start, window[0]), min(end, window[1])
+                self._from = max(self._from, window[0])
+                self._until = min(self._until, window[1])
             rows.append(row)
-        return _Live(tuple(rows), tuple(guards.items()), start, end)
+        kept = self._live[shape] = tuple(rows)
+        return kept
+
+
+def rule_header_names(rules: Iterable[FaultRule]) -> frozenset[bytes]:
+    """Every request header the rules compare, as ASGI spells it (lower-case bytes)."""
+    return frozenset(name.encode("latin-1") for rule in rules for name, _ in rule.match.headers)
+
+
+# Where screen() starts: no rows, and an operation and key no request has
+# (strings made here, so never the same objects as a request's).
+_NO_TABLE = _Table([], "".join(["(", "none", ")"]), "".join(["(", "none", ")"]))
+
+_query_cache: dict[bytes, dict[str, list[str]]] = {}
+# 1 MiB of parsed queries, none from a query over 2 KiB (see budget.py).
+_query_budget = ByteBudget(1024 * 1024, 2048)
+
+
+def parse_query(query_string: bytes) -> dict[str, list[str]]:
+    """A query string as lists of values per name, cached: clients repeat their queries."""
+    parsed = _query_cache.get(query_string)
+    if parsed is None:
+        parsed = {}
+        for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+            parsed.setdefault(name, []).append(value)
+        # The parsed values hold about as many bytes again as the string.
+        if _query_budget.admit(_query_cache, 2 * len(query_string)):
+            _query_cache[query_string] = parsed
+    return parsed
 
 
 def _row(c: _CompiledRule) -> Row:

@@ -15,6 +15,12 @@ estimate of the memory it holds (its bytes and strings, plus a fixed overhead
 per entry and per header measured on CPython 3.11), kept beside it, so
 counting costs a few additions per exchange.
 
+Two things are stored as the server had them and made into what an ``Entry``
+says only when the journal is read: the request id as the header's bytes,
+and the response headers of an answer sent the fast way as its header block
+(one bytes object where a tuple of pairs would hold 15 objects). The hidden
+cost is on the reader: ``select`` splits each block back into pairs.
+
 What it holds is also reserved from its mock's share of the process's memory
 budget (``mockstore.memory``), a ``JOURNAL_BLOCK`` at a time, so the request
 path only compares two numbers. When the budget has no room for another
@@ -25,6 +31,7 @@ log at most once a minute.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time as _time
@@ -33,6 +40,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
+from mockstore.headers import parse_block
 from mockstore.keys import is_alias, key_alias
 from mockstore.memory import Account, format_size
 from mockstore.runs import Run
@@ -53,6 +61,8 @@ HEADER_OVERHEAD = 120
 # than counted on the hot path. Scripted answers' headers are counted.
 STANDARD_HEADER_BYTES = 48
 STANDARD_HEADER_COST = HEADER_OVERHEAD + STANDARD_HEADER_BYTES
+# A header block stored as it was sent: one bytes object's header.
+BLOCK_OVERHEAD = 33
 # Reserved from the memory budget this much at a time (and given back once two
 # blocks are spare): one comparison per exchange, a reservation every few hundred.
 JOURNAL_BLOCK = 256 * 1024
@@ -198,11 +208,22 @@ class Journal:
         # Bounded in entries by the deques themselves (the oldest fall out as
         # the newest come in, in C); in bytes by _evict.
         self._entries: deque[tuple[Any, ...]] = deque(maxlen=size or None)
-        self._costs: deque[int] = deque(maxlen=size or None)  # each entry's size, in order
-        self.bytes = 0
-        self._seq = 0
+        # The bytes held, as running totals: ``_totals`` holds the sum of every
+        # entry's cost ever added as of each held entry, after the same sum as of
+        # the entry before the oldest; the bytes held are its last item less its
+        # first. It is one item longer than the ring and drops its oldest item
+        # when the ring drops its oldest entry, so nothing is subtracted as
+        # entries fall out: one addition and one append per request.
+        self._total = 0
+        self._totals: deque[int] = deque([0], maxlen=size + 1 if size else None)
+        # Sequence numbers: ``next(self.sequence)`` takes the next one (the
+        # server does, as it makes each record: cheaper than a method call).
+        self.sequence = itertools.count(1)
+        self._seq_at_clear = 0
+        # The last sequence number taken: an attribute, not worked out, because
+        # the server reads it as each request arrives (``Entry.arrived_after``).
+        self.last_seq = 0
         self.enabled = size > 0
-        self.dropped = 0
         # The share of the memory budget it draws on, and what it reserved there.
         self.account = account
         self._held = 0 if account is not None else 2**62
@@ -213,8 +234,26 @@ class Journal:
         self.runs: deque[Run] = deque(maxlen=RUNS_KEPT)
 
     def next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
+        """Take the next sequence number, for the entry about to be appended."""
+        seq = next(self.sequence)
+        if not self.enabled:  # nothing will be appended: not an entry (see dropped)
+            self._seq_at_clear += 1
+            self.last_seq = seq
+        return seq
+
+    @property
+    def bytes(self) -> int:
+        """The estimated size of the entries held (see ENTRY_OVERHEAD)."""
+        return self._totals[-1] - self._totals[0]
+
+    @property
+    def dropped(self) -> int:
+        """Entries recorded since the last ``clear`` that are no longer held.
+
+        Worked out rather than counted on every request: each sequence number
+        taken while recording is on is an entry appended.
+        """
+        return self.last_seq - self._seq_at_clear - len(self._entries)
 
     def append(self, entry: Entry) -> None:
         """Append an entry as it is (its ``seq`` already taken with ``next_seq``)."""
@@ -225,7 +264,7 @@ class Journal:
 
     def record(
         self,
-        request_id: str,
+        request_id: str | bytes,
         time: float,
         elapsed: float,
         method: str,
@@ -238,7 +277,7 @@ class Journal:
         key: str | None,
         plan: str | None,
         status: int,
-        response_headers: tuple[tuple[bytes, bytes], ...],
+        response_headers: tuple[tuple[bytes, bytes], ...] | bytes,
         response_body: bytes,
         latency_ms: float,
         rule: str | None,
@@ -248,95 +287,97 @@ class Journal:
         arrived_after: int = -1,
         /,
     ) -> None:
-        """Append one exchange, numbering it and cutting its headers and bodies to size.
+        """Append one exchange: ``Entry``'s fields after ``seq``, in its order (see ``add``)."""
+        if not self.enabled:
+            return
+        self.add(
+            (self.next_seq(), request_id, time, elapsed, method, path, query, request_headers,
+             request_body, client, operation, key, plan, status, response_headers,
+             response_body, latency_ms, rule, outcome, wall, self.run, arrived_after),
+            head_bytes,
+        )  # fmt: skip
 
-        The parameters are ``Entry``'s fields after ``seq``, in its order, and
-        positional: this runs once per request, and naming 19 arguments at the
-        call costs more than the rest of it (``tests/test_journal.py`` checks
-        that every field lands where it belongs). ``head_bytes`` is the size of
-        the request's head (request line and headers) as the server counted
-        it, or -1 to count it here; ``arrived_after`` the last sequence number
-        answered when the request arrived. The response headers of a standard answer
-        (no ``rule`` fired) are mockstore's own and short, so estimated
-        (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted.
+    def add(self, record: tuple[Any, ...], head_bytes: int = -1) -> None:
+        """Append one exchange, cutting its headers and bodies to size.
+
+        ``record`` holds ``Entry``'s fields in its order, its ``seq`` taken with
+        ``next_seq`` and its ``run`` the journal's: a tuple the server builds in one step,
+        because this runs once per request and passing 22 arguments one by one costs about a
+        third of it (``tests/test_journal.py`` checks that every field lands where it
+        belongs). ``client`` may be the ASGI ``(host, port)`` pair or None (read as the
+        host, or ``unknown``). ``head_bytes`` is the size of the request's head (request
+        line and headers) as the server counted it, or -1 to count it here. The response
+        headers are pairs or a header block (bytes, as sent; see the module docstring).
+        Pairs of a standard answer (no ``rule`` fired) are mockstore's own and short, so
+        estimated (``STANDARD_HEADER_BYTES`` each); a scripted answer's are counted; a block
+        is its length.
         """
         if not self.enabled:
             return
-        self._seq += 1
         cap = self.body_bytes
-        sent = len(request_body)
-        if sent > cap:
-            request_body = request_body[:cap]
-            sent = cap
-        answered = len(response_body)
-        if answered > cap:
-            response_body = response_body[:cap]
+        sent = len(record[_REQUEST_BODY])
+        answered = len(record[_RESPONSE_BODY])
+        if answered > cap:  # (the server cuts its answers before: this makes a new tuple)
+            record = (
+                *record[:_RESPONSE_BODY],
+                record[_RESPONSE_BODY][:cap],
+                *record[_RESPONSE_BODY + 1 :],
+            )
             answered = cap
-        if head_bytes < 0 or head_bytes > self.header_bytes:
-            # Counted here (in process), or possibly over the cap: the exact figure.
-            if _header_bytes(request_headers) > self.header_bytes:
-                request_headers = cap_headers(request_headers, self.header_bytes)
-            head_bytes = _header_bytes(request_headers) + len(path) + len(query)
+        if sent > cap or not 0 <= head_bytes <= self.header_bytes:
+            record, head_bytes = self._cut(record, head_bytes)
+            sent = len(record[_REQUEST_BODY])
+        response_headers = record[_RESPONSE_HEADERS]
+        if response_headers.__class__ is bytes:
+            answer_cost = BLOCK_OVERHEAD + len(response_headers)
+        else:
+            answer_cost = _pairs_cost(response_headers, record[_RULE])
         cost = (
             ENTRY_OVERHEAD
             + head_bytes
             + sent
             + answered
-            + HEADER_OVERHEAD * len(request_headers)
-            + STANDARD_HEADER_COST * len(response_headers)
+            + HEADER_OVERHEAD * len(record[_REQUEST_HEADERS])
+            + answer_cost
         )
-        if rule is not None:  # a scripted answer: its headers are the scenario's, counted
-            cost += _header_bytes(response_headers) - STANDARD_HEADER_BYTES * len(response_headers)
-        entries = self._entries
-        if len(entries) == self.size:  # the oldest falls out below
-            self.bytes -= self._costs[0]
-            self.dropped += 1
         # A plain tuple in Entry's field order, not an Entry: see the module docstring.
-        entries.append(
-            (
-                self._seq,
-                request_id,
-                time,
-                elapsed,
-                method,
-                path,
-                query,
-                request_headers,
-                request_body,
-                client,
-                operation,
-                key,
-                plan,
-                status,
-                response_headers,
-                response_body,
-                latency_ms,
-                rule,
-                outcome,
-                wall,
-                self.run,
-                arrived_after,
-            )
-        )
-        costs = self._costs
-        costs.append(cost)
-        self.bytes += cost
-        # Past the byte budget the oldest go too (inline: with large answers it
-        # runs on every request); the newest always stays, cut to size.
-        while self.bytes > self.max_bytes and len(entries) > 1:
-            entries.popleft()
-            self.bytes -= costs.popleft()
-            self.dropped += 1
-        if self.bytes > self._held:
+        self._entries.append(record)
+        self.last_seq = record[_SEQ]
+        total = self._total = self._total + cost
+        totals = self._totals
+        totals.append(total)
+        if total - totals[0] > self.max_bytes:
+            # Past the byte budget the oldest go too (with large answers, on every
+            # request); the newest always stays, cut to size.
+            self._evict()
+        if totals[-1] - totals[0] > self._held:
+            # More than is reserved from the memory budget: a block more (once
+            # every few hundred entries), or the oldest go.
             self._reserve()
 
+    def _cut(self, record: tuple[Any, ...], head_bytes: int) -> tuple[tuple[Any, ...], int]:
+        """The record with its request body cut to ``body_bytes``; the head counted if it must be.
+
+        A head counted by the server within ``header_bytes`` stays as it came;
+        one counted here (in process), or possibly over the cap, is measured
+        (its headers cut to ``header_bytes`` first).
+        """
+        cut = list(record)
+        cut[_REQUEST_BODY] = cut[_REQUEST_BODY][: self.body_bytes]
+        if head_bytes < 0 or head_bytes > self.header_bytes:
+            request_headers = cut[_REQUEST_HEADERS]
+            if _header_bytes(request_headers) > self.header_bytes:
+                request_headers = cut[_REQUEST_HEADERS] = cap_headers(
+                    request_headers, self.header_bytes
+                )
+            head_bytes = _header_bytes(request_headers) + len(cut[_PATH]) + len(cut[_QUERY])
+        return tuple(cut), head_bytes
+
     def _add(self, record: tuple[Any, ...], cost: int) -> None:
-        if len(self._entries) == self.size:
-            self.bytes -= self._costs[0]
-            self.dropped += 1
         self._entries.append(record)
-        self._costs.append(cost)
-        self.bytes += cost
+        self.last_seq = record[_SEQ]
+        self._total += cost
+        self._totals.append(self._total)
         self._evict()
         if self.bytes > self._held:
             self._reserve()
@@ -355,16 +396,15 @@ class Journal:
         if account.reserve(blocks) or account.reserve(blocks := need):
             self._held += blocks
             return
-        entries, costs = self._entries, self._costs
+        entries, totals = self._entries, self._totals
         gone = 0
         while self.bytes > self._held and entries:
             if len(entries) == 1 and account.reserve(self.bytes - self._held):
                 self._held = self.bytes
                 break
             entries.popleft()
-            self.bytes -= costs.popleft()
+            totals.popleft()
             gone += 1
-        self.dropped += gone
         now = _time.monotonic()
         if gone and now - self._warned > 60:
             self._warned = now
@@ -414,11 +454,10 @@ class Journal:
 
         The newest entry always stays (it was cut to size).
         """
-        entries, costs = self._entries, self._costs
-        while self.bytes > self.max_bytes and len(entries) > 1:
+        entries, totals = self._entries, self._totals
+        while totals[-1] - totals[0] > self.max_bytes and len(entries) > 1:
             entries.popleft()
-            self.bytes -= costs.popleft()
-            self.dropped += 1
+            totals.popleft()
 
     def begin_run(self, run: Run) -> None:
         """Number every entry from now on with ``run`` (see ``mockstore.runs``)."""
@@ -432,9 +471,8 @@ class Journal:
     def clear(self) -> None:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
         self._entries.clear()
-        self._costs.clear()
-        self.bytes = 0
-        self.dropped = 0
+        self._totals = deque([self._total], maxlen=self._totals.maxlen)
+        self._seq_at_clear = self.last_seq
         self._give_back()
 
     def resize(
@@ -456,11 +494,10 @@ class Journal:
         if size:
             while len(self._entries) > size:
                 self._entries.popleft()
-                self.bytes -= self._costs.popleft()
-                self.dropped += 1
+                self._totals.popleft()
             self._evict()
         self._entries = deque(self._entries, maxlen=size or None)
-        self._costs = deque(self._costs, maxlen=size or None)
+        self._totals = deque(self._totals, maxlen=size + 1 if size else None)
         self._give_back()
 
     def __iter__(self) -> Iterator[Entry]:
@@ -468,10 +505,6 @@ class Journal:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    @property
-    def last_seq(self) -> int:
-        return self._seq
 
     def select(
         self,
@@ -487,7 +520,7 @@ class Journal:
         keeps one run's entries.
         """
         snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
-        make = Entry._make
+        make = _entry
         return [
             make(r)
             for r in snapshot
@@ -498,8 +531,8 @@ class Journal:
             and (run is None or r[_RUN] == run)
         ]
 
-    def records_after(self, seq: int) -> list[tuple[Any, ...]]:
-        """The stored records (``Entry`` fields in order) after ``seq``, oldest first.
+    def entries_after(self, seq: int) -> list[Entry]:
+        """The entries after ``seq``, oldest first (``select(since=seq)``, unfiltered).
 
         Read from the newest back, so it costs what is new, not the journal's
         length (``mockstore.shared.journal`` ships them every few milliseconds).
@@ -510,13 +543,39 @@ class Journal:
                 break
             newer.append(record)
         newer.reverse()
-        return newer
+        return [_entry(record) for record in newer]
 
 
-# Where each field sits in a stored record, for ``select``'s filters.
-_SEQ, _OPERATION, _KEY, _STATUS, _RUN = (
-    Entry._fields.index(name) for name in ("seq", "operation", "key", "status", "run")
-)
+# Where each field sits in a stored record.
+(_SEQ, _REQUEST_ID, _PATH, _QUERY, _REQUEST_HEADERS, _REQUEST_BODY, _CLIENT, _OPERATION, _KEY,
+ _STATUS, _RESPONSE_HEADERS, _RESPONSE_BODY, _RULE, _RUN) = (
+    Entry._fields.index(name)
+    for name in ("seq", "request_id", "path", "query", "request_headers", "request_body",
+                 "client", "operation", "key", "status", "response_headers", "response_body",
+                 "rule", "run")
+)  # fmt: skip
+
+
+def _entry(record: tuple[Any, ...]) -> Entry:
+    """A stored record as an Entry: what the server stored as it had it, made what Entry says.
+
+    The request id as text, a header block as pairs, the ASGI client as its host.
+    """
+    request_id = record[_REQUEST_ID]
+    headers = record[_RESPONSE_HEADERS]
+    client = record[_CLIENT]
+    if request_id.__class__ is bytes or headers.__class__ is bytes or client.__class__ is not str:
+        fields = list(record)
+        if request_id.__class__ is bytes:
+            fields[_REQUEST_ID] = request_id.decode("latin-1")
+        if headers.__class__ is bytes:
+            fields[_RESPONSE_HEADERS] = parse_block(headers)
+        if client.__class__ is not str:
+            fields[_CLIENT] = client[0] if client else "unknown"
+        record = tuple(fields)
+    return Entry._make(record)
+
+
 # Where the latest runs began: enough for any report to name its runs (a run
 # with no entry left needs none), a few hundred bytes each.
 RUNS_KEPT = 4096
@@ -528,6 +587,14 @@ def _header_bytes(headers: RawHeaders) -> int:
     for name, value in headers:
         size += len(name) + len(value)
     return size
+
+
+def _pairs_cost(headers: RawHeaders, rule: str | None) -> int:
+    """What response headers given as pairs hold: estimated for mockstore's own, else counted."""
+    if rule is None:  # a standard answer's: short, mockstore's own
+        return STANDARD_HEADER_COST * len(headers)  # type: ignore[arg-type]
+    # A scripted answer: its headers are the scenario's, counted.
+    return HEADER_OVERHEAD * len(headers) + _header_bytes(headers)  # type: ignore[arg-type]
 
 
 def _cost(record: tuple[Any, ...]) -> int:

@@ -29,6 +29,14 @@ WRITE_CHUNK = 64 * 1024
 # it for its byte budget and need not count the headers again.
 HEAD_BYTES = "mockstore.head_bytes"
 
+# An ASGI extension of mockstore's protocol (protocol.py), named in each
+# request's ``scope["extensions"]``: the app may answer with one message of
+# this type, ``{"type": RESPONSE, "status": int, "head": bytes, "body": bytes}``,
+# where ``head`` holds the header lines as sent (each ending CRLF), instead of
+# ``http.response.start`` and ``http.response.body``. One system call instead of two,
+# and no second pass over headers the app built itself (see api.py).
+RESPONSE = "mockstore.http.response"
+
 # File descriptors kept free for what is not a client connection (the
 # listening socket, the event loop, log files, scenario files, worker threads).
 _RESERVED_FDS = 64

@@ -49,13 +49,19 @@ a request that does not arrive in one read.
 from __future__ import annotations
 
 import asyncio
+from types import MethodType
 from typing import Any, ClassVar
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 from mockstore.errors import error_body
-from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
+from mockstore.headers import parse_block
+from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, MemoryBudget, format_size
 from mockstore.urls import CONTROL_PREFIX
 
@@ -114,6 +120,99 @@ class _Wait:
         self.charged = 0  # bytes reserved from the budget for a head spanning reads
         # While the client does not read: the deadline for it to, and the bytes charged.
         self.unsent: asyncio.TimerHandle | None = None
+
+
+# Every request's scope names the one-message answer (limits.RESPONSE): shared,
+# never written.
+_EXTENSIONS: dict[str, dict[str, Any]] = {RESPONSE: {}}
+_END = b"\r\n"
+_END_AND_CLOSE = b"connection: close\r\n\r\n"
+
+
+async def send_answer(cycle: RequestResponseCycle, message: Any) -> None:
+    """uvicorn's ``send`` for one request, which also takes an answer in one message.
+
+    Bound to each request's cycle as its ``send`` (see ``on_headers_complete``).
+    For a ``RESPONSE`` message (``limits.RESPONSE``) it writes the status line,
+    the app's header block and the body with one ``writelines`` (one
+    ``writev`` under uvloop: the body is not copied), where uvicorn writes
+    twice and first checks each header against two regular
+    expressions, lower-cases its name and reads it for ``Content-Length`` and
+    ``Connection`` (about 3,000 instructions a header). It keeps uvicorn's
+    bookkeeping: flow control, a client that left, ``connection: close`` when
+    the connection will not be kept alive, the end-of-response callback. Any
+    other message goes to uvicorn's ``send`` unchanged.
+
+    The app sends it only for a body of at most ``WRITE_CHUNK``: a larger one
+    goes the standard way, in pieces, so that a client that does not read
+    paces it (``pause_writing``) instead of finding it all in the buffer.
+
+    The hidden costs: the block is written as the app built it, so it is only
+    for headers mockstore made itself (``api.py`` sends scripted ones, which
+    may say anything, the standard way): no ``Content-Length`` check, no
+    ``Connection`` or ``Transfer-Encoding`` header in it. And it relies on
+    uvicorn 0.54's cycle attributes, which ``tests/test_fast_answer.py`` checks
+    on the wire against the standard path.
+    """
+    if message["type"] != RESPONSE:
+        await RequestResponseCycle.send(cycle, message)
+        if cycle.response_complete:
+            _unbind(cycle)
+        return
+    if cycle.flow.write_paused and not cycle.disconnected:
+        await cycle.flow.drain()
+    if cycle.disconnected:
+        return
+    if cycle.response_started or cycle.access_log or cycle.default_headers:
+        # Misuse (uvicorn's send says what), or headers uvicorn adds itself.
+        await _as_two_messages(cycle, message)
+        return
+    cycle.response_started = True
+    cycle.waiting_for_100_continue = False
+    keep_alive = cycle.keep_alive
+    transport = cycle.transport
+    transport.writelines(
+        (
+            STATUS_LINE[message["status"]],
+            message["head"],
+            _END if keep_alive else _END_AND_CLOSE,
+            message["body"],
+        )
+    )
+    cycle.response_complete = True
+    cycle.message_event.set()
+    if not keep_alive:
+        transport.close()
+    cycle.on_response()
+    _unbind(cycle)
+
+
+def _unbind(cycle: RequestResponseCycle) -> None:
+    """Drop the cycle's own ``send`` once its answer is complete.
+
+    The bound method refers to the cycle that holds it: left there, that
+    reference cycle would keep every finished request (its scope, headers and
+    buffers) alive until the cyclic garbage collector ran, which then cost
+    more than the rest of the request (about 8,000 instructions each). The
+    app keeps the method it was handed, so a late call still lands here.
+    """
+    # ``del``, not ``__dict__.pop``: reading ``__dict__`` would make CPython 3.11
+    # give the instance a real dict, and every later attribute read slower.
+    try:  # noqa: SIM105 - contextlib.suppress costs more than this whole function
+        del cycle.send
+    except AttributeError:
+        pass
+
+
+async def _as_two_messages(cycle: RequestResponseCycle, message: Any) -> None:
+    start = {
+        "type": "http.response.start",
+        "status": message["status"],
+        "headers": list(parse_block(message["head"])),
+    }
+    await RequestResponseCycle.send(cycle, start)  # type: ignore[arg-type]
+    body = {"type": "http.response.body", "body": message["body"]}
+    await RequestResponseCycle.send(cycle, body)  # type: ignore[arg-type]
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -285,9 +384,20 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             head = self._head_size()
             if head > wait.max_head:
                 raise _HeadTooLarge
-        self.scope[HEAD_BYTES] = head  # for the journal's byte budget: counted once
+        scope = self.scope
+        scope[HEAD_BYTES] = head  # for the journal's byte budget: counted once
+        scope["extensions"] = _EXTENSIONS
         wait.phase = BODY
+        previous = self.cycle
         HttpToolsProtocol.on_headers_complete(self)
+        cycle = self.cycle
+        if cycle is not previous:
+            # uvicorn made the cycle (of a class it names) and its task has not
+            # run yet: the app will be handed this ``send``. An attribute of the
+            # instance, not a subclass swapped in: assigning ``__class__`` makes
+            # every later attribute read of the cycle slower (CPython 3.11's
+            # attribute caches are per class), about 3,000 instructions a request.
+            cycle.send = MethodType(send_answer, cycle)  # type: ignore[method-assign]
 
     def _head_began_midread(self) -> int:
         """A head began after another request within this read: count what came of it.

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
-from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket, key_bucket
+from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket
 from mockstore.memory import OverBudget
 from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
@@ -210,7 +210,7 @@ class PetStoreService:
         key = state.keys.lookup(credentials.token) if credentials.kind == "bearer" else None
         if key is not None:
             plan = state.plans[key.plan]
-            bucket = key_bucket(key.key)
+            bucket = key.bucket
         else:
             plan = state.plans[self._anonymous_plan]
             bucket = client_bucket(client)

@@ -104,13 +104,16 @@ class MockState:
         template: PetStore | None = None,
         account: Account | None = None,
         timebase: Timebase = REAL_TIME,
+        keys: KeyRing | None = None,
     ) -> None:
         self.scenario = scenario
         # What this state holds (its stores and issued keys), given back when it is replaced.
         self.account = account
         self.clock = clock or timebase.clock(scenario.clock_start, scenario.clock_mode)  # type: ignore[arg-type]
         self.plans: dict[str, Plan] = dict(scenario.plans)
-        self.keys = KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
+        # ``keys``: the scenario's ring, copied (hashing every key again cost
+        # half of a reset); built here when not given.
+        self.keys = keys.copy() if keys is not None else scenario_keys(scenario)
         behaviour = scenario.behaviour
         self.limiter = RateLimiter(
             scenario.ban or NO_BAN,
@@ -134,14 +137,23 @@ class MockState:
         if form.format != "counter" or form.prefix != "req-":
             self.next_request_id = RequestIds(form.prefix, form.format, scenario.seed, self)
 
-    def next_request_id(self) -> str:
+    def next_request_id(self) -> bytes:
+        """The next ``X-Request-Id``, ``req-000001`` on: bytes, as the header sends it.
+
+        The journal keeps these bytes and makes them text when it is read.
+        """
         self.requests_served += 1
-        return f"req-{self.requests_served:06d}"
+        return b"req-%06d" % self.requests_served
 
     def close(self) -> None:
         """Give back what this state held to the memory budget (it is being replaced)."""
         if self.account is not None:
             self.account.close()
+
+
+def scenario_keys(scenario: Scenario) -> KeyRing:
+    """The key ring a scenario declares."""
+    return KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
 
 
 class RequestIds:
@@ -157,13 +169,13 @@ class RequestIds:
         self._rng = random.Random(f"mockstore-request-ids-{seed}")
         self._state = state
 
-    def __call__(self) -> str:
+    def __call__(self) -> bytes:
         state = self._state
         state.requests_served += 1
         if self._form == "counter":
-            return f"{self._prefix}{state.requests_served:06d}"
+            return f"{self._prefix}{state.requests_served:06d}".encode()
         value = uuid.UUID(int=self._rng.getrandbits(128), version=4)
-        return self._prefix + (str(value) if self._form == "uuid" else value.hex)
+        return (self._prefix + (str(value) if self._form == "uuid" else value.hex)).encode()
 
 
 def template_store(scenario: Scenario) -> PetStore:
@@ -207,7 +219,10 @@ class Runtime:
         self._template = template or template_store(scenario)
         if template is None and self._scenario_share is not None:
             self._scenario_share.take(self._template.inventory.cost, "the scenario's pets")
-        self.state = MockState(scenario, clock, self._template, self._state_share(), timebase)
+        self._keys = scenario_keys(scenario)  # every reset copies it
+        self.state = MockState(
+            scenario, clock, self._template, self._state_share(), timebase, self._keys
+        )
         self.journal = Journal(
             scenario.journal_size,
             scenario.journal_body_bytes,
@@ -289,7 +304,12 @@ class Runtime:
         replaced = self.state
         replaced.close()  # first: its floor goes to the new state
         self.state = MockState(
-            replaced.scenario, clock, self._template, self._state_share(), self.timebase
+            replaced.scenario,
+            clock,
+            self._template,
+            self._state_share(),
+            self.timebase,
+            self._keys,
         )
         self._begin_run("reset")
         return self.state
@@ -339,6 +359,7 @@ class Runtime:
         self._clock_override = None
         self._template = prepared.template
         self._scenario_share = prepared.share
+        self._keys = scenario_keys(scenario)
         self.state = prepared.state
         self.journal.resize(
             scenario.journal_size,

@@ -203,3 +203,50 @@ def test_key_ring_lookup_issue_revoke() -> None:
     assert ring.revoke("k1") == ApiKey("k1", "free", "t1")
     assert ring.lookup("k1") is None
     assert ring.revoke("k1") is None
+
+
+def test_a_remembered_key_is_forgotten_when_it_is_revoked_or_reissued() -> None:
+    # The ring remembers keys it confirmed (hashing each request's token cost
+    # most of what authentication cost): a revoke or a reissue must not leave
+    # the old answer behind.
+    ring = KeyRing([ApiKey("k1", "free", "t1")])
+    assert ring.lookup("k1") == ApiKey("k1", "free", "t1")
+    assert ring.lookup("k1") == ApiKey("k1", "free", "t1")  # from the memo
+    ring.revoke("k1")
+    assert ring.lookup("k1") is None
+    ring.issue(ApiKey("k1", "pro", "t9"))
+    assert ring.lookup("k1") == ApiKey("k1", "pro", "t9")
+    ring.issue(ApiKey("k1", "business", "t9"))  # the same secret, another plan
+    assert ring.lookup("k1") == ApiKey("k1", "business", "t9")
+    assert ring.lookup("k1").bucket == "key:k1"
+
+
+def test_parsed_headers_are_remembered_within_their_budget() -> None:
+    from mockstore import keys
+
+    before = dict(keys._parsed)
+    try:
+        for n in range(5000):
+            parse_authorization(b"Bearer guess-%d-" % n + b"x" * 200)
+        held = sum(len(header) for header in keys._parsed)
+        assert held <= keys._parsed_budget.max_bytes
+        assert parse_authorization(b"Bearer " + b"y" * 2000).token == "y" * 2000  # never kept
+        assert b"Bearer " + b"y" * 2000 not in keys._parsed
+    finally:
+        keys._parsed.clear()
+        keys._parsed.update(before)
+
+
+def test_the_plan_of_a_reissued_key_reaches_its_answers(client: TestClient) -> None:
+    # Through the control API: a key revoked and issued again on another plan
+    # is answered with the new plan's figures at once.
+    tool = {"X-Mockstore-Client": "tests"}
+    issued = client.post("/__mockstore/keys", json={"key": "swap-key", "plan": "free"})
+    assert issued.status_code == 201
+    first = client.get("/v1/pets", headers=auth("swap-key"))
+    assert first.headers["x-ratelimit-limit"] == "60"
+    assert client.delete("/__mockstore/keys/swap-key", headers=tool).status_code == 204
+    assert client.get("/v1/pets", headers=auth("swap-key")).status_code == 401
+    again = client.post("/__mockstore/keys", json={"key": "swap-key", "plan": "business"})
+    assert again.status_code == 201
+    assert client.get("/v1/pets", headers=auth("swap-key")).headers["x-ratelimit-limit"] == "1000"

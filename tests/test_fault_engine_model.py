@@ -136,3 +136,43 @@ def test_the_engine_fires_exactly_what_the_plain_reading_fires(
         outcome = engine.evaluate(f)
         assert list(outcome.fired) == fired
         assert (outcome.rule.name if outcome.rule else None) == answer
+
+
+def raw(request: dict[str, Any]) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """The query string and ASGI headers ``facts`` describes, as the server passes them.
+
+    The server passes no headers at all when none is one a rule compares
+    (``rule_header_names``): so does this.
+    """
+    query = b"status=sold" if request["status"] else b"limit=5"
+    if not request["case"]:
+        return query, []
+    headers = [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer x")]
+    headers.insert(1, (b"x-case", request["case"].encode()))
+    return query, headers
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rules=st.lists(rule, min_size=1, max_size=8),
+    requests=st.lists(request, min_size=1, max_size=40),
+    seed=st.integers(0, 2**16),
+)
+def test_screening_the_raw_request_first_fires_exactly_what_the_plain_reading_fires(
+    rules: list[dict[str, Any]], requests: list[dict[str, Any]], seed: int
+) -> None:
+    # The server's path: screen() on the raw query and headers, and only when
+    # it finds rows that could fire, RequestFacts and evaluate().
+    loaded = load_scenario(scenario(rules), "model.yaml").faults
+    engine = FaultEngine(loaded, random.Random(seed))
+    sequence = [facts(r) for r in requests]
+    expected = list(reference(loaded, random.Random(seed), sequence))
+    for r, f, (fired, answer) in zip(requests, sequence, expected, strict=True):
+        query, headers = raw(r)
+        screened = engine.screen(f.operation, f.key, query, headers, f.elapsed)
+        if screened is None:
+            assert (fired, answer) == ([], None)
+            continue
+        outcome = engine.evaluate(f, screened)
+        assert list(outcome.fired) == fired
+        assert (outcome.rule.name if outcome.rule else None) == answer

@@ -231,3 +231,25 @@ def test_the_tenant_limit_and_taken_ids() -> None:
         assert client.post("/__mockstore/tenants", json={"id": "one-more"}).status_code == 201
         inner = client.post("/__mockstore/tenants/one-more/__mockstore/tenants", json={})
         assert inner.status_code == 404, "a tenant has no tenants of its own"
+
+
+def test_a_reset_in_process_is_the_reset_over_http() -> None:
+    # What the mockstore fixture does before each test on a server it started:
+    # the same reset as POST /__mockstore/reset, and the same answer, without HTTP.
+    with MockServer() as server:
+        created = httpx.post(
+            server.url + "/pets", json={"name": "Rex", "categoryId": 1}, headers=auth("pro")
+        )
+        assert created.status_code == 201
+        issued = server.control.issue_key("free").key
+        in_process = server.reset()
+        assert in_process.scenario == "default"
+        assert in_process.journal_seq == server.control.requests()[-1].seq
+        pets = httpx.get(server.url + "/pets?limit=100", headers=auth("pro")).json()
+        assert created.json()["id"] not in [pet["id"] for pet in pets]
+        assert httpx.get(server.url + "/pets", headers=auth(issued)).status_code == 401
+        over_http = server.control.reset()
+        assert (over_http.status, over_http.scenario) == (in_process.status, in_process.scenario)
+        assert over_http.journal_seq == in_process.journal_seq + 2  # the two requests since
+    with pytest.raises(RuntimeError, match="not running"):
+        server.reset()

@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
@@ -248,6 +250,20 @@ def test_moving_the_clock_back_recounts_windows_and_keeps_what_is_left_of_a_ban(
     assert other.check("c", plan, START + 10).allowed
 
 
+def test_moved_back_a_bucket_states_the_windows_of_the_new_instant() -> None:
+    # A bucket remembers its windows' ends to skip the roll while an instant is
+    # inside them; moved back, it must work them out again (not keep the later ones).
+    plan = Plan("p", 5, 50)
+    limiter = RateLimiter(default_ban_policy())
+    later = START + 3 * DAY + 30
+    assert limiter.check("d", plan, later).reset == (later // MINUTE + 1) * MINUTE
+    limiter.rebase(later, START)
+    moved = limiter.check("d", plan, START)
+    assert moved.minute_reset == (START // MINUTE + 1) * MINUTE
+    assert moved.day_reset == (START // DAY + 1) * DAY
+    assert moved.minute_remaining == 4 and moved.day_remaining == 49
+
+
 # -- over HTTP, in process ------------------------------------------------
 
 
@@ -438,6 +454,57 @@ def test_builtin_plans_match_the_spec() -> None:
     assert (business.per_minute, business.per_day) == (1_000, 100_000)
     assert "enterprise" in BUILTIN_PLANS
     assert DAY == 86_400 and MINUTE == 60
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    moves=st.lists(
+        st.one_of(
+            st.floats(-200_000, 200_000, allow_nan=False),
+            st.sampled_from([0.0, 59.999999, 60.0, -60.0, 1e-6, -1e-6, 86_400.0]),
+        ),
+        max_size=40,
+    )
+)
+def test_a_bucket_counts_in_the_windows_of_the_instant_it_is_asked_about(
+    moves: list[float],
+) -> None:
+    # The limiter keeps each bucket's window ends and rolls only when an instant
+    # falls outside them: its windows must still be the ones the clock's minute
+    # and UTC day give, whichever way and however far the clock moved, and the
+    # counts must start again exactly when a window changes.
+    plan = Plan("wide", 1_000_000, 10_000_000)
+    limiter = RateLimiter(DEFAULT_BAN)
+    now = START
+    minute = day = None
+    used_minute = used_day = 0
+    for move in moves:
+        now += move
+        limiter.check("key:k", plan, now)
+        minute_start, day_start = int(now // MINUTE) * MINUTE, int(now // DAY) * DAY
+        used_minute = used_minute + 1 if minute_start == minute else 1
+        used_day = used_day + 1 if day_start == day else 1
+        minute, day = minute_start, day_start
+        usage = limiter.usage("key:k", plan, now)
+        assert (usage.minute_reset, usage.day_reset) == (minute_start + MINUTE, day_start + DAY)
+        assert (usage.minute_used, usage.day_used) == (used_minute, used_day)
+
+
+@pytest.mark.parametrize("describes", ["tightest", "minute", "day"])
+def test_windows_from_a_first_request_state_resets_rounded_up(describes: str) -> None:
+    # Such windows start at any instant; every figure an answer states is a
+    # whole second no earlier than the window's real end, on the allowed path too.
+    limiter = RateLimiter(default_ban_policy(), "first_request", describes)
+    plan = Plan("p", 5, 50)
+    first = START + 0.25
+    for at in (first, first + 10.5, first + 59.9):
+        decision = limiter.check("f", plan, at)
+        assert decision.allowed
+        assert decision.minute_reset == math.ceil(first + MINUTE)
+        assert decision.day_reset == math.ceil(first + DAY)
+        assert decision.reset in (decision.minute_reset, decision.day_reset)
+        assert isinstance(decision.reset, int)
+    assert limiter.check("f", plan, first + MINUTE).minute_reset == math.ceil(first + 2 * MINUTE)
 
 
 FIRST_REQUEST_WINDOWS = """\

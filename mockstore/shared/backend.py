@@ -494,6 +494,8 @@ class SharedState:
         bucket.minute_used = int(float(mu))
         bucket.day_start = start(float(ds))  # type: ignore[assignment]
         bucket.day_used = int(float(du))
+        bucket.minute_end = bucket.minute_start + MINUTE
+        bucket.day_end = bucket.day_start + DAY
         bucket.banned_until = float(bu) if bu is not None else None
         bucket.rejections.extend([now] * rejections)  # only their number is shown
         return limiter.standing(bucket, plan, now)
@@ -532,6 +534,8 @@ def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) 
     start = float if limiter._fractional else int
     bucket.minute_start = start(float(reply[4]))  # type: ignore[assignment]
     bucket.day_start = start(float(reply[5]))  # type: ignore[assignment]
+    bucket.minute_end = bucket.minute_start + MINUTE
+    bucket.day_end = bucket.day_start + DAY
     verdict = reply[1].decode()
     if verdict == "allowed":
         retry_at: float = 0.0

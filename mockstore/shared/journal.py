@@ -71,17 +71,17 @@ class JournalSharing:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # Redis away: the API says so; the journal waits
-                log.debug("journal sharing paused: %s", exc)
+                log.debug("journal sharing paused: %s", exc, exc_info=True)
                 await asyncio.sleep(self.interval)
 
     async def ship(self) -> int:
         """Send the entries this process recorded since the last call; how many."""
-        records = self.runtime.journal.records_after(self.shipped)
-        if not records:
+        entries = self.runtime.journal.entries_after(self.shipped)
+        if not entries:
             return 0
-        self.shipped = records[-1][0]  # seq
+        self.shipped = entries[-1].seq
         taken_in = self.taken_in
-        own = [record for record in records if record[0] not in taken_in]
+        own = [tuple(entry) for entry in entries if entry.seq not in taken_in]
         self.taken_in = {seq for seq in taken_in if seq > self.shipped}
         if not own:
             return 0

@@ -1,0 +1,203 @@
+"""Answers sent the fast way are, byte for byte, the answers sent the standard way.
+
+mockstore's own server (``protocol.py``) takes an answer in one ASGI message,
+its header block built from a template (``ResponseHeaders.head``), and writes
+it with one system call; anywhere else the app sends ``http.response.start`` and
+``http.response.body`` and uvicorn writes the headers. These tests serve the
+same scenario both ways at once, with a manual clock, send both the same bytes
+over raw sockets, and demand the same bytes back, answer after answer:
+successes, refusals, HEAD, a deprecated operation, a create, a 429, a request
+that closes the connection, HTTP/1.0, pipelined requests; and the same journal.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mockstore.app import MockstoreApp
+from mockstore.journal import Entry
+from mockstore.scenario import load_scenario
+from mockstore.server import listen, uvicorn_config
+
+SCENARIO = """\
+version: 1
+clock: {start: "2026-03-01T12:00:30Z", mode: manual}
+keys:
+  - {key: pro-key, plan: pro}
+  - {key: tight-key, plan: {per_minute: 2, per_day: 100}}
+behaviour: {ratelimit_draft_headers: true}
+routes:
+  - {operation: listOrders, respond: {status: 200, body: [], headers: {X-Source: scripted}}}
+faults:
+  - name: quiet
+    match: {operation: listPets, query: {status: pending}}
+    respond: {status: 503, body: {code: busy, message: later, status: 503}}
+"""
+PRO = b"Authorization: Bearer pro-key\r\n"
+TIGHT = b"Authorization: Bearer tight-key\r\n"
+NEW_PET = b'{"name": "Rex", "categoryId": 1}'
+# One request each: (what it is, its bytes). Sent in order on one connection.
+REQUESTS = [
+    ("listing", b"GET /v1/pets?limit=2 HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    ("HEAD", b"HEAD /v1/pets?limit=2 HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    ("deprecated", b"GET /v1/pets/1 HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    ("404", b"GET /v1/pets/424242 HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    ("400", b"GET /v1/pets?limit=abc HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    ("401", b"GET /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n"),
+    ("405", b"DELETE /v1/pets HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    ("scripted route", b"GET /v1/store/orders HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    ("scripted fault", b"GET /v1/pets?status=pending HTTP/1.1\r\nHost: x\r\n" + PRO + b"\r\n"),
+    (
+        "create",
+        b"POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + PRO
+        + b"Content-Length: %d\r\n\r\n" % len(NEW_PET)
+        + NEW_PET,
+    ),
+    ("tight 1", b"GET /v1/pets HTTP/1.1\r\nHost: x\r\n" + TIGHT + b"\r\n"),
+    ("tight 2", b"GET /v1/pets HTTP/1.1\r\nHost: x\r\n" + TIGHT + b"\r\n"),
+    ("429", b"GET /v1/pets HTTP/1.1\r\nHost: x\r\n" + TIGHT + b"\r\n"),
+]
+
+
+@contextmanager
+def _serving(app: MockstoreApp, fast: bool) -> Iterator[int]:
+    """``app`` on a free port: mockstore's own protocol (``fast``) or uvicorn's plain one."""
+    config = uvicorn_config(app, log_level="warning")
+    if not fast:
+        config.http = "httptools"  # uvicorn's own: no one-message answers
+    server = uvicorn.Server(config)
+    sock = listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.005)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+@contextmanager
+def _both() -> Iterator[tuple[tuple[MockstoreApp, int], tuple[MockstoreApp, int]]]:
+    scenario = load_scenario(SCENARIO, "fast.yaml")
+    fast_app, plain_app = MockstoreApp(scenario), MockstoreApp(scenario)
+    with _serving(fast_app, True) as fast_port, _serving(plain_app, False) as plain_port:
+        yield (fast_app, fast_port), (plain_app, plain_port)
+
+
+class Reader:
+    """Whole answers, one at a time, from a connection (every answer has a Content-Length)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.data = b""
+
+    def answer(self, head_only: bool = False) -> bytes:
+        deadline = time.monotonic() + 30
+        while True:
+            end = self.data.find(b"\r\n\r\n")
+            if end >= 0:
+                lower = self.data[:end].lower()
+                length = int(lower.split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
+                size = end + 4 + (0 if head_only else length)
+                if len(self.data) >= size:
+                    answer, self.data = self.data[:size], self.data[size:]
+                    return answer
+            self.sock.settimeout(max(0.05, deadline - time.monotonic()))
+            chunk = self.sock.recv(65536)
+            assert chunk, f"the server closed mid-answer: {self.data[-300:]!r}"
+            self.data += chunk
+            assert time.monotonic() < deadline, f"no whole answer in 30 s: {self.data[-300:]!r}"
+
+    def rest(self) -> bytes:
+        """Everything until the server closes the connection."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.05, deadline - time.monotonic()))
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return self.data
+            self.data += chunk
+        raise AssertionError(f"the connection stayed open: {self.data[-300:]!r}")
+
+
+def test_every_kind_of_answer_is_the_same_bytes_both_ways() -> None:
+    with _both() as ((fast_app, fast_port), (plain_app, plain_port)):
+        connections = [socket.create_connection(("127.0.0.1", p)) for p in (fast_port, plain_port)]
+        readers = [Reader(sock) for sock in connections]
+        try:
+            for what, request in REQUESTS:
+                answers = []
+                for reader in readers:
+                    reader.sock.sendall(request)
+                    answers.append(reader.answer(head_only=request.startswith(b"HEAD")))
+                assert answers[0] == answers[1], what
+                assert answers[0].startswith(b"HTTP/1.1 "), what
+        finally:
+            for sock in connections:
+                sock.close()
+        # Both ways were taken: the fast server stored the listing's headers as
+        # the block it sent, the plain one as pairs.
+        fast_record, plain_record = (a.runtime.journal._entries[0] for a in (fast_app, plain_app))
+        field = Entry._fields.index("response_headers")
+        assert isinstance(fast_record[field], bytes) and isinstance(plain_record[field], tuple)
+        # The journal reads the same: a fast answer's header block comes back as pairs.
+        fast_entries = fast_app.runtime.journal.select()
+        plain_entries = plain_app.runtime.journal.select()
+        assert len(fast_entries) == len(plain_entries) == len(REQUESTS)
+        for fast_entry, plain_entry in zip(fast_entries, plain_entries, strict=True):
+            assert fast_entry.request_id == plain_entry.request_id
+            assert list(fast_entry.response_headers) == list(plain_entry.response_headers)
+            assert fast_entry.response_body == plain_entry.response_body
+            assert (fast_entry.status, fast_entry.client) == (plain_entry.status, "127.0.0.1")
+
+
+def test_a_connection_that_ends_gets_connection_close_both_ways() -> None:
+    close = b"GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + PRO + b"\r\n"
+    old = b"GET /v1/pets?limit=1 HTTP/1.0\r\nHost: x\r\n" + PRO + b"\r\n"
+    with _both() as ((_, fast_port), (_, plain_port)):
+        for request in (close, old):
+            answers = []
+            for port in (fast_port, plain_port):
+                with socket.create_connection(("127.0.0.1", port)) as sock:
+                    sock.sendall(request)
+                    answers.append(Reader(sock).rest())
+            assert answers[0] == answers[1]
+            assert b"\r\nconnection: close\r\n" in answers[0]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sequence=st.lists(st.sampled_from(range(len(REQUESTS))), min_size=1, max_size=12),
+    pipelined=st.integers(1, 4),
+)
+def test_any_sequence_pipelined_or_not_is_the_same_bytes_both_ways(
+    sequence: list[int], pipelined: int
+) -> None:
+    # Requests sent ``pipelined`` at a time in one write: the answers come back
+    # in order, whole, and the same both ways.
+    with _both() as ((_, fast_port), (_, plain_port)):
+        received = []
+        for port in (fast_port, plain_port):
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                reader, answers = Reader(sock), []
+                for start in range(0, len(sequence), pipelined):
+                    batch = [REQUESTS[i][1] for i in sequence[start : start + pipelined]]
+                    sock.sendall(b"".join(batch))
+                    answers += [reader.answer(head_only=r.startswith(b"HEAD")) for r in batch]
+                received.append(answers)
+        assert received[0] == received[1]
