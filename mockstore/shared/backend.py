@@ -35,6 +35,7 @@ what was created since.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -138,9 +139,17 @@ class SharedState:
                 return await self._request.call(keys, args)
             return await self._control(keys=keys, args=args)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+            await self._connections_lost()
             raise StateUnavailable(self._unreachable(exc)) from exc
         except redis.exceptions.RedisError as exc:
             raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
+
+    async def _connections_lost(self) -> None:
+        """Close every pooled connection: Redis went away, and a connection made before
+        would fail one more request once it is back (each request tries once)."""
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.connection_pool.disconnect()
 
     def _unreachable(self, exc: BaseException) -> str:
         return f"the shared state at {self.url} cannot be reached: {exc}"
@@ -150,6 +159,7 @@ class SharedState:
         try:
             await self.client().ping()
         except Exception:
+            await self._connections_lost()
             return False
         return True
 
@@ -249,6 +259,7 @@ class SharedState:
                 pipe.hgetall(CONFIG)
                 generation, fields = await pipe.execute()
         except Exception as exc:
+            await self._connections_lost()
             raise StateUnavailable(self._unreachable(exc)) from exc
         decoded = {k.decode(): v.decode() for k, v in fields.items()}
         return decoded, generation.decode() if generation is not None else None
