@@ -22,7 +22,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY mockstore/ mockstore/
 COPY scenarios/ scenarios/
-RUN pip wheel --no-cache-dir --disable-pip-version-check --wheel-dir /wheels .
+# With the redis extra: the image can keep its state in Redis (MOCKSTORE_STATE,
+# deploy/kubernetes-shared.yaml).
+RUN pip wheel --no-cache-dir --disable-pip-version-check --wheel-dir /wheels '.[redis]'
 
 # --- runtime stage: the wheels installed, no sources, no compilers -------------------
 FROM python:3.11.13-slim-bookworm

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from starlette.types import Receive, Scope, Send
 
-from mockstore import transport
+from mockstore import sharing, transport
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
@@ -144,6 +144,7 @@ class Exchange:
         "resolved",
         "rule",
         "scope",
+        "shared",
         "started",
         "state",
     )
@@ -163,6 +164,8 @@ class Exchange:
         self.request_body = b""
         self.content_type: bytes | None = None
         self.rule: str | None = None
+        # The request's view of a store in Redis (``mockstore.sharing``); None in memory.
+        self.shared: sharing.RequestStore | None = None
 
 
 class PetStoreAPI:
@@ -229,12 +232,24 @@ class PetStoreAPI:
                 ex.operation = operation.operation_id
                 ex.params = resolved.params
             client = scope.get("client")
-            caller = ex.caller = service.identify(
-                state,
-                parse_authorization(authorization),
-                client[0] if client else "unknown",
-                ex.now,
-            )
+            if self.runtime.shared is None:
+                caller = ex.caller = service.identify(
+                    state,
+                    parse_authorization(authorization),
+                    client[0] if client else "unknown",
+                    ex.now,
+                )
+            else:  # one round trip to the shared state (Redis) counts it and runs the store
+                receive, caller = await sharing.admit(
+                    self,
+                    ex,
+                    parse_authorization(authorization),
+                    client[0] if client else "unknown",
+                    relative,
+                    receive,
+                    content_length,
+                )
+                ex.caller = caller
             try:
                 route, route_methods = state.routes.for_path(method, relative, service.serve_head)
                 unrouted = None
@@ -276,11 +291,19 @@ class PetStoreAPI:
                 if rule is not None and rule.reply is not None:
                     await self._respond(send, ex, Answer.scripted(rule.reply))
                     return
+            if ex.shared is not None:
+                await sharing.complete(ex)
             await self._respond(send, ex, self._answer(ex, route))
         except RequestAborted:
             self._record(ex, b"", 0, (), b"", "aborted")
         except transport.ConnectionBroken:
             raise  # a scripted fault, in-process: the server drops the connection
+        except sharing.Restart as restart:  # the shared configuration changed: again
+            await self(scope, restart.receive, send)
+        except sharing.Unavailable as lost:
+            answer = Answer.refusal(lost.error)
+            answer.ratelimit = False  # where the caller stands is not known
+            await self._respond(send, ex, answer)
         except Exception as exc:
             await self._fail(send, ex, exc)
 
@@ -372,7 +395,7 @@ class PetStoreAPI:
             return Answer.scripted(script.reply)
         operation = ex.resolved.operation
         assert operation is not None and ex.caller.key is not None
-        store = state.stores.store_for(ex.caller.key.tenant)
+        store = ex.shared or state.stores.store_for(ex.caller.key.tenant)
         service = ex.compiled.service
         try:
             body = service.handlers[operation.operation_id](service, store, ex)
@@ -553,6 +576,8 @@ class PetStoreAPI:
             elif fault == "empty_response":
                 transport.close_connection(send)
             else:
+                if ex.shared is not None:
+                    await sharing.complete(ex)
                 answer = self._answer(ex, route)
                 status, body = answer.status, answer.body
                 if ex.scope["method"] == "HEAD":

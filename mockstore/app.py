@@ -144,7 +144,10 @@ class MockstoreApp(AppShell):
     """The shell with the Pet Store API, the whole control API and tenants: one mock.
 
     ``account`` is this mock's share of the memory budget (the server's own
-    share when not given; a tenant's is opened by ``_new_tenant``).
+    share when not given; a tenant's is opened by ``_new_tenant``). ``state``:
+    the URL of a Redis that holds the mock's state, shared with every process
+    given the same (``mockstore.shared``; it must be ``open``ed before serving);
+    such a server has no tenants.
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class MockstoreApp(AppShell):
         account: Account | None = None,
         timebase: Timebase = REAL_TIME,
         runs: RunCounter | None = None,
+        state: str | None = None,
     ) -> None:
         if not isinstance(scenario, Scenario):
             scenario = load_scenario_source(scenario)
@@ -187,9 +191,13 @@ class MockstoreApp(AppShell):
                 self._new_tenant,
                 kept=KeptJournals(account=budget.open_share("kept", "kept journals")),
             )
-            if control and tenants
+            if control and tenants and state is None
             else None
         )
+        if state is not None:
+            from mockstore.shared import attach
+
+            attach(self.runtime, state)
         super().__init__(
             PetStoreAPI(
                 self.runtime, body_timeout=limits.body_timeout, connections=budget.connections
@@ -207,6 +215,12 @@ class MockstoreApp(AppShell):
             limits=limits,
             budget=budget,
         )
+        if self.runtime.shared is not None:
+            from mockstore.shared.journal import JournalSharing
+
+            # Every process's journal (report, HAR, dashboard) holds every process's traffic.
+            self.run_in_background(JournalSharing(self.runtime.shared, self.runtime).run)
+            self.on_shutdown(self.runtime.shared.close)
 
     def _new_tenant(self, tenant_id: str) -> MockstoreApp:
         """A tenant on the running scenario, sharing its pets (copy on write).
@@ -268,13 +282,16 @@ def create_app(
     limits: Limits | None = None,
     allowed_hosts: Iterable[str] = (),
     timebase: Timebase = REAL_TIME,
+    state: str | None = None,
 ) -> MockstoreApp:
     """An ASGI app serving ``scenario``: a bundled name, a path, YAML text, or a loaded Scenario.
 
     Use it in-process with ``httpx.ASGITransport(app=create_app())``. ``timebase``
     is where every clock it builds reads the time (tests that simulate waiting).
+    ``state``: a Redis URL that holds the mock's state (``mockstore.shared``),
+    opened here (call it outside a running event loop; ``StateUnavailable``).
     """
-    return MockstoreApp(
+    app = MockstoreApp(
         scenario,
         control=control,
         control_token=control_token,
@@ -282,4 +299,10 @@ def create_app(
         limits=limits,
         allowed_hosts=allowed_hosts,
         timebase=timebase,
+        state=state,
     )
+    if app.runtime.shared is not None:
+        from mockstore.shared import open_state
+
+        open_state(app.runtime.shared)
+    return app

@@ -51,6 +51,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ),
         ErrorCode("server_busy", 503, "Every connection is busy (`--max-connections`)."),
         ErrorCode(
+            "state_unavailable", 503, "The shared state (`--state redis://…`) cannot be reached."
+        ),
+        ErrorCode(
             "upstream_timeout", 504, "`mockstore record`: the upstream did not answer in time."
         ),
         ErrorCode(

@@ -531,6 +531,20 @@ class Journal:
             and (run is None or r[_RUN] == run)
         ]
 
+    def entries_after(self, seq: int) -> list[Entry]:
+        """The entries after ``seq``, oldest first (``select(since=seq)``, unfiltered).
+
+        Read from the newest back, so it costs what is new, not the journal's
+        length (``mockstore.shared.journal`` ships them every few milliseconds).
+        """
+        newer: list[tuple[Any, ...]] = []
+        for record in reversed(self._entries):
+            if record[_SEQ] <= seq:
+                break
+            newer.append(record)
+        newer.reverse()
+        return [_entry(record) for record in newer]
+
 
 # Where each field sits in a stored record.
 (_SEQ, _REQUEST_ID, _PATH, _QUERY, _REQUEST_HEADERS, _REQUEST_BODY, _CLIENT, _OPERATION, _KEY,

@@ -375,7 +375,18 @@ class RateLimiter:
     def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
         """A bucket's standing; during a ban nothing is left in either window, as the
         headers of its answers say."""
-        bucket = self._bucket(bucket_id, now)
+        return self.standing(self._buckets.get(bucket_id), plan, now)
+
+    def standing(self, stored: Bucket | None, plan: Plan, now: float) -> Usage:
+        """``usage`` of a bucket's counters, read on a copy: looking starts no window
+        (one that starts at a first request starts at a request)."""
+        bucket = self._new_bucket()
+        if stored is not None:
+            bucket.minute_start, bucket.minute_used = stored.minute_start, stored.minute_used
+            bucket.day_start, bucket.day_used = stored.day_start, stored.day_used
+            bucket.minute_end, bucket.day_end = stored.minute_end, stored.day_end
+            bucket.banned_until, bucket.rejections = stored.banned_until, stored.rejections
+        bucket.roll(now)
         banned = bucket.banned_until if bucket.banned_until and now < bucket.banned_until else None
         left = 0 if banned is not None else 1
         return Usage(

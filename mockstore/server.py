@@ -131,6 +131,10 @@ class MockServer:
     is where its clocks read the time: a test may pass its own wall and monotonic
     clocks to simulate waiting without spending it.
 
+    ``state="redis://host:port/db"`` keeps the mock's state in that Redis, shared
+    with every server given the same (``mockstore serve --state``); it raises
+    ``StateUnavailable`` here when Redis cannot be reached.
+
     ``url`` is the API base (``http://127.0.0.1:41234/v1``), ``base_url`` the
     server root, ``control_url`` the control API, ``control`` a ``Control`` on it.
     """
@@ -146,6 +150,7 @@ class MockServer:
         watch: bool = False,
         start_timeout: float = START_TIMEOUT,
         timebase: Timebase = REAL_TIME,
+        state: str | None = None,
     ) -> None:
         from mockstore.app import MockstoreApp
 
@@ -156,8 +161,12 @@ class MockServer:
         if watch and (source is None or source.path is None):
             raise ValueError("watch=True needs a scenario file (a path), not a name or text")
         self.app = MockstoreApp(
-            scenario, control=control, control_token=control_token, timebase=timebase
+            scenario, control=control, control_token=control_token, timebase=timebase, state=state
         )
+        if self.app.runtime.shared is not None:
+            from mockstore.shared import open_state
+
+            open_state(self.app.runtime.shared)
         if watch:
             from mockstore.watch import ScenarioWatcher
 

@@ -306,15 +306,29 @@ class PetStoreService:
     # -- the operations -------------------------------------------------------
 
     def list_pets(self, store: PetStore, call: Call) -> bytes:
+        query = self.list_query(call)
+        return store.list_json(query["limit"], query["status"])
+
+    def list_query(self, call: Call) -> dict[str, Any]:
+        """A listing's ``limit`` and ``status``, or the ApiError that refuses its query."""
         try:
-            query = self._list_query(call.query)
+            return self._list_query(call.query)
         except ApiError as refusal:
             if not (self._clamp_limit and refusal.condition == "limit_above_maximum"):
                 raise
-            query = self._list_query(_clamped(call.query))
-        return store.list_json(query["limit"], query["status"])
+            return self._list_query(_clamped(call.query))
 
     def create_pet(self, store: PetStore, call: Call) -> bytes:
+        try:
+            _, encoded = store.create(self.pet_to_create(call), self._max_store_bytes)
+        except StoreFull as full:
+            raise ApiError("store_full", str(full)) from None
+        except OverBudget as over:
+            raise ApiError("memory_budget", f"{over}; nothing was stored") from None
+        return encoded
+
+    def pet_to_create(self, call: Call) -> dict[str, Any]:
+        """The NewPet a create would store, or the ApiError that refuses its body."""
         if not call.request_body.strip():
             raise ApiError("missing_body", "a request body is required: a JSON NewPet object")
         if not is_json_media_type(call.content_type):
@@ -332,13 +346,7 @@ class PetStoreService:
                     "unknown_field",
                     f"a NewPet has no field {', '.join(repr(name) for name in unknown[:5])}",
                 )
-        try:
-            _, encoded = store.create(self.new_pet(value), self._max_store_bytes)
-        except StoreFull as full:
-            raise ApiError("store_full", str(full)) from None
-        except OverBudget as over:
-            raise ApiError("memory_budget", f"{over}; nothing was stored") from None
-        return encoded
+        return self.new_pet(value)
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:
         """A valid NewPet as stored: its own fields (and others, if kept), the default status."""

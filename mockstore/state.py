@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.faults import FaultEngine, RouteTable
@@ -231,6 +231,9 @@ class Runtime:
             account=account,
         )
         self.runs = runs or RunCounter()
+        # The state in Redis this runtime answers from (a ``mockstore.shared.SharedState``,
+        # which builds on this module: not named here); None: in memory.
+        self.shared: Any = None
         self._begin_run(first_run)
 
     def _begin_run(self, reason: RunReason) -> Run:

@@ -60,6 +60,13 @@ def _ordered(pet: Pet) -> Pet:
 class StoreFull(Exception):
     """No int64 id is left to assign, or the created pets' budget is spent."""
 
+    @classmethod
+    def over_budget(cls, created: int, max_bytes: int | None, cost: int) -> StoreFull:
+        return cls(
+            f"the pets created so far take {created} of the store's "
+            f"{max_bytes} bytes (behaviour.max_store_bytes); this one needs {cost} more"
+        )
+
 
 class Inventory:
     """The pets a store starts from: indexed and encoded once, never changed after.
@@ -170,10 +177,7 @@ class PetStore:
         encoded = _encoded(pet)
         cost = PET_OVERHEAD + 2 * len(encoded)
         if max_bytes is not None and self.created_bytes + cost > max_bytes:
-            raise StoreFull(
-                f"the pets created so far take {self.created_bytes} of the store's "
-                f"{max_bytes} bytes (behaviour.max_store_bytes); this one needs {cost} more"
-            )
+            raise StoreFull.over_budget(self.created_bytes, max_bytes, cost)
         if self.account is not None and not self.account.reserve(cost):
             raise OverBudget("this pet", cost, self.account)
         self._next_id += 1

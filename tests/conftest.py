@@ -9,7 +9,8 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.clock import Clock
-from tests.support import LiveServer, mock_server
+from tests.redis_server import RedisServer, redis_available, required
+from tests.support import LiveServer, mock_server, shared_state_url
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +43,20 @@ def manual_clock() -> Clock:
 @pytest.fixture
 def client(manual_clock: Clock) -> Iterator[TestClient]:
     """An in-process client on the default scenario with a manual clock."""
-    app = create_app("default", clock=manual_clock)
+    app = create_app("default", clock=manual_clock, state=shared_state_url())
     with TestClient(app, base_url="http://testserver") as test_client:
         yield test_client
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A real redis-server of its own on a free loopback port (skipped where none is installed).
+
+    In CI (``MOCKSTORE_REQUIRE_REDIS``) a missing redis-server fails instead.
+    """
+    if not redis_available():
+        if required():
+            pytest.fail("redis-server is not installed (apt-get install redis-server)")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    with RedisServer() as server:
+        yield server

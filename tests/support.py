@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import pytest
 
 from mockstore import MockServer, schemas
 
@@ -75,9 +76,40 @@ class LiveServer:
             self.reader.join(timeout)
 
 
+# ``MOCKSTORE_TEST_STATE=redis``: the servers of the behaviour tests keep their state in
+# Redis (one redis-server for the test process, a database of its own for each server),
+# so the tests that pass in memory prove the shared state answers alike (.ci/run).
+SHARED_STATE = os.environ.get("MOCKSTORE_TEST_STATE") == "redis"
+_redis: list[Any] = []
+
+
+def shared_state_url() -> str | None:
+    """A fresh Redis database's URL under ``MOCKSTORE_TEST_STATE=redis``, else None."""
+    if not SHARED_STATE:
+        return None
+    if not _redis:
+        import atexit
+
+        from tests.redis_server import RedisServer
+
+        server = RedisServer(databases=100_000).start()
+        atexit.register(server.close)
+        _redis.extend([server, 0])
+    _redis[1] += 1
+    return f"redis://127.0.0.1:{_redis[0].port}/{_redis[1]}"
+
+
+# A test of tenants (isolated mocks in one server): not kept in Redis, so not run there.
+needs_tenants = pytest.mark.skipif(
+    SHARED_STATE, reason="tenants are not kept in a shared state (--state) yet"
+)
+
+
 @contextmanager
 def mock_server(scenario: Any = "default", **options: Any) -> Iterator[LiveServer]:
     """A ``MockServer`` on a free port (``options`` as ``MockServer`` takes them)."""
+    if SHARED_STATE and "state" not in options:
+        options["state"] = shared_state_url()
     with MockServer(scenario, **options) as server:
         yield LiveServer(server.base_url, mock=server)
 

@@ -51,6 +51,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.validation",
         "mockstore.scenario.*",  # model, build, loader, source
         "mockstore.reports.*",  # pure functions of journal entries
+        "mockstore.shared.*",  # the state backend in Redis
     ),
     # 2 web: HTTP to the domain and back.
     2: (
@@ -59,6 +60,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.protocol",
         "mockstore.transport",
         "mockstore.tenants",
+        "mockstore.sharing",
         "mockstore.control.*",
     ),
     # 3 tools: what runs a server and talks to one; know the control API and the domain.

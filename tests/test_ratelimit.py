@@ -505,3 +505,31 @@ def test_windows_from_a_first_request_state_resets_rounded_up(describes: str) ->
         assert decision.reset in (decision.minute_reset, decision.day_reset)
         assert isinstance(decision.reset, int)
     assert limiter.check("f", plan, first + MINUTE).minute_reset == math.ceil(first + 2 * MINUTE)
+
+
+FIRST_REQUEST_WINDOWS = """\
+version: 1
+name: first-request-windows
+clock: {start: "2026-03-01T12:00:30Z", mode: manual, headers: scenario}
+keys:
+  - {key: seen-key, plan: {per_minute: 5, per_day: 50}}
+behaviour: {ratelimit_windows: first_request}
+"""
+
+
+def test_looking_at_a_key_does_not_start_its_first_request_window() -> None:
+    """A window that starts at a key's first request starts there, not when the key is read.
+
+    Listing the keys (or issuing one) used to roll the bucket it showed, so a
+    key read at 12:00:30 and first used at 12:00:50 had a window ending at
+    12:01:30; from its first request it ends at 12:01:50.
+    """
+    app = create_app(load_scenario(FIRST_REQUEST_WINDOWS, "first-request.yaml"))
+    tool = {"X-Mockstore-Client": "tests"}
+    with TestClient(app) as client:
+        listed = client.get("/__mockstore/keys").json()
+        assert listed[0]["minute"]["used"] == 0
+        client.post("/__mockstore/clock", json={"advance_seconds": 20}, headers=tool)
+        first = client.get("/v1/pets", headers={"Authorization": "Bearer seen-key"})
+        assert first.status_code == 200
+        assert first.headers["x-ratelimit-reset"] == str(math.ceil(START + 20 + MINUTE))

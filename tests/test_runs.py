@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from mockstore import Control
-from tests.support import TOOL, LiveServer, auth, mock_server
+from tests.support import TOOL, LiveServer, auth, mock_server, needs_tenants
 
 pytest_plugins = ["pytester"]
 
@@ -117,6 +117,7 @@ def test_a_report_of_one_run_says_which(fresh_server: LiveServer) -> None:
     assert "run" in unknown.json()["message"]
 
 
+@needs_tenants
 def test_a_report_after_an_xdist_run_covers_every_workers_traffic(
     pytester: pytest.Pytester,
 ) -> None:
@@ -136,6 +137,7 @@ def test_a_report_after_an_xdist_run_covers_every_workers_traffic(
     assert "16 request(s)" in judged.stdout
 
 
+@needs_tenants
 def test_a_deleted_tenants_journal_is_kept_for_reports_and_readable(
     fresh_server: LiveServer,
 ) -> None:

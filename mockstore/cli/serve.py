@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mockstore.cli.args import PIPE, USAGE
+from mockstore.cli.args import PIPE, USAGE, positive
 from mockstore.cli.logs import configure_logging
 from mockstore.cli.serving import (
     add_address,
@@ -21,6 +21,7 @@ from mockstore.cli.serving import (
     limits_from,
     open_control_warning,
     run_until_stopped,
+    run_workers,
     shown_host,
 )
 from mockstore.version import __version__
@@ -34,13 +35,17 @@ examples:
   mockstore serve --scenario ./my-scenario.yaml --control-token s3cret
   mockstore serve --scenario ./my-scenario.yaml --watch   # reload the file when it changes
   MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0
+  mockstore serve --state redis://127.0.0.1:6379/0 --workers 4   # four processes, one mock
 """
 EXIT_CODES = (
     "    0  stopped by SIGTERM or Ctrl-C, after requests in flight finished",
     "    1  the scenario is not found or not valid, or the address cannot be had",
-    f"{USAGE} (a bad option or environment variable)",
+    f"{USAGE} (a bad option or environment variable, --workers without --state)",
+    "    3  the shared state (--state) cannot be reached",
     PIPE,
 )
+# The exit code when the shared state cannot be reached at start.
+STATE_UNREACHABLE = 3
 
 log = logging.getLogger("mockstore")
 
@@ -68,6 +73,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_control(parser)
     parser.add_argument("--no-control", action="store_true", help="turn the control API off (404)")
+    parser.add_argument(
+        "--state",
+        default=os.environ.get("MOCKSTORE_STATE") or None,
+        metavar="redis://HOST:PORT/DB",
+        help="keep the mock's state (limits, bans, pets, keys, clock, scenario) in this Redis, "
+        "shared by every process given the same: replicas and --workers behave as one mock "
+        "(needs mockstore[redis]; env MOCKSTORE_STATE)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive(int, "MOCKSTORE_WORKERS"),
+        default=os.environ.get("MOCKSTORE_WORKERS", "1"),
+        metavar="N",
+        help="serve with N processes on one port; needs --state (env MOCKSTORE_WORKERS)",
+    )
     add_limits(parser)
     add_logging(parser, "info logs one line per request; warning keeps only problems")
 
@@ -88,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    problem = _state_problem(args)
+    if problem is not None:
+        print(f"mockstore: {problem}", file=sys.stderr)
+        return 2
     limits, limits_warning = limits_from(args)
     from mockstore.memory import OverBudget
 
@@ -98,10 +122,19 @@ def run(args: argparse.Namespace) -> int:
             control_token=args.control_token,
             limits=limits,
             allowed_hosts=args.allowed_host,
+            state=args.state,
         )
     except OverBudget as exc:
         print(f"mockstore: {exc}; not starting", file=sys.stderr)
         return 1
+    if app.runtime.shared is not None:
+        from mockstore.shared import StateUnavailable, open_state
+
+        try:
+            open_state(app.runtime.shared)
+        except StateUnavailable as exc:
+            print(f"mockstore: {exc}; not starting", file=sys.stderr)
+            return STATE_UNREACHABLE
     if args.watch:
         from mockstore.watch import ScenarioWatcher
 
@@ -122,7 +155,33 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
     else:
         print(banner(app, args.host, port, warnings), file=sys.stderr, flush=True)
+    if args.workers > 1:
+        return run_workers(app, sock, args.log_level, args.workers)
     return run_until_stopped(app, sock, args.log_level)
+
+
+def _state_problem(args: argparse.Namespace) -> str | None:
+    """Why --state and --workers cannot be used as given (a sentence), or None."""
+    if args.workers > 1 and not args.state:
+        return (
+            f"--workers {args.workers} needs --state redis://HOST:PORT/DB: without a shared "
+            "state each process would keep its own limits, bans and pets, and behave as "
+            f"{args.workers} different mocks behind one port"
+        )
+    if args.state is None:
+        return None
+    if not args.state.startswith(("redis://", "rediss://", "unix://")):
+        return f"--state must be a Redis URL (redis://HOST:PORT/DB), not {args.state!r}"
+    if args.watch:
+        return (
+            "--watch cannot be used with --state yet: put a changed scenario in service "
+            "for every process with PUT /__mockstore/scenario"
+        )
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        return "--state needs the redis client: pip install 'mockstore[redis]'"
+    return None
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -168,6 +227,9 @@ def banner(app: Any, host: str, port: int, warnings: Sequence[str] = ()) -> str:
     clock = state.clock
     start = datetime.fromtimestamp(clock.start, UTC).isoformat().replace("+00:00", "Z")
     lines.append(f"  clock:    {clock.mode}, starting {start}")
+    shared = app.runtime.shared
+    if shared is not None:
+        lines.append(f"  state:    {shared.url} (shared by every process given it)")
     control = _control_state(app)
     lines.append(f"  control:  http://{shown_host(host)}:{port}/__mockstore ({control})")
     if app.control is not None:

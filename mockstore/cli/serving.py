@@ -10,14 +10,19 @@ one environment variable.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import logging
 import os
 import signal
+import sys
 from typing import Any
 
 from mockstore.cli.args import env_list, one_of, pipe_closed, port, positive, size
 from mockstore.cli.logs import log_handler
 from mockstore.limits import Limits
+
+log = logging.getLogger("mockstore")
 
 
 def add_address(parser: argparse.ArgumentParser, host_help: str, port_help: str) -> None:
@@ -167,3 +172,47 @@ def run_until_stopped(app: Any, sock: Any, log_level: str) -> int:
 
 def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
+
+
+def run_workers(app: Any, sock: Any, log_level: str, count: int) -> int:
+    """``serve --workers N``: serve ``app`` on ``sock`` from ``count`` forked processes.
+
+    The parent has bound the socket and opened the shared state; each worker
+    serves the socket with its own event loop (the kernel spreads the
+    connections among them), and their state is the one in Redis, so they
+    answer as one mock. The parent only waits: a stop signal (SIGTERM,
+    Ctrl-C) is passed on to every worker, which finishes its requests in
+    flight and exits. 0 once all stopped cleanly.
+    """
+    workers: list[int] = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:  # a worker: serve until stopped, never return into the parent's code
+            code = 1
+            try:
+                code = run_until_stopped(app, sock, log_level)
+            except SystemExit as stop:  # a stop signal ends a worker as it ends serve: 0
+                code = stop.code if isinstance(stop.code, int) else 0
+            except BaseException:
+                log.exception("a worker stopped unexpectedly")
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        workers.append(pid)
+    sock.close()
+
+    def stop(signum: int, frame: object) -> None:
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):  # it has stopped already
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    worst = 0
+    for pid in workers:
+        _, status = os.waitpid(pid, 0)  # retried by Python when a signal interrupts it
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            log.error("worker %d ended with %d", pid, code)
+            worst = worst or (code if code > 0 else 1)
+    return worst

@@ -14,6 +14,7 @@ holder or a caller on this machine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
 from mockstore.limits import Limits
 from mockstore.routing import allow_header
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX, TENANTS_PREFIX
@@ -176,6 +178,12 @@ class ControlAPI:
             if refusal is not None:
                 await _answer(refusal, scope, receive, send)
                 return
+        shared = self.runtime.shared
+        if shared is not None:
+            # What another process changed (the clock, keys, the scenario) is read
+            # before this answer; out of reach, each endpoint says so itself.
+            with contextlib.suppress(StateUnavailable):
+                await shared.refresh()
         await self.app(scope, receive, send)
 
     def close(self) -> None:

@@ -8,7 +8,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.clock import format_time, outside_range, parse_time
-from mockstore.control.http import error_response, json_object, json_response
+from mockstore.control.http import error_response, json_object, json_response, state_unavailable
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Runtime
 
 
@@ -60,5 +61,12 @@ class ClockEndpoints:
         if problem is not None:
             return error_response("invalid_request", f"the clock stays where it is: {problem}", 400)
         # Back in time: a new run, limits and bans recomputed for the new instant.
-        self.runtime.move_clock(target)
+        shared = self.runtime.shared
+        if shared is None:
+            self.runtime.move_clock(target)
+            return json_response(self._clock_json())
+        try:
+            await shared.move_clock(target)
+        except StateUnavailable as exc:
+            return state_unavailable(exc)
         return json_response(self._clock_json())

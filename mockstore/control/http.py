@@ -172,3 +172,13 @@ def yes_no(request: Request, name: str, *, default: bool) -> bool:
         return value in _TRUE
     message = f"query parameter {name!r} must be true or false, got {raw!r}"
     raise ApiError("invalid_request", message, status=400)
+
+
+def state_unavailable(exc: Exception) -> Response:
+    """503 for a control call the shared state (Redis) could not take: retry shortly."""
+    return error_response(
+        "state_unavailable",
+        f"{exc}; the change was not confirmed: retry shortly",
+        503,
+        headers={"retry-after": "1"},
+    )

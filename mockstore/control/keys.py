@@ -9,11 +9,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.clock import format_time
-from mockstore.control.http import error_response, json_object, json_response
+from mockstore.control.http import error_response, json_object, json_response, state_unavailable
 from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
-from mockstore.ratelimit import NO_DAY, Plan
+from mockstore.ratelimit import NO_DAY, Plan, Usage
 from mockstore.scenario.loader import Marks, schema_problems
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import KEY_COST, Runtime
 
 
@@ -21,10 +22,17 @@ class KeyEndpoints:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
 
-    def _key_json(self, key: ApiKey) -> dict[str, Any]:
+    async def _usage(self, key: ApiKey) -> Usage:
         state = self.runtime.state
         plan = state.plans[key.plan]
-        usage = state.limiter.usage(key_bucket(key.key), plan, state.clock.now())
+        shared = self.runtime.shared
+        if shared is not None:
+            return await shared.usage(key_bucket(key.key), plan, state.clock.now())
+        return state.limiter.usage(key_bucket(key.key), plan, state.clock.now())
+
+    def _key_json(self, key: ApiKey, usage: Usage) -> dict[str, Any]:
+        state = self.runtime.state
+        plan = state.plans[key.plan]
         return {
             "key": key.key,
             "shown": mask(key.key),  # as the journal (and the dashboard's traffic) shows it
@@ -47,7 +55,12 @@ class KeyEndpoints:
         }
 
     async def list_keys(self, request: Request) -> Response:
-        return json_response([self._key_json(k) for k in self.runtime.state.keys])
+        try:
+            return json_response(
+                [self._key_json(k, await self._usage(k)) for k in self.runtime.state.keys]
+            )
+        except StateUnavailable as exc:
+            return state_unavailable(exc)
 
     async def issue(self, request: Request) -> Response:
         body = await json_object(request)
@@ -85,19 +98,33 @@ class KeyEndpoints:
             known = ", ".join(sorted(state.plans))
             return error_response("unknown_plan", f"unknown plan {plan!r} (known: {known})", 400)
         issued = ApiKey(key, plan, body.get("tenant") or key)
-        state.keys.issue(issued)
         used = body.get("used", {})
+        shared = self.runtime.shared
+        try:
+            if shared is not None:
+                await shared.issue_key(issued, state.plans[plan], used)
+                return json_response(self._key_json(issued, await self._usage(issued)), 201)
+        except StateUnavailable as exc:
+            if state.account is not None:
+                state.account.release(KEY_COST)
+            return state_unavailable(exc)
+        state.keys.issue(issued)
         if used:
             minute = used.get("minute", 0)
             state.limiter.preload(
                 key_bucket(key), state.clock.now(), minute, used.get("day", minute)
             )
-        return json_response(self._key_json(issued), 201)
+        return json_response(self._key_json(issued, await self._usage(issued)), 201)
 
     async def revoke(self, request: Request) -> Response:
         state = self.runtime.state
         key = request.path_params["key"]
-        if state.keys.revoke(key) is None:
+        shared = self.runtime.shared
+        try:
+            revoked = await shared.revoke_key(key) if shared else state.keys.revoke(key)
+        except StateUnavailable as exc:
+            return state_unavailable(exc)
+        if revoked is None:
             return error_response("unknown_key", f"no key {key!r}", 404)
         if state.account is not None and all(k.key != key for k in state.scenario.keys):
             state.account.release(KEY_COST)  # an issued key: charged when issued
@@ -108,5 +135,12 @@ class KeyEndpoints:
         key = request.path_params["key"]
         if key not in self.runtime.state.keys:
             return error_response("unknown_key", f"no key {key!r}", 404)
-        lifted = self.runtime.state.limiter.lift_ban(key_bucket(key))
+        shared = self.runtime.shared
+        try:
+            if shared is not None:
+                lifted = await shared.lift_ban(key)
+            else:
+                lifted = self.runtime.state.limiter.lift_ban(key_bucket(key))
+        except StateUnavailable as exc:
+            return state_unavailable(exc)
         return json_response({"key": key, "lifted": lifted})

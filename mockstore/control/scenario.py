@@ -40,10 +40,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.control.dashboard import bundled_source
-from mockstore.control.http import error_response, json_response
+from mockstore.control.http import error_response, json_response, state_unavailable
 from mockstore.memory import OverBudget, budget_of
 from mockstore.scenario import ScenarioError, bundled_names, load_scenario
 from mockstore.scenario.loader import priced
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Prepared, Runtime, release
 
 # A body that is one word, as a scenario's name is: never a YAML mapping.
@@ -100,7 +101,14 @@ class ScenarioEndpoints:
                 return error_response(
                     "memory_budget", f"{exc}; the running scenario is unchanged", 507
                 )
-            replaced = [self.runtime.install(prepared)]
+            shared = self.runtime.shared
+            try:
+                replaced = [
+                    await shared.install(prepared) if shared else self.runtime.install(prepared)
+                ]
+            except StateUnavailable as exc:
+                prepared.discard()
+                return state_unavailable(exc)
             await run_in_threadpool(release, replaced)
         return json_response(prepared.scenario.to_json())
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.clock import format_time
-from mockstore.control.http import json_response
+from mockstore.control.http import json_response, state_unavailable
 from mockstore.memory import budget_of
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Runtime
 from mockstore.version import __version__
 
@@ -18,18 +21,33 @@ class StateEndpoints:
 
     async def health(self, request: Request) -> Response:
         state = self.runtime.state
-        return json_response(
-            {
-                "status": "ok",
-                "version": __version__,
-                "scenario": state.scenario.name,
-                "time": format_time(state.clock.now()),
-                "run": self.runtime.run,
-            }
-        )
+        body = {
+            "status": "ok",
+            "version": __version__,
+            "scenario": state.scenario.name,
+            "time": format_time(state.clock.now()),
+            "run": self.runtime.run,
+        }
+        shared = self.runtime.shared
+        if shared is None:
+            return json_response(body)
+        # With a shared state the mock answers only while Redis does: a replica
+        # that cannot reach it is not ready (503), and says why.
+        reachable = await shared.ping()
+        body["state"] = {"backend": "redis", "url": shared.url, "reachable": reachable}
+        if not reachable:
+            body["status"] = "state_unavailable"
+        return json_response(body, 200 if reachable else 503)
 
     async def reset(self, request: Request) -> Response:
-        self.runtime.reset()
+        shared = self.runtime.shared
+        if shared is None:
+            self.runtime.reset()
+        else:
+            try:
+                await shared.reset()
+            except StateUnavailable as exc:
+                return state_unavailable(exc)
         return json_response(
             {
                 "status": "reset",
@@ -42,8 +60,17 @@ class StateEndpoints:
     async def pets(self, request: Request) -> Response:
         """Every pet of a tenant (or the shared store), without touching any allowance."""
         tenant = request.query_params.get("tenant")
-        store = self.runtime.state.stores.store_for(tenant)
-        return json_response(list(store))
+        state = self.runtime.state
+        store = state.stores.store_for(tenant)
+        shared = self.runtime.shared
+        if shared is None:
+            return json_response(list(store))
+        group = tenant if state.stores.per_key else None
+        try:
+            created = await shared.created_pets(group)
+        except StateUnavailable as exc:
+            return state_unavailable(exc)
+        return json_response([*store, *(json.loads(pet) for pet in created)])
 
     async def memory(self, request: Request) -> Response:
         """The memory budget: the whole, what is held, this mock's share and the connections'."""

@@ -10,10 +10,18 @@ from mockstore.tenants import TenantRegistry
 
 
 class TenantEndpoints:
-    def __init__(self, registry: TenantRegistry | None) -> None:
+    def __init__(self, registry: TenantRegistry | None, shared: bool = False) -> None:
         self.registry = registry
+        self.shared = shared  # the mock's state is in Redis (serve --state): no tenants
 
     def _off(self) -> Response:
+        if self.shared:
+            return error_response(
+                "not_found",
+                "this server keeps its state in Redis (--state), where tenants are not "
+                "kept yet: run a mockstore per isolated mock instead",
+                404,
+            )
         return error_response(
             "not_found", "this server has no tenants (a tenant's own control API)", 404
         )

@@ -81,6 +81,8 @@ NOT_PER_OPERATION: dict[str, str] = {
     "unknown_field": "only a scenario whose provider refuses unknown NewPet fields sends it "
     "(behaviour.unknown_fields: refuse)",
     "memory_budget": "the mock's own memory is full (--memory-budget): not the service's answer",
+    "state_unavailable": "the mock's own shared state (--state, Redis) is out of reach: "
+    "not the service's answer",
 }
 
 

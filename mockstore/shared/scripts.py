@@ -1,0 +1,196 @@
+"""The Lua scripts that make every state transition in Redis one atomic step.
+
+Each API request runs ``REQUEST`` once (one round trip): it checks that the
+process answers from the current generation of the configuration, rolls and
+counts the caller's rate-limit windows (escalating to a ban exactly as
+``mockstore.ratelimit.RateLimiter`` does), and, for an admitted caller, runs
+the store operation. Control calls run ``CONTROL``: a compare-and-set on the
+generation together with what the call changes in the data.
+
+Numbers cross the boundary as text: Redis turns a Lua number into an integer
+in a reply, and ``tostring`` keeps only 14 digits, so every float is written
+with ``%.17g`` (which reads back as the same double) and read with
+``tonumber``; Lua's doubles then compute exactly what Python's floats do.
+"""
+
+from __future__ import annotations
+
+# KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 store's next id,
+#       5 store's created bytes, 6 store's pets (hash id -> JSON), 7 store's ids (list),
+#       8 store's ids of one status (list; the list to read for a listing)
+# ARGV: 1 generation, 2 now, 3 wall, 4 minute start, 5 day start ('f' for both: windows
+#       that start at a bucket's first request), 6 per minute, 7 per day, 8 ban after,
+#       9 ban within ('c': after consecutive refusals), 10 ban duration,
+#       11 operation ('' | create | list | get), 12.. its arguments
+REQUEST = r"""
+-- An operation alone ('' for the generation) was admitted under the generation it
+-- was counted in, and names that generation's keys: it is not checked again.
+if ARGV[1] ~= '' then
+  local generation = redis.call('GET', KEYS[1])
+  if generation ~= ARGV[1] then return {'stale', generation or ''} end
+end
+local function fmt(x) return string.format('%.17g', x) end
+local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
+local verdict, retry_at = 'allowed', 0
+local head = {'ok', verdict}
+-- No window given: the caller was counted by an earlier call (the operation
+-- was held back while the scenario's fault rules decided on it).
+if ARGV[4] ~= '' then
+local b = redis.call('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw')
+local ms, mu = tonumber(b[1]) or -1, tonumber(b[2]) or 0
+local ds, du = tonumber(b[3]) or -1, tonumber(b[4]) or 0
+local bu, tu, tw = tonumber(b[5]), tonumber(b[6]), tonumber(b[7]) or 0
+if ARGV[4] == 'f' then
+  if not (ms <= now and now < ms + 60) then ms = now; mu = 0 end
+  if not (ds <= now and now < ds + 86400) then ds = now; du = 0 end
+else
+  -- A window only moves forward: a process whose clock reads a hair behind
+  -- another's counts into the newer window instead of starting an old one again.
+  local minute_start, day_start = tonumber(ARGV[4]), tonumber(ARGV[5])
+  if minute_start > ms then ms = minute_start; mu = 0 end
+  if day_start > ds then ds = day_start; du = 0 end
+end
+if bu and now < bu then
+  verdict = 'key_banned'; retry_at = bu
+else
+  if bu then bu = nil; redis.call('DEL', KEYS[3]) end
+  local minute_left = tonumber(ARGV[6]) - mu
+  local day_left = tonumber(ARGV[7]) - du
+  if minute_left <= 0 or day_left <= 0 then
+    verdict = 'rate_limited'
+    if day_left <= 0 then retry_at = ds + 86400 else retry_at = ms + 60 end
+    -- Came back when the wall clock said it might while the scenario clock
+    -- stood still: did as told, so this refusal does not count toward a ban.
+    local waited = tu ~= nil and now < tu and wall >= tw
+    tu = retry_at; tw = wall + (retry_at - now)
+    if not waited and ARGV[9] == 'c' then
+      -- A run of refusals with no admitted request between them: each notes the
+      -- day's count (negated, never taken for an instant); an admission moved it.
+      local mark = -du - 1
+      local first = redis.call('LINDEX', KEYS[3], 0)
+      if first and tonumber(first) ~= mark then redis.call('DEL', KEYS[3]) end
+      redis.call('RPUSH', KEYS[3], fmt(mark))
+      if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
+    elseif not waited then
+      redis.call('RPUSH', KEYS[3], fmt(now))
+      local horizon = now - tonumber(ARGV[9])
+      while true do
+        local first = redis.call('LINDEX', KEYS[3], 0)
+        if first and tonumber(first) <= horizon then redis.call('LPOP', KEYS[3]) else break end
+      end
+      if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
+    end
+  else
+    mu = mu + 1; du = du + 1
+  end
+end
+redis.call('HSET', KEYS[2], 'ms', fmt(ms), 'mu', fmt(mu), 'ds', fmt(ds), 'du', fmt(du),
+  'tw', fmt(tw))
+if bu then redis.call('HSET', KEYS[2], 'bu', fmt(bu))
+elseif b[5] then redis.call('HDEL', KEYS[2], 'bu') end
+if tu then redis.call('HSET', KEYS[2], 'tu', fmt(tu)) end
+head = {'ok', verdict, fmt(mu), fmt(du), fmt(ms), fmt(ds), fmt(retry_at)}
+end
+local op = ARGV[11]
+if verdict ~= 'allowed' or op == '' then return head end
+if op == 'create' then
+  -- ARGV: 12 inventory's next id, 13 largest id, 14 one past it, 15 the pet's JSON
+  -- after its id, 16 byte budget ('' none), 17 status ('' none), 18 cost per pet
+  local id = redis.call('GET', KEYS[4]) or ARGV[12]
+  if id == ARGV[14] then head[#head + 1] = {'full_id'}; return head end
+  local encoded = '{"id":' .. id .. ',' .. ARGV[15]
+  local cost = tonumber(ARGV[18]) + 2 * #encoded
+  local used = tonumber(redis.call('GET', KEYS[5]) or '0')
+  if ARGV[16] ~= '' and used + cost > tonumber(ARGV[16]) then
+    head[#head + 1] = {'full_bytes', fmt(used), fmt(cost)}; return head
+  end
+  -- INCR cannot pass the largest int64: the id after it is written as text.
+  if id == ARGV[13] then redis.call('SET', KEYS[4], ARGV[14])
+  else redis.call('SET', KEYS[4], id); redis.call('INCR', KEYS[4]) end
+  redis.call('INCRBY', KEYS[5], cost)
+  redis.call('HSET', KEYS[6], id, encoded)
+  redis.call('RPUSH', KEYS[7], id)
+  if ARGV[17] ~= '' then redis.call('RPUSH', KEYS[8], id) end
+  head[#head + 1] = {'created', id, encoded}
+elseif op == 'list' then
+  -- ARGV: 12 how many created pets the page may need (ids only grow: the first ones,
+  -- or with 13 'desc' the last ones, newest first)
+  local count = tonumber(ARGV[12])
+  local ids
+  if ARGV[13] == 'desc' then
+    local last = redis.call('LRANGE', KEYS[8], -count, -1)
+    ids = {}
+    for i = #last, 1, -1 do ids[#ids + 1] = last[i] end
+  else
+    ids = redis.call('LRANGE', KEYS[8], 0, count - 1)
+  end
+  if #ids == 0 then head[#head + 1] = {}
+  else head[#head + 1] = redis.call('HMGET', KEYS[6], unpack(ids)) end
+elseif op == 'get' then
+  -- ARGV: 12 the pet's id
+  local found = redis.call('HGET', KEYS[6], ARGV[12])
+  if found then head[#head + 1] = {found} else head[#head + 1] = {} end
+end
+return head
+"""
+
+# Control calls. KEYS: 1 generation, 2 configuration hash.
+# ARGV: 1 the generation the caller read (compare-and-set; '' to create the state),
+#       2 the new configuration as field/value pairs in JSON,
+#       3 what else changes, in JSON: {"epoch": true} starts a new epoch (reset,
+#       scenario), "preload": [[bucket key, minute start, used, day start, used]],
+#       "forget": [keys], "lift": bucket key (its rejections key follows),
+#       "rebase": {"prefix": bucket keys' prefix, "now": t, "to": t}
+# Returns {'stale', generation} or {'ok', generation, epoch, lifted}.
+CONTROL = r"""
+local gen = redis.call('GET', KEYS[1])
+if (gen or '') ~= ARGV[1] then return {'stale', gen or ''} end
+local function fmt(x) return string.format('%.17g', x) end
+local change = cjson.decode(ARGV[3])
+local fields = cjson.decode(ARGV[2])
+for name, value in pairs(fields) do redis.call('HSET', KEYS[2], name, value) end
+local epoch = redis.call('HGET', KEYS[2], 'epoch') or '0'
+if change.epoch then epoch = tostring(redis.call('HINCRBY', KEYS[2], 'epoch', 1)) end
+local prefix = change.prefix_base .. epoch .. ':'
+if change.preload then
+  for _, p in ipairs(change.preload) do
+    redis.call('HSET', prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
+  end
+end
+if change.forget then
+  for _, bucket in ipairs(change.forget) do
+    redis.call('DEL', prefix .. 'b:' .. bucket, prefix .. 'r:' .. bucket)
+  end
+end
+local lifted = '0'
+if change.lift then
+  local key = prefix .. 'b:' .. change.lift
+  if redis.call('HEXISTS', key, 'bu') == 1 then
+    lifted = '1'
+    redis.call('HDEL', key, 'bu')
+    redis.call('DEL', prefix .. 'r:' .. change.lift)
+  end
+end
+if change.rebase then
+  -- The clock moved back: windows start afresh, a ban keeps what was left of it.
+  local now, to = tonumber(change.rebase.now), tonumber(change.rebase.to)
+  local cursor = '0'
+  repeat
+    local page = redis.call('SCAN', cursor, 'MATCH', prefix .. 'b:*', 'COUNT', 500)
+    cursor = page[1]
+    for _, key in ipairs(page[2]) do
+      redis.call('HSET', key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
+      redis.call('HDEL', key, 'tu')
+      local bu = tonumber(redis.call('HGET', key, 'bu'))
+      if bu then
+        local left = bu - now
+        if left > 0 then redis.call('HSET', key, 'bu', fmt(to + left))
+        else redis.call('HDEL', key, 'bu') end
+      end
+      redis.call('DEL', prefix .. 'r:' .. string.sub(key, #prefix + 3))
+    end
+  until cursor == '0'
+end
+if change.bump ~= false then gen = tostring(redis.call('INCR', KEYS[1])) end
+return {'ok', gen or '', epoch, lifted}
+"""

@@ -1,0 +1,120 @@
+"""One request's view of a store whose created pets live in Redis.
+
+The operations (``service.PetStoreService``) read a store through
+``create``, ``list_json`` and ``get_json``. With a shared state the request's
+one script has already run the store operation (``operation_for`` says which,
+before the caller is counted); a ``RequestStore`` hands its result to the
+operation, with the scenario's own pets read from the process's inventory, so
+the answer is built from the same bytes as in memory. An operation a fault
+rule may still stop is held back (``pending``) and run by ``complete`` once
+the rules have let it through.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockstore.shared.backend import MAX_ID, PAST_MAX_ID, Operation, SharedState
+from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _json_array, _ordered
+
+_ID_PLACEHOLDER = b'{"id":0,'
+
+
+def create_operation(
+    group: str | None, new_pet: Pet, store: PetStore, max_bytes: int | None
+) -> Operation:
+    """The script's create: the pet's JSON after its id, which the script writes in front."""
+    encoded = _encoded(_ordered({**new_pet, "id": 0}))
+    # Every pet is encoded id first (the OpenAPI document's order), so the
+    # script's '{"id":' .. id .. ',' .. tail is byte for byte the in-memory JSON.
+    assert encoded.startswith(_ID_PLACEHOLDER), encoded[:16]
+    status = new_pet.get("status")
+    status_text = status if isinstance(status, str) else ""
+    return Operation(
+        "create",
+        group,
+        status_text or None,
+        [
+            str(store.inventory.next_id),
+            MAX_ID,
+            PAST_MAX_ID,
+            encoded[len(_ID_PLACEHOLDER) :],
+            "" if max_bytes is None else str(max_bytes),
+            status_text,
+            str(PET_OVERHEAD),
+        ],
+    )
+
+
+def list_operation(
+    group: str | None, store: PetStore, limit: int, status: str | None
+) -> Operation | None:
+    """The script's listing of created pets, or None when the scenario's pets fill the page."""
+    inventory = store.inventory
+    if inventory.descending:  # newest first: the created pets come first
+        return Operation("list", group, status, [str(limit), "desc"])
+    ids = inventory.ids if status is None else inventory.by_status.get(status, ())
+    if len(ids) >= limit:
+        return None
+    return Operation("list", group, status, [str(limit - len(ids))])
+
+
+def get_operation(group: str | None, store: PetStore, pet_id: int) -> Operation | None:
+    if pet_id in store.inventory.json:
+        return None
+    return Operation("get", group, None, [str(pet_id)])
+
+
+class RequestStore:
+    """The store as one request sees it: the scenario's pets here, the created ones fetched."""
+
+    __slots__ = ("epoch", "local", "operation", "pending", "result", "shared")
+
+    def __init__(
+        self,
+        local: PetStore,
+        shared: SharedState,
+        operation: Operation | None,
+        result: Any = None,
+        pending: bool = False,
+    ) -> None:
+        self.local = local  # the scenario's pets (nothing is ever created in it)
+        self.shared = shared
+        self.operation = operation
+        self.result = result
+        self.pending = pending
+        self.epoch = shared.epoch  # a held-back operation runs where it was counted
+
+    async def complete(self, now: float, wall: float) -> None:
+        """Run the held-back operation (the caller was counted already)."""
+        if self.pending:
+            self.pending = False
+            reply = await self.shared.request(None, None, now, wall, self.operation, self.epoch)
+            self.result = reply[2]
+
+    def create(self, new_pet: Pet, max_bytes: int | None = None) -> tuple[Pet, bytes]:
+        result = self.result
+        assert self.operation is not None and self.operation.kind == "create" and result
+        if result[0] == b"full_id":
+            raise StoreFull("no int64 id is left to assign")
+        if result[0] == b"full_bytes":
+            raise StoreFull.over_budget(int(result[1]), max_bytes, int(result[2]))
+        pet = _ordered({**new_pet, "id": int(result[1])})
+        return pet, result[2]
+
+    def list_json(self, limit: int, status: str | None = None) -> bytes:
+        if not self.result:  # the scenario's pets fill the page, or none were created
+            return self.local.list_json(limit, status)
+        inventory = self.local.inventory
+        ids = inventory.ids if status is None else inventory.by_status.get(status, ())
+        if inventory.descending:
+            created = self.result
+            older = ids[: -(limit - len(created)) - 1 : -1] if len(created) < limit else ()
+            return _json_array([*created, *(inventory.json[i] for i in older)])
+        return _json_array([*(inventory.json[i] for i in ids), *self.result])
+
+    def get_json(self, pet_id: int) -> bytes | None:
+        found = self.local.inventory.json.get(pet_id)
+        if found is not None:
+            return found
+        return self.result[0] if self.result else None

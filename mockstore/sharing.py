@@ -1,0 +1,210 @@
+"""The API's one step to a shared state (``mockstore.shared``): count the caller, run the store.
+
+With ``--state redis://…`` the pipeline of ``mockstore.api`` asks here, in
+place of ``PetStoreService.identify``, who the caller is. ``admit`` works out
+what the request would do to the store if its caller is admitted (the page
+of a listing, the id of a get, the pet of a create: a create's body is read
+and checked first), and makes ONE call to Redis that counts the caller and,
+if admitted, does it, atomically. The rest of the pipeline then runs as in
+memory, its store being the request's ``RequestStore``.
+
+The body of a create is read before the caller is counted here (in memory it
+is read after): what was read is handed back to the pipeline as it came
+(``_replay``), which reads it again and so answers exactly as in memory:
+refused callers are refused without regard to their body, a body over the
+limit is 413, one that stopped coming is an aborted request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.types import Message, Receive
+
+from mockstore.errors import ApiError
+from mockstore.keys import ApiKey, Credentials, client_bucket, key_bucket
+from mockstore.ratelimit import RateLimiter
+from mockstore.service import OPERATIONS, Caller
+from mockstore.shared.backend import (
+    MAX_RELOADS,
+    Operation,
+    SharedState,
+    Stale,
+    StateUnavailable,
+    decision_of,
+)
+from mockstore.shared.store import (
+    RequestStore,
+    create_operation,
+    get_operation,
+    list_operation,
+)
+from mockstore.state import NO_BAN
+from mockstore.store import PetStore
+from mockstore.validation import path_parameters
+
+# How often this request was started again because the configuration changed under it.
+RESTARTS = "mockstore.restarts"
+_GET = OPERATIONS["getPet"]
+_RETRY_SOON = ((b"retry-after", b"1"),)
+
+
+class Restart(Exception):
+    """The configuration changed and this process reloaded it: serve the request again."""
+
+    def __init__(self, receive: Receive) -> None:
+        self.receive = receive
+
+
+class Unavailable(Exception):
+    """The shared state cannot be reached: the request is answered ``error`` (503)."""
+
+    def __init__(self, error: ApiError) -> None:
+        self.error = error
+
+
+async def admit(
+    api: Any,
+    ex: Any,
+    credentials: Credentials,
+    client: str,
+    relative: str,
+    receive: Receive,
+    content_length: bytes | None,
+) -> tuple[Receive, Caller]:
+    """Count the caller and run its store operation in one call; the caller, and the body's source.
+
+    ``Restart`` when the configuration changed (this process has reloaded it),
+    ``Unavailable`` when Redis is out of reach (``ex.caller`` is set, for the
+    answer's headers and the journal).
+    """
+    shared: SharedState = api.runtime.shared
+    state = ex.state
+    key = state.keys.lookup(credentials.token) if credentials.kind == "bearer" else None
+    if key is not None:
+        plan = state.plans[key.plan]
+        bucket = key_bucket(key.key)
+    else:
+        plan = state.plans[state.scenario.anonymous_plan]
+        bucket = client_bucket(client)
+    operation: Operation | None = None
+    local: PetStore | None = None
+    pending = False
+    if key is not None and ex.resolved.operation is not None and not _scripted(ex, relative):
+        local = state.stores.store_for(key.tenant)
+        group = key.tenant if state.stores.per_key else None
+        receive, operation = await _operation(api, ex, key, group, local, receive, content_length)
+        # A fault rule may yet stop the operation (a reset connection stores
+        # nothing): it is held back until the rules have decided.
+        pending = operation is not None and state.faults.applies(ex.operation, key.key) is not None
+    now = ex.now
+    try:
+        reply = await shared.request(
+            bucket, plan, now, state.clock.wall(), None if pending else operation
+        )
+    except Stale:
+        restarts = ex.scope.get(RESTARTS, 0)
+        if restarts >= MAX_RELOADS:
+            raise _unavailable(ex, credentials, plan, bucket, "it kept changing") from None
+        ex.scope[RESTARTS] = restarts + 1
+        raise Restart(receive) from None
+    except StateUnavailable as exc:
+        raise _unavailable(ex, credentials, plan, bucket, str(exc)) from None
+    caller = Caller(credentials, key, plan, decision_of(state.limiter, reply, plan, now))
+    if caller.admitted and local is not None:
+        result = reply[7] if len(reply) > 7 else None
+        ex.shared = RequestStore(local, shared, operation, result, pending)
+    return receive, caller
+
+
+async def complete(ex: Any) -> None:
+    """Run an operation held back for the fault rules (``admit``); 503 if Redis is gone."""
+    try:
+        await ex.shared.complete(ex.now, ex.state.clock.wall())
+    except StateUnavailable as exc:
+        raise Unavailable(_state_unavailable(str(exc))) from None
+
+
+def _scripted(ex: Any, relative: str) -> bool:
+    """True when a scenario's route answers this request in place of the operation."""
+    routes = ex.state.routes
+    service = ex.compiled.service
+    route, _ = routes.for_path(ex.scope["method"], relative, service.serve_head)
+    return route is not None or ex.operation in routes.by_operation
+
+
+async def _operation(
+    api: Any,
+    ex: Any,
+    key: ApiKey,
+    group: str | None,
+    local: PetStore,
+    receive: Receive,
+    content_length: bytes | None,
+) -> tuple[Receive, Operation | None]:
+    """What the request does to the store if admitted (None: nothing, or it is refused)."""
+    name = ex.operation
+    try:
+        if name == "listPets":
+            query = ex.compiled.service.list_query(ex)
+            return receive, list_operation(group, local, query["limit"], query["status"])
+        if name == "getPet":
+            pet_id = path_parameters(_GET, ex.params)["petId"]
+            return receive, get_operation(group, local, pet_id)
+    except ApiError:
+        return receive, None  # refused by the operation itself, after counting
+    if name != "createPet":
+        return receive, None
+    recorded: list[Message] = []
+
+    async def recording() -> Message:
+        message = await receive()
+        recorded.append(message)
+        return message
+
+    try:
+        await api._read_body(ex, recording, content_length)
+    except Exception:
+        # The pipeline reads the same messages again and meets the same end
+        # (413, 408, the client gone), once the caller has been counted.
+        return _replay(recorded, receive), None
+    replay = _replay(recorded, receive)
+    try:
+        new_pet = ex.compiled.service.pet_to_create(ex)
+    except ApiError:
+        return replay, None
+    max_bytes = ex.state.scenario.behaviour.max_store_bytes
+    return replay, create_operation(group, new_pet, local, max_bytes)
+
+
+def _replay(recorded: list[Message], receive: Receive) -> Receive:
+    """A receive that gives the messages already read, then reads on."""
+    if not recorded:
+        return receive
+    waiting = list(reversed(recorded))
+
+    async def replaying() -> Message:
+        if waiting:
+            return waiting.pop()
+        return await receive()
+
+    return replaying
+
+
+def _state_unavailable(reason: str) -> ApiError:
+    return ApiError(
+        "state_unavailable",
+        f"the mock's shared state cannot be reached ({reason}); nothing was counted or "
+        "stored; retry shortly",
+        headers=_RETRY_SOON,
+    )
+
+
+def _unavailable(
+    ex: Any, credentials: Credentials, plan: Any, bucket: str, reason: str
+) -> Unavailable:
+    # Where the caller stands is not known: a decision that counts nothing, and
+    # the answer states no rate-limit figures (api.py leaves them out).
+    decision = RateLimiter(NO_BAN).peek(bucket, plan, ex.now)
+    ex.caller = Caller(credentials, None, plan, decision)
+    return Unavailable(_state_unavailable(reason))
