@@ -86,10 +86,12 @@ class Clock:
         """Move the clock forward (or back, with a negative number)."""
         return self.set(self.now() + seconds)
 
-    def set(self, when: float) -> float:
+    def set(self, when: float, *, wall_now: float | None = None) -> float:
+        """Set the clock to ``when``; ``wall_now``: the wall clock's reading that goes with it
+        (read here if not given), so a clock that follows another keeps its offset exactly."""
         self._base = float(when)
         self._started_at = self._monotonic()
-        self._offset = self.wall() - self._base
+        self._offset = (self.wall() if wall_now is None else wall_now) - self._base
         return self._base
 
     def wall_offset(self) -> float:

@@ -109,14 +109,20 @@ def http_date(when: float) -> bytes:
     return formatdate(_stated(when), usegmt=True).encode()
 
 
+# Rounding an instant to whole seconds, first to the microsecond: an offset read from two
+# wall-clock readings (a process joining a shared clock) carries float noise of a few
+# tenths of a microsecond, which rounded up would move a window's end a whole second.
+_MICROSECONDS = 6
+
+
 def _after(instant: float, offset: float) -> int:
     """An instant a client must not act before, on the headers' clock: rounded up."""
-    return math.ceil(_stated(instant + offset))
+    return math.ceil(round(_stated(instant + offset), _MICROSECONDS))
 
 
 def _before(instant: float, offset: float) -> int:
     """An instant a client must act by (a sunset), on the headers' clock: rounded down."""
-    return math.floor(_stated(instant + offset))
+    return math.floor(round(_stated(instant + offset), _MICROSECONDS))
 
 
 class ResponseHeaders:

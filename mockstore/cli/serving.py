@@ -174,6 +174,10 @@ def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
+def _stop_worker(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def run_workers(app: Any, sock: Any, log_level: str, count: int) -> int:
     """``serve --workers N``: serve ``app`` on ``sock`` from ``count`` forked processes.
 
@@ -189,6 +193,8 @@ def run_workers(app: Any, sock: Any, log_level: str, count: int) -> int:
         pid = os.fork()
         if pid == 0:  # a worker: serve until stopped, never return into the parent's code
             code = 1
+            # A stop that comes before its server takes the signals over ends it as cleanly.
+            signal.signal(signal.SIGTERM, _stop_worker)
             try:
                 code = run_until_stopped(app, sock, log_level)
             except SystemExit as stop:  # a stop signal ends a worker as it ends serve: 0
@@ -201,7 +207,11 @@ def run_workers(app: Any, sock: Any, log_level: str, count: int) -> int:
         workers.append(pid)
     sock.close()
 
+    stopping = False
+
     def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
         for pid in workers:
             with contextlib.suppress(ProcessLookupError):  # it has stopped already
                 os.kill(pid, signal.SIGTERM)
@@ -212,6 +222,10 @@ def run_workers(app: Any, sock: Any, log_level: str, count: int) -> int:
     for pid in workers:
         _, status = os.waitpid(pid, 0)  # retried by Python when a signal interrupts it
         code = os.waitstatus_to_exitcode(status)
+        if stopping and code in (-signal.SIGTERM, -signal.SIGINT):
+            # Stopped by the signal passed on before its server had taken over the
+            # signals (a worker still starting): stopped as asked, not a failure.
+            code = 0
         if code != 0:
             log.error("worker %d ended with %d", pid, code)
             worst = worst or (code if code > 0 else 1)

@@ -307,11 +307,16 @@ class SharedState:
         moved_back = clock["back"] > self.clock_moves_back and self.epoch == fields["epoch"]
         state = runtime.state
         target = clock["at"]
-        if state.clock.mode != "manual":
-            target += state.clock.wall() - clock["wall"]
+        wall_now = state.clock.wall()
+        if clock.get("real") and state.clock.mode != "manual":
+            # Real time: the wall clock itself, in every process (an offset carried
+            # over from another process's readings would be off by their gap).
+            target = wall_now
+        elif state.clock.mode != "manual":
+            target += wall_now - clock["wall"]
         if moved_back:
             runtime.move_clock(min(target, state.clock.now()))
-        state.clock.set(target)
+        state.clock.set(target, wall_now=wall_now)
         state.keys = KeyRing([ApiKey(*key) for key in json.loads(fields["keys"])])
         state.plans = {**state.scenario.plans, **_plans(json.loads(fields["plans"]))}
         self.generation = generation
@@ -342,18 +347,22 @@ class SharedState:
         except Exception as exc:  # the next sweep, or Redis's own eviction, takes the rest
             log.warning("could not sweep epoch %s of the shared state: %s", epoch, exc)
 
-    def _fresh_fields(self, scenario: Any, keys: Any, now: float) -> dict[str, str]:
+    def _fresh_fields(
+        self, scenario: Any, keys: Any, now: float, real_time: bool = False
+    ) -> dict[str, str]:
         return {
             "source": scenario.source,
             "file": scenario.file,
             "digest": _digest(scenario.source, scenario.file),
-            "clock": self._clock_json(now, self.clock_moves_back),
+            "clock": self._clock_json(now, self.clock_moves_back, real_time),
             "keys": _keys_json(keys),
             "plans": "{}",
         }
 
-    def _clock_json(self, at: float, back: int) -> str:
-        return json.dumps({"at": at, "wall": self.runtime.state.clock.wall(), "back": back})
+    def _clock_json(self, at: float, back: int, real: bool = False) -> str:
+        """The shared clock: ``at`` on it is ``wall`` on the wall clock; ``real``: real time."""
+        wall = self.runtime.state.clock.wall()
+        return json.dumps({"at": at, "wall": wall, "back": back, "real": real})
 
     def _preloads(self, scenario: Any, now: float) -> list[list[str]]:
         """The scenario's keys that start with allowance spent (``used:``)."""
@@ -413,7 +422,9 @@ class SharedState:
         """A new epoch that starts ``state`` (a reset's, or a new scenario's)."""
         scenario = state.scenario
         now = state.clock.now()
-        fields = self._fresh_fields(scenario, state.keys, now)
+        # A clock on real time (no start chosen, never moved) is the wall clock everywhere.
+        real_time = state.clock.mode != "manual" and state.clock.wall_offset() == 0.0
+        fields = self._fresh_fields(scenario, state.keys, now, real_time)
         return fields, {"epoch": True, "preload": self._preloads(scenario, now)}
 
     async def move_clock(self, when: float) -> None:
