@@ -70,6 +70,7 @@ def test_per_key_stores_share_the_budget() -> None:
     assert memory["used"] <= memory["budget"] == TEST_BUDGET
 
 
+@pytest.mark.slow  # seconds of CPU for one test (.ci/run's slow step)
 def test_keys_cannot_be_issued_without_end() -> None:
     with live_server(env=budget_env()) as server:
         control = server.url + "/__mockstore"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 
 import httpx
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,6 +39,7 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+@pytest.mark.slow  # seconds of CPU for one test (.ci/run's slow step)
 def test_thousands_of_long_distinct_queries_leave_memory_flat() -> None:
     with live_server(env={"MOCKSTORE_SCENARIO_YAML": SCENARIO}) as server:
         headers = {"Authorization": "Bearer big-key"}

@@ -554,6 +554,7 @@ def _other_keys():
 """
 
 
+@pytest.mark.slow  # seconds of CPU for one test (.ci/run's slow step)
 def test_xdist_workers_share_one_server_through_tenants(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

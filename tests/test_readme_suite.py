@@ -77,6 +77,7 @@ def test_the_unittest_file_passes_with_unittest(suite: Path) -> None:
     assert "Ran 2 tests" in result.stderr and "OK" in result.stderr
 
 
+@pytest.mark.slow  # seconds of CPU for one test (.ci/run's slow step)
 def test_the_suite_passes_under_xdist_on_one_shared_server(suite: Path) -> None:
     with mock_server() as shared:
         result = _pytest(suite, "-p", "xdist", "-n", "4", "--mockstore-url", shared.url)

@@ -117,6 +117,7 @@ def test_a_report_of_one_run_says_which(fresh_server: LiveServer) -> None:
     assert "run" in unknown.json()["message"]
 
 
+@pytest.mark.slow  # seconds of CPU for one test (.ci/run's slow step)
 @needs_tenants
 def test_a_report_after_an_xdist_run_covers_every_workers_traffic(
     pytester: pytest.Pytester,
