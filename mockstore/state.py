@@ -135,7 +135,7 @@ class MockState:
 
         form = scenario.behaviour.request_id
         if form.format != "counter" or form.prefix != "req-":
-            self.next_request_id = RequestIds(form.prefix, form.format, scenario.seed, self)
+            self.next_request_id = RequestIds(form.prefix, form.format, scenario.seed)
 
     def next_request_id(self) -> bytes:
         """The next ``X-Request-Id``, ``req-000001`` on: bytes, as the header sends it.
@@ -161,19 +161,20 @@ class RequestIds:
 
     Random ids come from a generator of their own, seeded from the scenario's
     seed: the same scenario gives the same ids, and the faults' draws are not moved.
+    It counts for itself rather than through its state: holding the state would make
+    a reference cycle, and a replaced state would wait for the cyclic collector.
     """
 
-    def __init__(self, prefix: str, form: str, seed: int, state: MockState) -> None:
+    def __init__(self, prefix: str, form: str, seed: int) -> None:
         self._prefix = prefix
         self._form = form
         self._rng = random.Random(f"mockstore-request-ids-{seed}")
-        self._state = state
+        self.served = 0
 
     def __call__(self) -> bytes:
-        state = self._state
-        state.requests_served += 1
+        self.served += 1
         if self._form == "counter":
-            return f"{self._prefix}{state.requests_served:06d}".encode()
+            return f"{self._prefix}{self.served:06d}".encode()
         value = uuid.UUID(int=self._rng.getrandbits(128), version=4)
         return (self._prefix + (str(value) if self._form == "uuid" else value.hex)).encode()
 

@@ -127,6 +127,28 @@ def test_a_replaced_scenario_and_a_reset_state_are_freed_at_once() -> None:
         assert not _servers_garbage()
 
 
+def test_a_state_with_request_ids_in_a_providers_form_is_freed_at_once() -> None:
+    scenario = (
+        "version: 1\nname: ids\nkeys: [{key: pro-key, plan: pro}]\n"
+        "behaviour: {request_id: {format: uuid, prefix: trace-}}\n"
+    )
+    app = MockstoreApp(scenario)
+
+    async def reset() -> weakref.ref[Any]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            answer = await client.get("/v1/pets", headers=PRO)
+            assert answer.headers["x-request-id"].startswith("trace-")
+            state = weakref.ref(app.runtime.state)
+            assert (await client.post("/__mockstore/reset", headers=TOOL)).status_code == 200
+        return state
+
+    with collector_off():
+        state = asyncio.run(reset())
+        assert state() is None, "the replaced state waits for the cyclic collector"
+        assert not _servers_garbage()
+
+
 def test_deleting_gives_the_budget_back() -> None:
     app = MockstoreApp("default")
     budget = app.budget
