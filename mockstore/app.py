@@ -12,6 +12,7 @@ So both get the same path checks, the same control API guard and token, and
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -31,6 +32,10 @@ from mockstore.store import PetStore
 from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX as PREFIX
 from mockstore.urls import TENANTS_PREFIX, is_control_path, is_disguised_control_path
+
+log = logging.getLogger("mockstore.app")
+# How long stopping waits for background tasks, then for each close, before going on.
+_CLOSE_TIMEOUT = 5.0
 
 Background = Callable[[], Awaitable[None]]
 
@@ -133,9 +138,15 @@ class AppShell:
                 elif message["type"] == "lifespan.shutdown":
                     for running in self._tasks:
                         running.cancel()
-                    await asyncio.gather(*self._tasks, return_exceptions=True)
+                    # Bounded: a task or a close stuck on a connection (a Redis gone
+                    # half-way) must not keep the server from stopping.
+                    if self._tasks:
+                        await asyncio.wait(self._tasks, timeout=_CLOSE_TIMEOUT)
                     for close in self._shutdown:
-                        await close()
+                        try:
+                            await asyncio.wait_for(close(), _CLOSE_TIMEOUT)
+                        except Exception as exc:  # stopping anyway: say so, never hang
+                            log.warning("closing on shutdown did not finish: %r", exc)
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
