@@ -32,9 +32,9 @@ from starlette.types import Receive, Scope, Send
 
 from mockstore import sharing, transport
 from mockstore.errors import ApiError
-from mockstore.faults import Needs, RequestFacts, parse_query, rule_header_names
+from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
-from mockstore.keys import parse_authorization
+from mockstore.keys import ApiKey, parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
 from mockstore.profile import AnswerProfile
@@ -137,7 +137,9 @@ class Exchange:
         "compiled",
         "content_type",
         "now",
+        "number",
         "operation",
+        "outcome",
         "params",
         "query",
         "request_body",
@@ -164,8 +166,11 @@ class Exchange:
         self.request_body = b""
         self.content_type: bytes | None = None
         self.rule: str | None = None
-        # The request's view of a store in Redis (``mockstore.sharing``); None in memory.
+        # The request's view of a store in Redis, its number there and the rules
+        # that fired (``mockstore.sharing``); None in memory.
         self.shared: sharing.RequestStore | None = None
+        self.number: int | None = None
+        self.outcome: Outcome | None = None
 
 
 class PetStoreAPI:
@@ -270,17 +275,23 @@ class PetStoreAPI:
 
             assert caller.key is not None
             faults = state.faults
-            # Screened on the raw request first: RequestFacts are made only for
-            # a request some rule could fire for.
-            screened = faults.rules and faults.screen(
-                ex.operation,
-                caller.key.key,
-                scope["query_string"],
-                () if rule_header is None else headers,  # none a rule compares: no rescan
-                ex.now - state.clock.start,
-            )
-            if screened:
+            if self.runtime.shared is not None:
+                outcome = ex.outcome  # the request's one call to Redis fired the rules
+            elif faults.rules and (
+                # Screened on the raw request first: RequestFacts are made only for
+                # a request some rule could fire for.
+                screened := faults.screen(
+                    ex.operation,
+                    caller.key.key,
+                    scope["query_string"],
+                    () if rule_header is None else headers,  # none a rule compares: no rescan
+                    ex.now - state.clock.start,
+                )
+            ):
                 outcome = faults.evaluate(self._facts(ex, screened.needs, relative), screened)
+            else:
+                outcome = None
+            if outcome is not None:
                 ex.rule = ",".join(outcome.fired) or None
                 if outcome.delay_ms:
                     await pause(outcome.delay_ms / 1000)
@@ -291,8 +302,6 @@ class PetStoreAPI:
                 if rule is not None and rule.reply is not None:
                     await self._respond(send, ex, Answer.scripted(rule.reply))
                     return
-            if ex.shared is not None:
-                await sharing.complete(ex)
             await self._respond(send, ex, self._answer(ex, route))
         except RequestAborted:
             self._record(ex, b"", 0, (), b"", "aborted")
@@ -404,13 +413,24 @@ class PetStoreAPI:
         assert operation.success_status is not None
         return Answer(operation.success_status, body)
 
-    def _facts(self, ex: Exchange, needs: Needs, relative: str) -> RequestFacts:
-        """What the fault rules may look at; only the parts they read are parsed."""
-        key = ex.caller.key
+    def _facts(
+        self,
+        ex: Exchange,
+        needs: Needs,
+        relative: str,
+        key: ApiKey | None = None,
+        operation: str | None = None,
+    ) -> RequestFacts:
+        """What the fault rules may look at; only the parts they read are parsed.
+
+        ``key`` and ``operation``: the caller's and the request's, before the
+        pipeline has set them (``mockstore.sharing`` asks before counting).
+        """
+        key = key or ex.caller.key
         assert key is not None
         scope = ex.scope
         facts = RequestFacts(
-            operation=ex.operation,
+            operation=operation or ex.operation,
             method=scope["method"],
             path=relative,
             key=key.key,
@@ -502,7 +522,8 @@ class PetStoreAPI:
         if len(answer.body) > HELD_ANSWER_BYTES and not charged and self.connections is not None:
             return await self._respond_held(send, ex, answer, self.connections)
         state = ex.state
-        request_id = state.next_request_id()
+        number = ex.number
+        request_id = state.next_request_id() if number is None else state.request_id(number)
         compiled = ex.compiled
         profile = compiled.profile
         if profile is None:
@@ -568,7 +589,9 @@ class PetStoreAPI:
         (a create is stored) and damage how its answer reaches the client: cut
         short, malformed, or trickled out slowly.
         """
-        request_id = ex.state.next_request_id()
+        number = ex.number
+        state = ex.state
+        request_id = state.next_request_id() if number is None else state.request_id(number)
         status, body, headers = 0, b"", []
         try:
             if fault == "connection_reset":
@@ -576,8 +599,6 @@ class PetStoreAPI:
             elif fault == "empty_response":
                 transport.close_connection(send)
             else:
-                if ex.shared is not None:
-                    await sharing.complete(ex)
                 answer = self._answer(ex, route)
                 status, body = answer.status, answer.body
                 if ex.scope["method"] == "HEAD":

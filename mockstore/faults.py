@@ -1,14 +1,17 @@
 """Scenario rules: which fault or scripted route answers a request.
 
 Pure Python: a request is described by ``RequestFacts`` and the engine says
-which rule fires. Call counts and the seeded random choices live here, so the
-same request sequence fires the same rules every time.
+which rule fires. Call counts live here; a rule's random choices (``probability``,
+a random ``delay``) are ``draw``s that depend on nothing but the scenario's
+seed, the rule and its call count, so the same request sequence fires the same
+rules every time, and a shared state (``mockstore.shared``) draws the same
+numbers in Redis that one process draws here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -170,6 +173,22 @@ class Needs:
     header_keys: frozenset[bytes] = frozenset()  # the same names as ASGI spells them
 
 
+def draw(seed: str, index: int, count: int, which: int = 0) -> float:
+    """A uniform number in [0, 1) for rule ``index``'s ``count``-th matching call.
+
+    ``which``: 0 decides its ``probability``, 1 and 2 its random delay. The
+    first 52 bits of a SHA-1, exact in a double: the request script in Redis
+    (``mockstore.shared.scripts``) computes the same from ``redis.sha1hex``.
+    A function of the call rather than a generator's next number, so a rule's
+    draws do not move when another rule is added or requests interleave.
+    """
+    digest = hashlib.sha1(f"{seed}:{index}:{count}:{which}".encode()).hexdigest()
+    return int(digest[:13], 16) / _TWO_TO_52
+
+
+_TWO_TO_52 = float(2**52)
+
+
 class FaultEngine:
     """Evaluates the scenario's fault rules in order, counting matching calls.
 
@@ -180,10 +199,10 @@ class FaultEngine:
     ``calls: [3]`` means the third such request whatever the rules above it did.
     """
 
-    def __init__(self, rules: tuple[FaultRule, ...], rng: random.Random) -> None:
+    def __init__(self, rules: tuple[FaultRule, ...], seed: int | str) -> None:
         self.rules = rules  # the scenario's, in order
+        self.seed = str(seed)
         self._compiled = [_CompiledRule(i, rule) for i, rule in enumerate(rules)]
-        self._rng = rng
         self._counts = [0] * len(rules)
         # A rule with no condition beyond operation and key counts exactly the
         # requests of its (operation, key) scope, so those share one counter per
@@ -329,18 +348,102 @@ class FaultEngine:
                 continue
             if window is not None and not window[0] <= elapsed < window[1]:
                 continue
-            # Drawn last, and only here, so the random sequence depends on
-            # nothing but the requests that reach this rule.
-            if chance is not None and self._rng.random() >= chance:
+            if chance is not None and draw(self.seed, index, count) >= chance:
                 continue
             fired.append(rule.name)
             if rule.delay is not None:
-                delay_ms += rule.delay.draw_ms(self._rng)
+                delay_ms += self.delay_ms(rule, index, count)
             if rule.reply is not None or rule.fault is not None:
                 answer = rule
         if not fired:
             return NOTHING
         return Outcome(delay_ms, answer, tuple(fired))
+
+    def delay_ms(self, rule: FaultRule, index: int, count: int) -> float:
+        """The delay rule ``index`` adds on its ``count``-th matching call."""
+        assert rule.delay is not None
+        if rule.delay.kind == "fixed":
+            return rule.delay.first
+        seed = self.seed
+        return rule.delay.draw_ms(draw(seed, index, count, 1), draw(seed, index, count, 2))
+
+
+# Faults that break the connection before the operation runs: nothing is stored.
+STOPPING_FAULTS = frozenset({"connection_reset", "empty_response"})
+
+
+class SharedRules(NamedTuple):
+    """A request's rules as the shared state's request script evaluates them.
+
+    ``counters``: the counters the request bumps (``f:s:<scope>``, ``f:r:<rule>``:
+    names within the state's epoch); ``args``: nine per rule that could fire, in
+    rule order (see ``mockstore.shared.scripts``).
+    """
+
+    counters: list[str]
+    args: list[str]
+    rules: int
+
+
+def shared_rules(engine: FaultEngine, facts: RequestFacts) -> SharedRules | None:
+    """What the request script needs to count and fire ``engine``'s rules for ``facts``.
+
+    The same reading as ``FaultEngine.evaluate``, split where the counts are:
+    the request conditions are checked here, the counts and what follows from
+    them (call numbers, probability draws, the first answer) in Redis.
+    """
+    table = engine._table(facts.operation, facts.key)
+    if not table.rows:
+        return None
+    counters = [f"f:s:{scope}" for scope in table.scopes]
+    position = {scope: i + 1 for i, scope in enumerate(table.scopes)}
+    args: list[str] = []
+    rules = 0
+    elapsed = facts.elapsed
+    for static, index, scope, first, last, calls, every, window, chance, rule in table.rows:
+        if static is None:
+            assert scope is not None
+            counter = position[scope]
+        elif static(facts):
+            counters.append(f"f:r:{index}")
+            counter = len(counters)
+        else:
+            continue
+        if rule.reply is None and rule.fault is None:
+            kind = "n"
+        else:
+            kind = "d" if rule.fault is not None and rule.fault not in STOPPING_FAULTS else "s"
+        args += [
+            str(counter),
+            str(first),
+            str(last),
+            "" if calls is None else "," + ",".join(map(str, sorted(calls))) + ",",
+            "" if every is None else str(every),
+            "1" if window is None or window[0] <= elapsed < window[1] else "0",
+            "" if chance is None else repr(float(chance)),
+            kind,
+            str(index),
+        ]
+        rules += 1
+    return SharedRules(counters, args, rules)
+
+
+def shared_outcome(engine: FaultEngine, fired: Sequence[int]) -> Outcome:
+    """The ``Outcome`` of the request script's firing: the answering rule's index (-1:
+    none), then each fired rule's index and call count."""
+    if len(fired) < 3:
+        return NOTHING
+    names: list[str] = []
+    delay_ms = 0.0
+    rules = engine.rules
+    for i in range(1, len(fired), 2):
+        index, count = int(fired[i]), int(fired[i + 1])
+        rule = rules[index]
+        names.append(rule.name)
+        if rule.delay is not None:
+            delay_ms += engine.delay_ms(rule, index, count)
+    answer = rules[int(fired[0])] if int(fired[0]) >= 0 else None
+    return Outcome(delay_ms, answer, tuple(names))
 
 
 class Row(NamedTuple):

@@ -4,9 +4,12 @@ With ``--state redis://…`` the pipeline of ``mockstore.api`` asks here, in
 place of ``PetStoreService.identify``, who the caller is. ``admit`` works out
 what the request would do to the store if its caller is admitted (the page
 of a listing, the id of a get, the pet of a create: a create's body is read
-and checked first), and makes ONE call to Redis that counts the caller and,
-if admitted, does it, atomically. The rest of the pipeline then runs as in
-memory, its store being the request's ``RequestStore``.
+and checked first) and which fault rules' request conditions it meets, and
+makes ONE call to Redis that counts the caller, numbers the request and, if
+admitted, counts and fires the rules and does the operation unless a rule
+answers in its place, atomically. The rest of the pipeline then runs as in
+memory, its store being the request's ``RequestStore`` and its rules' outcome
+the one Redis decided.
 
 The body of a create is read before the caller is counted here (in memory it
 is read after): what was read is handed back to the pipeline as it came
@@ -22,7 +25,8 @@ from typing import Any
 from starlette.types import Message, Receive
 
 from mockstore.errors import ApiError
-from mockstore.keys import ApiKey, Credentials, client_bucket, key_bucket
+from mockstore.faults import SharedRules, shared_outcome, shared_rules
+from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
 from mockstore.service import OPERATIONS, Caller
 from mockstore.shared.backend import (
@@ -72,8 +76,11 @@ async def admit(
     receive: Receive,
     content_length: bytes | None,
 ) -> tuple[Receive, Caller]:
-    """Count the caller and run its store operation in one call; the caller, and the body's source.
+    """Count the caller, fire the fault rules and run its store operation in one call.
 
+    Returns the caller and the body's source. Sets ``ex.number`` (the request's
+    number, for its id), ``ex.outcome`` (the rules that fired; None when none
+    could) and, for an admitted caller with a store operation, ``ex.shared``.
     ``Restart`` when the configuration changed (this process has reloaded it),
     ``Unavailable`` when Redis is out of reach (``ex.caller`` is set, for the
     answer's headers and the journal).
@@ -89,19 +96,29 @@ async def admit(
         bucket = client_bucket(client)
     operation: Operation | None = None
     local: PetStore | None = None
-    pending = False
-    if key is not None and ex.resolved.operation is not None and not _scripted(ex, relative):
-        local = state.stores.store_for(key.tenant)
-        group = key.tenant if state.stores.per_key else None
-        receive, operation = await _operation(api, ex, key, group, local, receive, content_length)
-        # A fault rule may yet stop the operation (a reset connection stores
-        # nothing): it is held back until the rules have decided.
-        pending = operation is not None and state.faults.applies(ex.operation, key.key) is not None
+    rules: SharedRules | None = None
+    resolved = ex.resolved.operation
+    if key is not None:
+        service = ex.compiled.service
+        route, _ = state.routes.for_path(ex.scope["method"], relative, service.serve_head)
+        scripted = route is not None or ex.operation in state.routes.by_operation
+        body_read = True
+        if resolved is not None and resolved.body_schema is not None:
+            receive, body_read = await _read_body(api, ex, receive, content_length)
+        if resolved is not None and not scripted and body_read:
+            local = state.stores.store_for(key.tenant)
+            group = key.tenant if state.stores.per_key else None
+            operation = _operation(ex, group, local)
+        if state.faults and body_read and (resolved is not None or route is not None):
+            # What the rules read, as the pipeline gives it them once admitted.
+            name = ex.operation if resolved is not None else f"{route.method} {route.path}"
+            needs = state.faults.applies(name, key.key)
+            if needs is not None:
+                facts = api._facts(ex, needs, relative, key, name)
+                rules = shared_rules(state.faults, facts)
     now = ex.now
     try:
-        reply = await shared.request(
-            bucket, plan, now, state.clock.wall(), None if pending else operation
-        )
+        reply = await shared.request(bucket, plan, now, state.clock.wall(), operation, rules)
     except Stale:
         restarts = ex.scope.get(RESTARTS, 0)
         if restarts >= MAX_RELOADS:
@@ -110,51 +127,40 @@ async def admit(
         raise Restart(receive) from None
     except StateUnavailable as exc:
         raise _unavailable(ex, credentials, plan, bucket, str(exc)) from None
+    ex.number = reply[7]
     caller = Caller(credentials, key, plan, decision_of(state.limiter, reply, plan, now))
-    if caller.admitted and local is not None:
-        result = reply[7] if len(reply) > 7 else None
-        ex.shared = RequestStore(local, shared, operation, result, pending)
+    if caller.admitted:
+        if rules is not None:
+            ex.outcome = shared_outcome(state.faults, reply[9])
+        if local is not None:
+            ex.shared = RequestStore(local, operation, reply[8])
     return receive, caller
 
 
-async def complete(ex: Any) -> None:
-    """Run an operation held back for the fault rules (``admit``); 503 if Redis is gone."""
-    try:
-        await ex.shared.complete(ex.now, ex.state.clock.wall())
-    except StateUnavailable as exc:
-        raise Unavailable(_state_unavailable(str(exc))) from None
-
-
-def _scripted(ex: Any, relative: str) -> bool:
-    """True when a scenario's route answers this request in place of the operation."""
-    routes = ex.state.routes
-    service = ex.compiled.service
-    route, _ = routes.for_path(ex.scope["method"], relative, service.serve_head)
-    return route is not None or ex.operation in routes.by_operation
-
-
-async def _operation(
-    api: Any,
-    ex: Any,
-    key: ApiKey,
-    group: str | None,
-    local: PetStore,
-    receive: Receive,
-    content_length: bytes | None,
-) -> tuple[Receive, Operation | None]:
+def _operation(ex: Any, group: str | None, local: PetStore) -> Operation | None:
     """What the request does to the store if admitted (None: nothing, or it is refused)."""
     name = ex.operation
     try:
         if name == "listPets":
             query = ex.compiled.service.list_query(ex)
-            return receive, list_operation(group, local, query["limit"], query["status"])
+            return list_operation(group, local, query["limit"], query["status"])
         if name == "getPet":
             pet_id = path_parameters(_GET, ex.params)["petId"]
-            return receive, get_operation(group, local, pet_id)
+            return get_operation(group, local, pet_id)
+        if name == "createPet":
+            new_pet = ex.compiled.service.pet_to_create(ex)
+            max_bytes = ex.state.scenario.behaviour.max_store_bytes
+            return create_operation(group, new_pet, local, max_bytes)
     except ApiError:
-        return receive, None  # refused by the operation itself, after counting
-    if name != "createPet":
-        return receive, None
+        pass  # refused by the operation itself, after counting
+    return None
+
+
+async def _read_body(
+    api: Any, ex: Any, receive: Receive, content_length: bytes | None
+) -> tuple[Receive, bool]:
+    """Read the body before the caller is counted: its source again, and whether it came
+    whole."""
     recorded: list[Message] = []
 
     async def recording() -> Message:
@@ -167,14 +173,8 @@ async def _operation(
     except Exception:
         # The pipeline reads the same messages again and meets the same end
         # (413, 408, the client gone), once the caller has been counted.
-        return _replay(recorded, receive), None
-    replay = _replay(recorded, receive)
-    try:
-        new_pet = ex.compiled.service.pet_to_create(ex)
-    except ApiError:
-        return replay, None
-    max_bytes = ex.state.scenario.behaviour.max_store_bytes
-    return replay, create_operation(group, new_pet, local, max_bytes)
+        return _replay(recorded, receive), False
+    return _replay(recorded, receive), True
 
 
 def _replay(recorded: list[Message], receive: Receive) -> Receive:

@@ -23,7 +23,7 @@ as soon as the last request that uses it ends.
 
 from __future__ import annotations
 
-import random
+import hashlib
 import uuid
 from typing import Any, NamedTuple
 
@@ -123,9 +123,7 @@ class MockState:
             wall=self.clock.wall,
         )
         self.stores = Stores(scenario, template or template_store(scenario), account)
-        # One seeded generator for every random choice made while serving.
-        self.rng = random.Random(scenario.seed)
-        self.faults = FaultEngine(scenario.faults, self.rng)
+        self.faults = FaultEngine(scenario.faults, scenario.seed)
         self.routes = RouteTable(scenario.routes)
         self.requests_served = 0
         now = self.clock.now()
@@ -135,7 +133,9 @@ class MockState:
 
         form = scenario.behaviour.request_id
         if form.format != "counter" or form.prefix != "req-":
-            self.next_request_id = RequestIds(form.prefix, form.format, scenario.seed)
+            ids = RequestIds(form.prefix, form.format, scenario.seed)
+            self.next_request_id = ids
+            self.request_id = ids.at
 
     def next_request_id(self) -> bytes:
         """The next ``X-Request-Id``, ``req-000001`` on: bytes, as the header sends it.
@@ -144,6 +144,10 @@ class MockState:
         """
         self.requests_served += 1
         return b"req-%06d" % self.requests_served
+
+    def request_id(self, number: int) -> bytes:
+        """The ``number``-th request's id (a shared state numbers requests in Redis)."""
+        return b"req-%06d" % number
 
     def close(self) -> None:
         """Give back what this state held to the memory budget (it is being replaced)."""
@@ -159,8 +163,9 @@ def scenario_keys(scenario: Scenario) -> KeyRing:
 class RequestIds:
     """Request ids in a provider's form (``behaviour.request_id``), for a state to hand out.
 
-    Random ids come from a generator of their own, seeded from the scenario's
-    seed: the same scenario gives the same ids, and the faults' draws are not moved.
+    A random id is a hash of the scenario's seed and the request's number: the
+    same scenario gives the same ids, and a shared state, which numbers requests
+    in Redis, gives each process's answers the ids one process would.
     It counts for itself rather than through its state: holding the state would make
     a reference cycle, and a replaced state would wait for the cyclic collector.
     """
@@ -168,14 +173,19 @@ class RequestIds:
     def __init__(self, prefix: str, form: str, seed: int) -> None:
         self._prefix = prefix
         self._form = form
-        self._rng = random.Random(f"mockstore-request-ids-{seed}")
+        self._seed = f"mockstore-request-ids-{seed}-"
         self.served = 0
 
     def __call__(self) -> bytes:
         self.served += 1
+        return self.at(self.served)
+
+    def at(self, number: int) -> bytes:
+        """The ``number``-th request's id."""
         if self._form == "counter":
-            return f"{self._prefix}{self.served:06d}".encode()
-        value = uuid.UUID(int=self._rng.getrandbits(128), version=4)
+            return f"{self._prefix}{number:06d}".encode()
+        digest = hashlib.blake2b(f"{self._seed}{number}".encode(), digest_size=16).digest()
+        value = uuid.UUID(bytes=digest, version=4)
         return (self._prefix + (str(value) if self._form == "uuid" else value.hex)).encode()
 
 

@@ -11,13 +11,12 @@ random draws.
 from __future__ import annotations
 
 import json
-import random
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mockstore.faults import FaultEngine, RequestFacts
+from mockstore.faults import FaultEngine, RequestFacts, draw
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import FaultRule
 
@@ -82,7 +81,7 @@ def facts(raw: dict[str, Any]) -> RequestFacts:
     )
 
 
-def reference(rules: tuple[FaultRule, ...], rng: random.Random, requests: list[RequestFacts]):
+def reference(rules: tuple[FaultRule, ...], seed: int, requests: list[RequestFacts]):
     """Every rule, in order, every time: the meaning the engine must keep."""
     counts = [0] * len(rules)
     for f in requests:
@@ -111,7 +110,7 @@ def reference(rules: tuple[FaultRule, ...], rng: random.Random, requests: list[R
                 m.between_seconds[0] <= f.elapsed < m.between_seconds[1]
             ):
                 continue
-            if m.probability is not None and rng.random() >= m.probability:
+            if m.probability is not None and draw(str(seed), index, n) >= m.probability:
                 continue
             fired.append(r.name)
             if r.reply is not None or r.fault is not None:
@@ -129,9 +128,9 @@ def test_the_engine_fires_exactly_what_the_plain_reading_fires(
     rules: list[dict[str, Any]], requests: list[dict[str, Any]], seed: int
 ) -> None:
     loaded = load_scenario(scenario(rules), "model.yaml").faults
-    engine = FaultEngine(loaded, random.Random(seed))
+    engine = FaultEngine(loaded, seed)
     sequence = [facts(r) for r in requests]
-    expected = list(reference(loaded, random.Random(seed), sequence))
+    expected = list(reference(loaded, seed, sequence))
     for f, (fired, answer) in zip(sequence, expected, strict=True):
         outcome = engine.evaluate(f)
         assert list(outcome.fired) == fired
@@ -164,9 +163,9 @@ def test_screening_the_raw_request_first_fires_exactly_what_the_plain_reading_fi
     # The server's path: screen() on the raw query and headers, and only when
     # it finds rows that could fire, RequestFacts and evaluate().
     loaded = load_scenario(scenario(rules), "model.yaml").faults
-    engine = FaultEngine(loaded, random.Random(seed))
+    engine = FaultEngine(loaded, seed)
     sequence = [facts(r) for r in requests]
-    expected = list(reference(loaded, random.Random(seed), sequence))
+    expected = list(reference(loaded, seed, sequence))
     for r, f, (fired, answer) in zip(requests, sequence, expected, strict=True):
         query, headers = raw(r)
         screened = engine.screen(f.operation, f.key, query, headers, f.elapsed)

@@ -7,6 +7,8 @@ answer; connection-level faults need a real socket and run on a live server.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import random
 import statistics
 import textwrap
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
-from mockstore.faults import FaultEngine, RequestFacts, RouteTable
+from mockstore.faults import FaultEngine, RequestFacts, RouteTable, draw
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import Delay
 from tests.support import TOOL, assert_conforms, auth, mock_server
@@ -71,7 +73,7 @@ def fired(response: httpx.Response) -> bool:
 
 def engine(faults: str, seed: int = 5) -> FaultEngine:
     scenario = load_scenario(scenario_text(faults), "faults.yaml")
-    return FaultEngine(scenario.faults, random.Random(seed))
+    return FaultEngine(scenario.faults, seed)
 
 
 def facts(operation: str = "getPet", **overrides: Any) -> RequestFacts:
@@ -189,9 +191,7 @@ def test_engine_between_seconds_is_a_half_open_window_of_scenario_time() -> None
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32), probability=st.floats(0, 1))
-def test_engine_probability_is_drawn_from_the_seeded_generator(
-    seed: int, probability: float
-) -> None:
+def test_engine_probability_is_the_rules_draw_for_each_call(seed: int, probability: float) -> None:
     rules = engine(
         f"""
         - match: {{operation: getPet, probability: {probability!r}}}
@@ -199,13 +199,46 @@ def test_engine_probability_is_drawn_from_the_seeded_generator(
         """,
         seed,
     )
-    reference = random.Random(seed)
     pattern = [fires(rules, facts()) for _ in range(30)]
-    # One draw per matching call, in call order, from the scenario's generator;
-    # calls no rule names draw nothing.
-    assert pattern == [reference.random() < probability for _ in range(30)]
+    # The n-th matching call fires when the rule's n-th draw, a function of the
+    # scenario's seed, the rule and n alone, is under the probability; calls no
+    # rule names draw nothing and move nothing.
+    assert pattern == [draw(str(seed), 0, n) < probability for n in range(1, 31)]
     assert not fires(rules, facts("listPets"))
-    assert fires(rules, facts()) == (reference.random() < probability)
+    assert fires(rules, facts()) == (draw(str(seed), 0, 31) < probability)
+
+
+@given(seed=st.integers(0, 2**64), index=st.integers(0, 1000), count=st.integers(1, 2**40))
+def test_a_draw_is_the_first_52_bits_of_a_sha1_of_seed_rule_and_call(
+    seed: int, index: int, count: int
+) -> None:
+    # The request script in Redis computes the same from redis.sha1hex: this is
+    # the definition both sides follow.
+    digest = hashlib.sha1(f"{seed}:{index}:{count}:0".encode()).digest()
+    expected = (int.from_bytes(digest[:7], "big") >> 4) / 2**52
+    assert draw(str(seed), index, count) == expected
+    assert 0.0 <= expected < 1.0
+
+
+def test_adding_a_rule_does_not_move_another_rules_draws() -> None:
+    alone = engine(f"""
+        - match: {{operation: getPet, probability: 0.5}}
+          respond: {SCRIPTED}
+    """)
+    # Another probabilistic rule after it draws too, between its calls: with one
+    # generator for all, its draws would have moved this rule's.
+    crowded = engine(f"""
+        - match: {{operation: getPet, probability: 0.5}}
+          respond: {SCRIPTED}
+        - match: {{operation: listPets, probability: 0.5}}
+          delay: {{uniform_ms: [1, 2]}}
+    """)
+    mixed = []
+    for n in range(40):
+        if n % 3 == 0:
+            crowded.evaluate(facts("listPets"))
+        mixed.append(fires(crowded, facts()))
+    assert mixed == [fires(alone, facts()) for _ in range(40)]
 
 
 def test_engine_probability_fires_at_about_its_rate() -> None:
@@ -252,20 +285,47 @@ def test_engine_with_no_rules_is_falsy_and_has_no_candidates() -> None:
 
 def test_delay_kinds_draw_what_they_say() -> None:
     rng = random.Random(1)
-    assert Delay("fixed", 250).draw_ms(rng) == 250
-    uniform = [Delay("uniform", 100, 400).draw_ms(rng) for _ in range(2000)]
+
+    def draws() -> tuple[float, float]:
+        return rng.random(), rng.random()
+
+    assert Delay("fixed", 250).draw_ms(*draws()) == 250
+    uniform = [Delay("uniform", 100, 400).draw_ms(*draws()) for _ in range(2000)]
     assert min(uniform) >= 100 and max(uniform) <= 400
     assert min(uniform) < 110 and max(uniform) > 390
-    lognormal = [Delay("lognormal", 80, 0.5).draw_ms(rng) for _ in range(4001)]
+    lognormal = [Delay("lognormal", 80, 0.5).draw_ms(*draws()) for _ in range(4001)]
     assert 72 <= statistics.median(lognormal) <= 88
     assert min(lognormal) > 0
-    assert Delay("lognormal", 80, 0).draw_ms(rng) == 80
+    assert Delay("lognormal", 80, 0).draw_ms(*draws()) == 80
+    # Spread as a lognormal with sigma 0.5: the quartiles of log(x / 80) are -/+0.337.
+    logs = sorted(math.log(x / 80) for x in lognormal)
+    assert -0.40 < logs[1000] < -0.28 and 0.28 < logs[3000] < 0.40
 
 
-@given(low=st.floats(0, 1000), span=st.floats(0, 1000), seed=st.integers(0, 2**16))
-def test_uniform_delay_stays_within_its_bounds(low: float, span: float, seed: int) -> None:
-    drawn = Delay("uniform", low, low + span).draw_ms(random.Random(seed))
+@given(
+    low=st.floats(0, 1000),
+    span=st.floats(0, 1000),
+    u=st.floats(0, 1, exclude_max=True),
+    v=st.floats(0, 1, exclude_max=True),
+)
+def test_uniform_delay_stays_within_its_bounds(low: float, span: float, u: float, v: float) -> None:
+    drawn = Delay("uniform", low, low + span).draw_ms(u, v)
     assert low <= drawn <= low + span
+
+
+@given(seed=st.integers(0, 2**32), count=st.integers(1, 10_000))
+def test_a_rules_delay_is_the_same_for_the_same_call(seed: int, count: int) -> None:
+    rules = engine(
+        """
+        - match: {operation: getPet}
+          delay: {uniform_ms: [10, 500]}
+        """,
+        seed,
+    )
+    rule = rules.rules[0]
+    first = rules.delay_ms(rule, 0, count)
+    assert first == rules.delay_ms(rule, 0, count)
+    assert 10 <= first <= 500
 
 
 def test_delay_kinds_load_from_yaml() -> None:
@@ -387,8 +447,8 @@ def test_http_probability_is_seeded_and_the_same_on_every_fresh_server() -> None
             patterns.append(
                 [fired(client.get("/v1/pets/1", headers=auth("pro"))) for _ in range(24)]
             )
-    reference = random.Random(5)  # the scenario's seed
-    assert patterns[0] == patterns[1] == [reference.random() < 0.5 for _ in range(24)]
+    # The scenario's seed is 5; the rule is rule 0; its n-th call draws draw("5", 0, n).
+    assert patterns[0] == patterns[1] == [draw("5", 0, n) < 0.5 for n in range(1, 25)]
 
 
 def test_http_between_seconds_follows_the_scenario_clock() -> None:

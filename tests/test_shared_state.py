@@ -167,8 +167,14 @@ def run(send: Callable[..., httpx.Response], sequence: Sequence[Request]) -> lis
 def served(
     scenario_name: str, sequence: Sequence[Request], state: str | None = None
 ) -> list[tuple[Any, ...]]:
+    return served_with(SCENARIOS[scenario_name], sequence, state)
+
+
+def served_with(
+    text: str, sequence: Sequence[Request], state: str | None = None
+) -> list[tuple[Any, ...]]:
     """The answers of a fresh server (over a socket: faults break real connections)."""
-    scenario = load_scenario(SCENARIOS[scenario_name], f"{scenario_name}.yaml")
+    scenario = load_scenario(text, "scenario.yaml")
     with (
         MockServer(scenario, state=state) as server,
         httpx.Client(base_url=server.base_url, timeout=10) as client,
@@ -183,8 +189,20 @@ def in_memory(scenario: str, sequence: Sequence[Request]) -> list[tuple[Any, ...
 def in_redis(
     redis: RedisServer, scenario: str, sequence: Sequence[Request]
 ) -> list[tuple[Any, ...]]:
+    return in_redis_with(redis, SCENARIOS[scenario], sequence)
+
+
+def in_memory_with(text: str, sequence: Sequence[Request]) -> list[tuple[Any, ...]]:
+    """The answers of one in-memory process under the scenario ``text``."""
+    return served_with(text, sequence)
+
+
+def in_redis_with(
+    redis: RedisServer, text: str, sequence: Sequence[Request]
+) -> list[tuple[Any, ...]]:
+    """The answers of one process on a fresh shared state under the scenario ``text``."""
     redis.command("FLUSHALL")
-    return served(scenario, sequence, redis.url)
+    return served_with(text, sequence, redis.url)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))

@@ -9,6 +9,7 @@ together.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -220,12 +221,15 @@ class Delay:
     first: float  # fixed: ms; uniform: low ms; lognormal: median ms
     second: float = 0.0  # uniform: high ms; lognormal: sigma
 
-    def draw_ms(self, rng: random.Random) -> float:
+    def draw_ms(self, u: float, v: float) -> float:
+        """The delay for two uniform draws in [0, 1) (``mockstore.faults.draw``)."""
         if self.kind == "fixed":
             return self.first
         if self.kind == "uniform":
-            return rng.uniform(self.first, self.second)
-        return self.first * rng.lognormvariate(0.0, self.second)
+            return self.first + (self.second - self.first) * u
+        # Box-Muller: a standard normal from two uniforms; 1 - u is never 0.
+        normal = math.sqrt(-2.0 * math.log(1.0 - u)) * math.cos(2.0 * math.pi * v)
+        return self.first * math.exp(self.second * normal)
 
 
 @dataclass(frozen=True, slots=True)

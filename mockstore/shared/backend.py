@@ -2,8 +2,9 @@
 
 One ``SharedState`` per process, attached to its ``Runtime``. What makes an
 answer lives in Redis: every rate-limit window, ban and its escalation, the
-pets created and the id sequence, the issued and revoked keys with their
-plans, the clock, and the scenario in service. Each process keeps a local copy
+pets created and the id sequence, the fault rules' call counts, the request
+numbers, the issued and revoked keys with their plans, the clock, and the
+scenario in service. Each process keeps a local copy
 of the *configuration* (scenario, keys, plans, clock) to answer from, tagged
 with the generation it was read at; every API request's one script checks that
 generation first, so a process that missed a control call reloads before it
@@ -17,6 +18,10 @@ Data layout (``PREFIX`` = ``mockstore:``)::
     mockstore:<epoch>:b:<bucket>          hash: ms mu ds du (windows), bu (ban end),
                                           tu tw (the last wait told, scenario and wall)
     mockstore:<epoch>:r:<bucket>          list: instants of recent refusals (ban escalation)
+    mockstore:<epoch>:n                   the requests numbered so far (their request ids)
+    mockstore:<epoch>:f:s:<scope>         a fault rule scope's call count (rules with no
+                                          condition beyond operation and key share one)
+    mockstore:<epoch>:f:r:<rule>          a fault rule's call count (the others)
     mockstore:<epoch>:s:<n>:<group>:next  the next pet id (absent: the scenario's next)
     mockstore:<epoch>:s:<n>:<group>:bytes the created pets' estimated bytes
     mockstore:<epoch>:s:<n>:<group>:pets  hash: id -> the pet's JSON, as answered
@@ -42,6 +47,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from mockstore.faults import SharedRules
 from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
 from mockstore.shared.batching import ScriptBatcher
@@ -59,6 +65,8 @@ MAX_ID = str(PetStore.MAX_ID)
 PAST_MAX_ID = str(PetStore.MAX_ID + 1)
 # A control call's change, built against the configuration as this process has it.
 Build = Callable[[], tuple[dict[str, str], dict[str, Any]]]
+# No fault rule to count or fire: no counters, the seed unused, no rules.
+_NO_RULES = (0, "", 0)
 # How often one request may find the configuration changed under it before it
 # is answered 503 (a storm of control calls).
 MAX_RELOADS = 8
@@ -202,42 +210,43 @@ class SharedState:
 
     async def request(
         self,
-        bucket: str | None,
-        plan: Plan | None,
+        bucket: str,
+        plan: Plan,
         now: float,
         wall: float,
         operation: Operation | None,
-        epoch: str | None = None,
+        rules: SharedRules | None = None,
     ) -> list[Any]:
-        """Count the caller (unless ``bucket`` is None) and run ``operation``: one round trip.
+        """Count the caller, number the request, fire ``rules`` and run ``operation``: one
+        round trip.
 
         Returns the script's reply: ``[b"ok", verdict, minute used, day used,
-        minute start, day start, retry at, (result)]``, or ``[b"ok", b"allowed",
-        result]`` for an operation alone (counted already, under ``epoch``).
-        ``Stale`` after reloading, ``StateUnavailable`` when Redis is out of reach.
+        minute start, day start, retry at, request number, operation's result,
+        rules fired]`` (``scripts.REQUEST``). ``Stale`` after reloading,
+        ``StateUnavailable`` when Redis is out of reach.
         """
-        epoch = PREFIX + (epoch or self.epoch) + ":"
-        if bucket is None:
-            keys = [GENERATION, "", ""]
-            args: list[Any] = ["", repr(now), repr(wall), "", "", "", "", "", "", ""]
+        epoch = PREFIX + self.epoch + ":"
+        scenario = self.runtime.state.scenario
+        ban = scenario.ban or NO_BAN
+        keys = [GENERATION, epoch + "b:" + bucket, epoch + "r:" + bucket, epoch + "n"]
+        first_request = scenario.behaviour.ratelimit_windows == "first_request"
+        args: list[Any] = [
+            self.generation,
+            repr(now),
+            repr(wall),
+            "f" if first_request else int(now // MINUTE) * MINUTE,
+            "f" if first_request else int(now // DAY) * DAY,
+            plan.per_minute,
+            plan.per_day,
+            ban.after_rejections,
+            "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds)),
+            repr(float(ban.duration_seconds)),
+        ]
+        if rules is None:
+            args += _NO_RULES
         else:
-            assert plan is not None
-            scenario = self.runtime.state.scenario
-            ban = scenario.ban or NO_BAN
-            keys = [GENERATION, epoch + "b:" + bucket, epoch + "r:" + bucket]
-            first_request = scenario.behaviour.ratelimit_windows == "first_request"
-            args = [
-                self.generation,
-                repr(now),
-                repr(wall),
-                "f" if first_request else int(now // MINUTE) * MINUTE,
-                "f" if first_request else int(now // DAY) * DAY,
-                plan.per_minute,
-                plan.per_day,
-                ban.after_rejections,
-                "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds)),
-                repr(float(ban.duration_seconds)),
-            ]
+            keys.extend([epoch + counter for counter in rules.counters])
+            args += [len(rules.counters), scenario.seed, rules.rules, *rules.args]
         if operation is None:
             args.append("")
         else:

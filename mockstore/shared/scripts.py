@@ -3,9 +3,12 @@
 Each API request runs ``REQUEST`` once (one round trip): it checks that the
 process answers from the current generation of the configuration, rolls and
 counts the caller's rate-limit windows (escalating to a ban exactly as
-``mockstore.ratelimit.RateLimiter`` does), and, for an admitted caller, runs
-the store operation. Control calls run ``CONTROL``: a compare-and-set on the
-generation together with what the call changes in the data.
+``mockstore.ratelimit.RateLimiter`` does), numbers the request (its request
+id), and, for an admitted caller, counts the fault rules its request meets and
+decides which fire (as ``mockstore.faults.FaultEngine`` does), then runs the
+store operation unless a firing rule answers in its place. Control calls run
+``CONTROL``: a compare-and-set on the generation together with what the call
+changes in the data.
 
 Numbers cross the boundary as text: Redis turns a Lua number into an integer
 in a reply, and ``tostring`` keeps only 14 digits, so every float is written
@@ -15,27 +18,26 @@ with ``%.17g`` (which reads back as the same double) and read with
 
 from __future__ import annotations
 
-# KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 store's next id,
-#       5 store's created bytes, 6 store's pets (hash id -> JSON), 7 store's ids (list),
-#       8 store's ids of one status (list; the list to read for a listing)
+# KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 the epoch's
+#       request number, 5 .. 4+C the fault rules' call counters, then the store's keys:
+#       +1 next id, +2 created bytes, +3 pets (hash id -> JSON), +4 ids (list),
+#       +5 ids of one status (list; the list to read for a listing)
 # ARGV: 1 generation, 2 now, 3 wall, 4 minute start, 5 day start ('f' for both: windows
 #       that start at a bucket's first request), 6 per minute, 7 per day, 8 ban after,
 #       9 ban within ('c': after consecutive refusals), 10 ban duration,
-#       11 operation ('' | create | list | get), 12.. its arguments
+#       11 C (fault counters), 12 the scenario's seed, 13 R (fault rules to evaluate),
+#       then 9 per rule (``faults.SharedRules``): its counter (1..C), first and last count it
+#       fires at, calls (',3,5,' or ''), every ('' none), within its time window
+#       ('1'/'0'), probability ('' none), kind ('s' answers and stops the operation,
+#       'd' answers but runs it, 'n' fires without answering), its index;
+#       then the operation ('' | create | list | get) and its arguments.
 REQUEST = r"""
--- An operation alone ('' for the generation) was admitted under the generation it
--- was counted in, and names that generation's keys: it is not checked again.
-if ARGV[1] ~= '' then
-  local generation = redis.call('GET', KEYS[1])
-  if generation ~= ARGV[1] then return {'stale', generation or ''} end
-end
+local generation = redis.call('GET', KEYS[1])
+if generation ~= ARGV[1] then return {'stale', generation or ''} end
 local function fmt(x) return string.format('%.17g', x) end
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
-local head = {'ok', verdict}
--- No window given: the caller was counted by an earlier call (the operation
--- was held back while the scenario's fault rules decided on it).
-if ARGV[4] ~= '' then
+local number = redis.call('INCR', KEYS[4])
 local b = redis.call('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw')
 local ms, mu = tonumber(b[1]) or -1, tonumber(b[2]) or 0
 local ds, du = tonumber(b[3]) or -1, tonumber(b[4]) or 0
@@ -89,47 +91,83 @@ redis.call('HSET', KEYS[2], 'ms', fmt(ms), 'mu', fmt(mu), 'ds', fmt(ds), 'du', f
 if bu then redis.call('HSET', KEYS[2], 'bu', fmt(bu))
 elseif b[5] then redis.call('HDEL', KEYS[2], 'bu') end
 if tu then redis.call('HSET', KEYS[2], 'tu', fmt(tu)) end
-head = {'ok', verdict, fmt(mu), fmt(du), fmt(ms), fmt(ds), fmt(retry_at)}
+local head = {'ok', verdict, fmt(mu), fmt(du), fmt(ms), fmt(ds), fmt(retry_at), number, {}, {-1}}
+if verdict ~= 'allowed' then return head end
+-- The fault rules, as mockstore.faults.FaultEngine.evaluate reads them: every
+-- counter of a rule whose request conditions the request met counts it; the
+-- first rule that answers ends the firing; a probability is the rule's draw
+-- for this call (mockstore.faults.draw: the first 52 bits of a SHA-1).
+local counters = tonumber(ARGV[11])
+local stop = false
+if counters > 0 then
+  local counts = {}
+  for i = 1, counters do counts[i] = redis.call('INCR', KEYS[4 + i]) end
+  local fault, answered, seed = head[10], false, ARGV[12]
+  for r = 0, tonumber(ARGV[13]) - 1 do
+    local a = 13 + 9 * r
+    local n = counts[tonumber(ARGV[a + 1])]
+    local fires = not answered and n >= tonumber(ARGV[a + 2]) and n <= tonumber(ARGV[a + 3])
+      and ARGV[a + 6] == '1'
+    if fires and ARGV[a + 4] ~= '' then
+      fires = string.find(ARGV[a + 4], ',' .. n .. ',', 1, true) ~= nil
+    end
+    if fires and ARGV[a + 5] ~= '' then fires = n % tonumber(ARGV[a + 5]) == 0 end
+    if fires and ARGV[a + 7] ~= '' then
+      local hex = redis.sha1hex(seed .. ':' .. ARGV[a + 9] .. ':' .. n .. ':0')
+      fires = tonumber(string.sub(hex, 1, 13), 16) / 4503599627370496 < tonumber(ARGV[a + 7])
+    end
+    if fires then
+      local index = tonumber(ARGV[a + 9])
+      fault[#fault + 1] = index
+      fault[#fault + 1] = n
+      if ARGV[a + 8] ~= 'n' then
+        answered = true
+        fault[1] = index
+        stop = ARGV[a + 8] == 's'
+      end
+    end
+  end
 end
-local op = ARGV[11]
-if verdict ~= 'allowed' or op == '' then return head end
+local o = 14 + 9 * tonumber(ARGV[13])
+local op = ARGV[o]
+if op == '' or stop then return head end
+local k = 4 + counters
 if op == 'create' then
-  -- ARGV: 12 inventory's next id, 13 largest id, 14 one past it, 15 the pet's JSON
-  -- after its id, 16 byte budget ('' none), 17 status ('' none), 18 cost per pet
-  local id = redis.call('GET', KEYS[4]) or ARGV[12]
-  if id == ARGV[14] then head[#head + 1] = {'full_id'}; return head end
-  local encoded = '{"id":' .. id .. ',' .. ARGV[15]
-  local cost = tonumber(ARGV[18]) + 2 * #encoded
-  local used = tonumber(redis.call('GET', KEYS[5]) or '0')
-  if ARGV[16] ~= '' and used + cost > tonumber(ARGV[16]) then
-    head[#head + 1] = {'full_bytes', fmt(used), fmt(cost)}; return head
+  -- ARGV: o+1 inventory's next id, o+2 largest id, o+3 one past it, o+4 the pet's
+  -- JSON after its id, o+5 byte budget ('' none), o+6 status ('' none), o+7 cost per pet
+  local id = redis.call('GET', KEYS[k + 1]) or ARGV[o + 1]
+  if id == ARGV[o + 3] then head[9] = {'full_id'}; return head end
+  local encoded = '{"id":' .. id .. ',' .. ARGV[o + 4]
+  local cost = tonumber(ARGV[o + 7]) + 2 * #encoded
+  local used = tonumber(redis.call('GET', KEYS[k + 2]) or '0')
+  if ARGV[o + 5] ~= '' and used + cost > tonumber(ARGV[o + 5]) then
+    head[9] = {'full_bytes', fmt(used), fmt(cost)}; return head
   end
   -- INCR cannot pass the largest int64: the id after it is written as text.
-  if id == ARGV[13] then redis.call('SET', KEYS[4], ARGV[14])
-  else redis.call('SET', KEYS[4], id); redis.call('INCR', KEYS[4]) end
-  redis.call('INCRBY', KEYS[5], cost)
-  redis.call('HSET', KEYS[6], id, encoded)
-  redis.call('RPUSH', KEYS[7], id)
-  if ARGV[17] ~= '' then redis.call('RPUSH', KEYS[8], id) end
-  head[#head + 1] = {'created', id, encoded}
+  if id == ARGV[o + 2] then redis.call('SET', KEYS[k + 1], ARGV[o + 3])
+  else redis.call('SET', KEYS[k + 1], id); redis.call('INCR', KEYS[k + 1]) end
+  redis.call('INCRBY', KEYS[k + 2], cost)
+  redis.call('HSET', KEYS[k + 3], id, encoded)
+  redis.call('RPUSH', KEYS[k + 4], id)
+  if ARGV[o + 6] ~= '' then redis.call('RPUSH', KEYS[k + 5], id) end
+  head[9] = {'created', id, encoded}
 elseif op == 'list' then
-  -- ARGV: 12 how many created pets the page may need (ids only grow: the first ones,
-  -- or with 13 'desc' the last ones, newest first)
-  local count = tonumber(ARGV[12])
+  -- ARGV: o+1 how many created pets the page may need (ids only grow: the first ones,
+  -- or with o+2 'desc' the last ones, newest first)
+  local count = tonumber(ARGV[o + 1])
   local ids
-  if ARGV[13] == 'desc' then
-    local last = redis.call('LRANGE', KEYS[8], -count, -1)
+  if ARGV[o + 2] == 'desc' then
+    local last = redis.call('LRANGE', KEYS[k + 5], -count, -1)
     ids = {}
     for i = #last, 1, -1 do ids[#ids + 1] = last[i] end
   else
-    ids = redis.call('LRANGE', KEYS[8], 0, count - 1)
+    ids = redis.call('LRANGE', KEYS[k + 5], 0, count - 1)
   end
-  if #ids == 0 then head[#head + 1] = {}
-  else head[#head + 1] = redis.call('HMGET', KEYS[6], unpack(ids)) end
+  if #ids > 0 then head[9] = redis.call('HMGET', KEYS[k + 3], unpack(ids)) end
 elseif op == 'get' then
-  -- ARGV: 12 the pet's id
-  local found = redis.call('HGET', KEYS[6], ARGV[12])
-  if found then head[#head + 1] = {found} else head[#head + 1] = {} end
+  -- ARGV: o+1 the pet's id
+  local found = redis.call('HGET', KEYS[k + 3], ARGV[o + 1])
+  if found then head[9] = {found} end
 end
 return head
 """

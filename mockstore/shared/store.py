@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockstore.shared.backend import MAX_ID, PAST_MAX_ID, Operation, SharedState
+from mockstore.shared.backend import MAX_ID, PAST_MAX_ID, Operation
 from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _json_array, _ordered
 
 _ID_PLACEHOLDER = b'{"id":0,'
@@ -68,29 +68,12 @@ def get_operation(group: str | None, store: PetStore, pet_id: int) -> Operation 
 class RequestStore:
     """The store as one request sees it: the scenario's pets here, the created ones fetched."""
 
-    __slots__ = ("epoch", "local", "operation", "pending", "result", "shared")
+    __slots__ = ("local", "operation", "result")
 
-    def __init__(
-        self,
-        local: PetStore,
-        shared: SharedState,
-        operation: Operation | None,
-        result: Any = None,
-        pending: bool = False,
-    ) -> None:
+    def __init__(self, local: PetStore, operation: Operation | None, result: Any) -> None:
         self.local = local  # the scenario's pets (nothing is ever created in it)
-        self.shared = shared
         self.operation = operation
         self.result = result
-        self.pending = pending
-        self.epoch = shared.epoch  # a held-back operation runs where it was counted
-
-    async def complete(self, now: float, wall: float) -> None:
-        """Run the held-back operation (the caller was counted already)."""
-        if self.pending:
-            self.pending = False
-            reply = await self.shared.request(None, None, now, wall, self.operation, self.epoch)
-            self.result = reply[2]
 
     def create(self, new_pet: Pet, max_bytes: int | None = None) -> tuple[Pet, bytes]:
         result = self.result
