@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -44,10 +45,11 @@ def timestamp(now: float) -> str:
 class AnswerProfile:
     """What the answers of one scenario carry beyond mockstore's own headers and bodies."""
 
-    __slots__ = ("_blocks", "_rules", "base_path", "error_fields", "etag", "location")
+    __slots__ = ("_blocks", "_rules", "_seed", "base_path", "error_fields", "etag", "location")
 
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
+        self._seed = f"mockstore-error-field-{scenario.seed}"
         self.base_path = scenario.base_path
         self._rules = behaviour.headers
         self.location = behaviour.location
@@ -124,10 +126,17 @@ class AnswerProfile:
             elif item.generate == "request_id":
                 extra[item.name] = request_id
             elif item.generate == "uuid":
-                extra[item.name] = _uuid()
+                extra[item.name] = self._uuid(item.name, request_id)
             else:
                 extra[item.name] = timestamp(now)
         return error_body(error.code, error.message, error.status, **extra)
+
+    def _uuid(self, field: str, request_id: str) -> str:
+        """A random-looking UUID for one answer's field: a hash of the seed, the field and
+        the answer's request id, so the same scenario and requests give the same bodies
+        (and every process of a shared state the same as one)."""
+        text = f"{self._seed}:{field}:{request_id}".encode()
+        return str(uuid.UUID(bytes=hashlib.blake2b(text, digest_size=16).digest(), version=4))
 
 
 def _pet_id(body: bytes) -> int | None:
@@ -137,9 +146,3 @@ def _pet_id(body: bytes) -> int | None:
         return None
     pet_id = value.get("id") if isinstance(value, dict) else None
     return pet_id if isinstance(pet_id, int) else None
-
-
-def _uuid() -> str:
-    import uuid
-
-    return str(uuid.uuid4())

@@ -31,13 +31,16 @@ pytestmark = pytest.mark.skipif(
 
 UNAVAILABLE = "{status: 503, body: {code: unavailable, message: later, status: 503}}"
 
-# Every kind of rule condition and action the engine knows, on uuid request ids.
+# Every kind of rule condition and action the engine knows, on uuid request ids and
+# Error bodies with a uuid field (both hashes of the seed and the request's number).
 RULED = f"""\
 version: 1
 name: ruled
 seed: 11
 clock: {{start: "2026-03-01T12:00:30Z", mode: manual, headers: scenario}}
-behaviour: {{request_id: {{format: uuid, prefix: "r-"}}}}
+behaviour:
+  request_id: {{format: uuid, prefix: "r-"}}
+  error_fields: [{{name: traceId, generate: uuid}}]
 keys:
   - {{key: pro-key, plan: pro}}
   - {{key: other-key, plan: pro}}
@@ -109,6 +112,7 @@ def test_every_rule_kind_answers_byte_for_byte_as_in_memory(redis_server: RedisS
     assert b"unavailable" in bodies
     assert sum(answer[0] == "broken" for answer in expected) >= 3
     assert any(answer[0] == 201 for answer in expected)
+    assert b'"traceId":"' in bodies
 
 
 @settings(
