@@ -1,0 +1,211 @@
+"""Tenants kept in Redis: every process knows every tenant, and each tenant's state is shared.
+
+A tenant (``mockstore.tenants``) is a whole mock of its own; with a shared
+state each tenant's mock keeps its state in Redis like the server's, under a
+prefix of its own, and the registry of tenants is in Redis too::
+
+    mockstore:tenants                 hash: tenant id -> its incarnation
+    mockstore:tenants:serial          the last incarnation handed out
+    mockstore:tenants:auto            the last n of an id chosen as ``tenant-<n>``
+    mockstore:t:<id>:<incarnation>:   the tenant's mock: the keys a server's mock has
+                                      under ``mockstore:`` (gen, config, epochs, journals)
+
+An *incarnation* is a number no tenant had before: a tenant deleted and made
+again under the same id starts afresh under a new prefix, so the sweep of the
+old one's keys (off the request path) never touches the new one's.
+
+Creating a tenant writes its mock's state under a fresh incarnation first (no
+process knows of it yet), then registers it in one atomic step that checks the
+id is free and the limit (``MAX_TENANTS``) is not reached, across every
+process. Deleting it unregisters it and removes its generation and
+configuration in one atomic step: a process that still holds the tenant finds
+its generation gone on the tenant's next request (the request script checks it
+anyway) and answers 404 (``TenantGone``), or follows the tenant if it was made
+again meanwhile, as after a reset.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mockstore.shared.backend import PREFIX, SharedState, StateUnavailable, _digest, _pages
+from mockstore.state import Runtime
+
+log = logging.getLogger("mockstore.shared")
+
+TENANTS = PREFIX + "tenants"
+SERIAL = PREFIX + "tenants:serial"
+AUTO = PREFIX + "tenants:auto"
+TENANT_PREFIX = PREFIX + "t:"
+
+# KEYS: 1 the registry. ARGV: 1 tenant id, 2 its incarnation, 3 the limit.
+# Returns {'ok'}, {'exists'} or {'full', ids...}.
+REGISTER = r"""
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return {'exists'} end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then
+  local full = redis.call('HKEYS', KEYS[1])
+  table.insert(full, 1, 'full')
+  return full
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return {'ok'}
+"""
+
+# KEYS: 1 the registry. ARGV: 1 tenant id, 2 ``mockstore:t:``.
+# Unregisters the tenant and removes what makes it answer (its generation and
+# configuration); the rest of its keys are swept afterwards. Returns its incarnation, or nil.
+UNREGISTER = r"""
+local incarnation = redis.call('HGET', KEYS[1], ARGV[1])
+if not incarnation then return nil end
+redis.call('HDEL', KEYS[1], ARGV[1])
+local prefix = ARGV[2] .. ARGV[1] .. ':' .. incarnation .. ':'
+redis.call('DEL', prefix .. 'gen', prefix .. 'config')
+return incarnation
+"""
+
+
+def tenant_prefix(tenant_id: str, incarnation: int) -> str:
+    """Where a tenant's mock keeps its state: ``mockstore:t:<id>:<incarnation>:``."""
+    return f"{TENANT_PREFIX}{tenant_id}:{incarnation}:"
+
+
+class TenantGone(StateUnavailable):
+    """The tenant was deleted (through this process or another): its requests are 404."""
+
+    def __init__(self, tenant_id: str) -> None:
+        super().__init__(f"no tenant {tenant_id!r} on this server")
+        self.tenant_id = tenant_id
+
+
+class TenantState(SharedState):
+    """A tenant's mock's state in Redis, under the tenant's prefix.
+
+    Unlike a server's, a tenant's state is never started again from this
+    process's scenario once it exists: when its generation is gone, the tenant
+    was deleted (``TenantGone``) or made again under a new incarnation (this
+    state follows it).
+    """
+
+    def __init__(self, url: str, runtime: Runtime, tenant_id: str, incarnation: int) -> None:
+        super().__init__(url, runtime, tenant_prefix(tenant_id, incarnation))
+        self.tenant_id = tenant_id
+        self.incarnation = incarnation
+        self.gone = False
+        # The runtime was built on this scenario (the server's): joining a tenant
+        # that still serves it reads no scenario again.
+        self.digest = _digest(runtime.scenario.source, runtime.scenario.file)
+
+    async def create(self) -> None:
+        """Write this tenant's mock to Redis from this process's (its first: a new incarnation)."""
+        if not await self._start_over(expected="", new_run=False):
+            raise StateUnavailable(f"tenant {self.tenant_id!r} was made twice at once")
+
+    async def join(self) -> None:
+        """Take the tenant's mock as Redis has it (another process made it)."""
+        await self.refresh()
+
+    async def refresh(self, seen: str | None = None) -> None:
+        if self.gone:
+            raise TenantGone(self.tenant_id)
+        await super().refresh(seen)
+
+    async def _start_over(self, expected: str, new_run: bool) -> bool:
+        if not new_run:
+            return await super()._start_over(expected, new_run)
+        # ``refresh`` found no generation: the tenant was deleted, or made again.
+        incarnation = await self._registered()
+        if incarnation is None or incarnation <= self.incarnation:
+            self.gone = True
+            raise TenantGone(self.tenant_id)
+        # Made again since: a fresh mock, as after a reset; ``refresh`` reads it next.
+        self.incarnation = incarnation
+        self.prefix = tenant_prefix(self.tenant_id, incarnation)
+        self.generation_key = self.prefix + "gen"
+        self.config_key = self.prefix + "config"
+        self.generation = self.epoch = ""
+        self.clock_moves_back = 0
+        self.runtime.reset()
+        return False
+
+    async def _registered(self) -> int | None:
+        try:
+            found = await self.client().hget(TENANTS, self.tenant_id)
+        except Exception as exc:
+            await self._connections_lost()
+            raise StateUnavailable(self._unreachable(exc)) from exc
+        return int(found) if found is not None else None
+
+
+class SharedTenants:
+    """The registry of tenants in Redis, reached through the server's ``SharedState``."""
+
+    def __init__(self, shared: SharedState) -> None:
+        self.shared = shared
+        self._scripts: tuple[Any, Any, Any] | None = None
+
+    @property
+    def url(self) -> str:
+        return self.shared.url
+
+    def _client(self) -> tuple[Any, Any, Any]:
+        client = self.shared.client()
+        if self._scripts is None or self._scripts[0] is not client:
+            self._scripts = (
+                client,
+                client.register_script(REGISTER),
+                client.register_script(UNREGISTER),
+            )
+        return self._scripts
+
+    async def _run(self, call: Any) -> Any:
+        try:
+            return await call
+        except StateUnavailable:
+            raise
+        except Exception as exc:
+            raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
+
+    async def listing(self) -> dict[str, int]:
+        """Every tenant's id and incarnation."""
+        client, _, _ = self._client()
+        found = await self._run(client.hgetall(TENANTS))
+        return {name.decode(): int(value) for name, value in found.items()}
+
+    async def incarnation(self, tenant_id: str) -> int | None:
+        """The tenant's incarnation, or None when there is no such tenant."""
+        client, _, _ = self._client()
+        found = await self._run(client.hget(TENANTS, tenant_id))
+        return int(found) if found is not None else None
+
+    async def new_incarnation(self) -> int:
+        client, _, _ = self._client()
+        return int(await self._run(client.incr(SERIAL)))
+
+    async def next_auto(self) -> int:
+        """The n of the next id to try as ``tenant-<n>``."""
+        client, _, _ = self._client()
+        return int(await self._run(client.incr(AUTO)))
+
+    async def register(self, tenant_id: str, incarnation: int, limit: int) -> list[str] | None:
+        """Register a tenant atomically: None when done, else why not (``exists``, or
+        ``full`` followed by the ids there are)."""
+        _, register, _ = self._client()
+        reply = await self._run(register(keys=[TENANTS], args=[tenant_id, incarnation, limit]))
+        answer = [part.decode() for part in reply]
+        return None if answer == ["ok"] else answer
+
+    async def unregister(self, tenant_id: str) -> int | None:
+        """Unregister a tenant atomically (it stops answering everywhere); its incarnation."""
+        _, _, unregister = self._client()
+        reply = await self._run(unregister(keys=[TENANTS], args=[tenant_id, TENANT_PREFIX]))
+        return int(reply) if reply is not None else None
+
+    async def sweep(self, tenant_id: str, incarnation: int) -> None:
+        """Delete what a deleted tenant left in Redis, a page at a time (off the request path)."""
+        client, _, _ = self._client()
+        try:
+            async for keys in _pages(client, tenant_prefix(tenant_id, incarnation) + "*"):
+                await client.unlink(*keys)
+        except Exception as exc:  # its journal streams expire by themselves; the rest stays
+            log.warning("could not sweep tenant %r from the shared state: %s", tenant_id, exc)
