@@ -142,8 +142,7 @@ class TenantRegistry:
         if tenant_id is not None:
             _check_id(tenant_id)
         for _ in range(self.limit + 8):  # a chosen id another process took meanwhile: the next
-            chosen = tenant_id or f"tenant-{await self.shared.next_auto()}"
-            tenant = await self._add_shared(chosen, any_id=tenant_id is None)
+            tenant = await self._add_shared(tenant_id)
             if tenant is not None:
                 return tenant
         raise ApiError("tenant_exists", "no free tenant id was found; name one", status=409)
@@ -156,10 +155,18 @@ class TenantRegistry:
         await self._drop(tenant_id)
         if incarnation is None:
             return False
-        task = asyncio.get_running_loop().create_task(self.shared.sweep(tenant_id, incarnation))
+        task = asyncio.get_running_loop().create_task(self._sweep(tenant_id, incarnation))
         self._sweeps.add(task)
         task.add_done_callback(self._sweeps.discard)
         return True
+
+    async def _sweep(self, tenant_id: str, incarnation: int) -> None:
+        """Sweep a deleted tenant's keys now, and once more when every process has let
+        it go (``sync``): one that still held it may have written its journal since."""
+        assert self.shared is not None
+        await self.shared.sweep(tenant_id, incarnation)
+        await asyncio.sleep(3 * SYNC_EVERY)
+        await self.shared.sweep(tenant_id, incarnation)
 
     async def sync(self) -> None:
         """Follow the registry in Redis: build the tenants made elsewhere, drop the deleted."""
@@ -168,7 +175,9 @@ class TenantRegistry:
         async with self._lock():  # read under it: a tenant added meanwhile is not dropped
             listing = await self.shared.listing()
             for tenant_id, tenant in list(self._tenants.items()):
-                if listing.get(tenant_id) != _incarnation(tenant):
+                registered = listing.get(tenant_id)
+                # (One newer than the registry read has followed it since: kept.)
+                if registered is None or registered > _incarnation(tenant):
                     await self._drop_now(tenant_id)
             for tenant_id, incarnation in listing.items():
                 if tenant_id not in self._tenants:
@@ -193,18 +202,22 @@ class TenantRegistry:
             self._syncing = asyncio.Lock()
         return self._syncing
 
-    async def _add_shared(self, tenant_id: str, any_id: bool) -> Tenant | None:
-        """Make a tenant through Redis; None when ``any_id`` and the id is taken."""
+    async def _add_shared(self, chosen: str | None) -> Tenant | None:
+        """Make a tenant through Redis; None when no id was ``chosen`` and the one
+        this picked was taken meanwhile (try again)."""
         from mockstore.shared.tenants import TenantState
 
         assert self.shared is not None
+        any_id = chosen is None
         existing = await self.shared.listing()
-        if tenant_id in existing:
-            if any_id:
-                return None
-            raise _exists(tenant_id)
+        if chosen in existing:
+            raise _exists(chosen)
         if len(existing) >= self.limit:
             raise self._full(existing)
+        # An id is picked once there is room (a refused create takes none, as in memory).
+        tenant_id = chosen or f"tenant-{await self.shared.next_auto()}"
+        if tenant_id in existing:
+            return None
         app = self._build(tenant_id)
         incarnation = await self.shared.new_incarnation()
         state = TenantState(self.shared.url, app.runtime, tenant_id, incarnation)
@@ -270,15 +283,17 @@ class TenantRegistry:
     async def _lookup(self, tenant_id: str) -> Tenant | None:
         """A tenant this process has not built yet (or was deleted), as Redis has it."""
         assert self.shared is not None
+        # Read before the lock: a name no tenant has costs one read and waits for nothing.
+        incarnation = await self.shared.incarnation(tenant_id)
+        if incarnation is None:
+            return None
         async with self._lock():
-            incarnation = await self.shared.incarnation(tenant_id)
             tenant = self._tenants.get(tenant_id)
-            if tenant is not None and _incarnation(tenant) != incarnation:
+            if tenant is not None:
+                if _incarnation(tenant) >= incarnation:  # built meanwhile (or newer still)
+                    return tenant
                 await self._drop_now(tenant_id)
-                tenant = None
-            if tenant is None and incarnation is not None:
-                tenant = await self._join(tenant_id, incarnation)
-            return tenant
+            return await self._join(tenant_id, incarnation)
 
     def get(self, tenant_id: str) -> Tenant | None:
         return self._tenants.get(tenant_id)
@@ -372,7 +387,7 @@ def _exists(tenant_id: str) -> ApiError:
     return ApiError("tenant_exists", f"tenant {tenant_id!r} already exists", status=409)
 
 
-def _incarnation(tenant: Tenant) -> int | None:
+def _incarnation(tenant: Tenant) -> int:
     return tenant.app.runtime.shared.incarnation
 
 
