@@ -213,12 +213,10 @@ class MockstoreApp(AppShell):
         # Tenants are made and reached through the control API: off with it.
         registry = None
         if control and tenants:
-            from mockstore.shared.tenants import SharedTenants
-
             registry = TenantRegistry(
                 self._new_tenant,
                 kept=KeptJournals(account=budget.open_share("kept", "kept journals")),
-                shared=SharedTenants(shared) if shared is not None else None,
+                shared=_shared_tenants(shared),
             )
         super().__init__(
             PetStoreAPI(
@@ -291,6 +289,15 @@ class MockstoreApp(AppShell):
         self.runtime.close()
         if self.control is not None:
             self.control.close()
+
+
+def _shared_tenants(shared: Any) -> Any:
+    """The registry of tenants in Redis, with a shared state (else None: in memory)."""
+    if shared is None:
+        return None
+    from mockstore.shared.tenants import SharedTenants
+
+    return SharedTenants(shared)
 
 
 async def _not_found(send: Any, message: str) -> None:

@@ -41,7 +41,7 @@ from mockstore.journal import Journal
 from mockstore.kept_journals import KeptJournals
 from mockstore.memory import OverBudget
 from mockstore.shared.backend import StateUnavailable
-from mockstore.urls import TENANT_ID, TENANTS_PREFIX
+from mockstore.urls import TENANT_ID, TENANTS_PREFIX, is_control_path
 
 if TYPE_CHECKING:
     from mockstore.shared.tenants import SharedTenants
@@ -325,13 +325,11 @@ class TenantRegistry:
         if not slash:
             return False  # /__mockstore/tenants/<id> itself: the server's control API
         tenant = self._tenants.get(tenant_id)
-        if self.shared is not None:
-            tenant = await self._shared_tenant(tenant_id, tenant, inner)
-            if not isinstance(tenant, (Tenant, type(None))):
-                await tenant(scope, receive, send)
-                return True
         app: ASGIApp
-        app = _unknown_tenant(tenant_id) if tenant is None else tenant.app
+        if self.shared is not None:
+            app = await self._shared_app(tenant_id, tenant, inner)
+        else:
+            app = _unknown_tenant(tenant_id) if tenant is None else tenant.app
         prefix = TENANTS_PREFIX + tenant_id
         inner_scope = dict(scope)
         inner_scope["path"] = "/" + inner
@@ -344,33 +342,29 @@ class TenantRegistry:
         await app(inner_scope, receive, send)
         return True
 
-    async def _shared_tenant(
-        self, tenant_id: str, tenant: Tenant | None, inner: str
-    ) -> Tenant | ASGIApp | None:
-        """The tenant a request names, as Redis has it; or the answer when Redis cannot say."""
+    async def _shared_app(self, tenant_id: str, tenant: Tenant | None, inner: str) -> ASGIApp:
+        """What serves a request naming a tenant, as Redis has it (its app, or a refusal)."""
         from mockstore.shared.tenants import TenantGone
 
         try:
             if tenant is not None and tenant.app.runtime.shared.gone:
                 await self._drop(tenant_id)
                 tenant = None
-            if tenant is None:
+            if tenant is None and TENANT_ID.fullmatch(tenant_id):
                 # Made through another process (or not at all): Redis says, not this one.
-                if not TENANT_ID.fullmatch(tenant_id):
-                    return None
-                return await self._lookup(tenant_id)
-            if inner.startswith("__mockstore/") or inner == "__mockstore":
+                tenant = await self._lookup(tenant_id)
+            elif tenant is not None and is_control_path("/" + inner):
                 # A control call reads the tenant's state first anyway (a round trip
                 # off the API's path): deleted through another process, it is 404.
                 await tenant.app.runtime.shared.refresh()
         except TenantGone:
             await self._drop(tenant_id)
-            return None
+            tenant = None
         except ApiError as exc:  # the memory budget has no room for it in this process
             return _answer(exc.status, exc.code, exc.message)
         except StateUnavailable as exc:
             return _answer(503, "state_unavailable", f"{exc}; retry shortly")
-        return tenant
+        return _unknown_tenant(tenant_id) if tenant is None else tenant.app
 
 
 def _check_id(tenant_id: Any) -> None:
