@@ -29,7 +29,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mockstore.shared.backend import PREFIX, SharedState, StateUnavailable, _digest, _pages
+from mockstore.shared.backend import (
+    MAX_RELOADS,
+    PREFIX,
+    SharedState,
+    StateUnavailable,
+    _digest,
+    _pages,
+)
 from mockstore.state import Runtime
 
 log = logging.getLogger("mockstore.shared")
@@ -82,9 +89,8 @@ class TenantState(SharedState):
     """A tenant's mock's state in Redis, under the tenant's prefix.
 
     Unlike a server's, a tenant's state is never started again from this
-    process's scenario once it exists: when its generation is gone, the tenant
-    was deleted (``TenantGone``) or made again under a new incarnation (this
-    state follows it).
+    process's scenario: when its generation is gone, the tenant was deleted
+    (``TenantGone``) or made again under a new incarnation (this state follows it).
     """
 
     def __init__(self, url: str, runtime: Runtime, tenant_id: str, incarnation: int) -> None:
@@ -110,15 +116,26 @@ class TenantState(SharedState):
             raise TenantGone(self.tenant_id)
         await super().refresh(seen)
 
-    async def _start_over(self, expected: str, new_run: bool) -> bool:
-        if not new_run:
-            return await super()._start_over(expected, new_run)
-        # ``refresh`` found no generation: the tenant was deleted, or made again.
-        incarnation = await self._registered()
-        if incarnation is None or incarnation <= self.incarnation:
-            self.gone = True
-            raise TenantGone(self.tenant_id)
-        # Made again since: a fresh mock, as after a reset; ``refresh`` reads it next.
+    async def _read(self) -> tuple[dict[str, str], str | None]:
+        """The tenant's configuration, as ``SharedState``'s; ``TenantGone`` when it was deleted.
+
+        No generation means the tenant was deleted (or Redis lost everything),
+        never that this process should start it again from its own scenario;
+        made again since under the same id, this state follows the new one.
+        """
+        for _ in range(MAX_RELOADS):
+            fields, generation = await super()._read()
+            if generation is not None:
+                return fields, generation
+            incarnation = await self._registered()
+            if incarnation is None or incarnation <= self.incarnation:
+                self.gone = True
+                raise TenantGone(self.tenant_id)
+            self._follow(incarnation)
+        raise StateUnavailable(f"tenant {self.tenant_id!r} kept being made again")
+
+    def _follow(self, incarnation: int) -> None:
+        """Be the tenant made again under this id: a fresh mock, as after a reset."""
         self.incarnation = incarnation
         self.prefix = tenant_prefix(self.tenant_id, incarnation)
         self.generation_key = self.prefix + "gen"
@@ -126,7 +143,6 @@ class TenantState(SharedState):
         self.generation = self.epoch = ""
         self.clock_moves_back = 0
         self.runtime.reset()
-        return False
 
     async def _registered(self) -> int | None:
         try:
