@@ -237,3 +237,27 @@ def test_a_tenants_traffic_through_every_process_is_in_each_report(
             return {"tenant": "audit", "deleted": True, "requests": 3} in journals
 
         _eventually(lambda: kept(a.url) and kept(b.url), "each report keeps the deleted journal")
+
+
+def test_a_redis_back_empty_has_no_tenants_and_a_new_one_can_be_made(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    with live_server(*state) as a, live_server(*state) as b:
+        assert _make(a.url, "lost").status_code == 201
+        in_b = b.url + "/__mockstore/tenants/lost"
+        assert httpx.get(in_b + "/v1/pets", headers=PRO).status_code == 200
+        redis_server.stop()
+        away = httpx.get(in_b + "/v1/pets", headers=PRO)
+        assert away.status_code == 503 and away.json()["code"] == "state_unavailable"
+        redis_server.start()
+        # Back, but empty (no persistence): the tenant went with the rest of the state.
+        # (A process's first request after may still meet a connection from before: 503.)
+        for url in (in_b, a.url + "/__mockstore/tenants/lost"):
+            _eventually(
+                lambda url=url: httpx.get(url + "/v1/pets", headers=PRO).status_code == 404,
+                "the tenant is gone once Redis is back empty",
+            )
+        assert httpx.get(b.url + "/__mockstore/tenants").json() == []
+        # And the registry works again: one made through B is served through A.
+        assert _make(b.url, "lost").status_code == 201
+        assert httpx.get(a.url + "/__mockstore/tenants/lost/v1/pets", headers=PRO).json() == []

@@ -27,6 +27,7 @@ again meanwhile, as after a reset.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mockstore.shared.backend import (
@@ -158,68 +159,73 @@ class SharedTenants:
 
     def __init__(self, shared: SharedState) -> None:
         self.shared = shared
-        self._scripts: tuple[Any, Any, Any] | None = None
+        self._scripts_of: Any = None
+        self._scripts: dict[str, Any] = {}
 
     @property
     def url(self) -> str:
         return self.shared.url
 
-    def _client(self) -> tuple[Any, Any, Any]:
+    def _script(self, source: str) -> Any:
+        """A registered script on this loop's client (EVALSHA, loaded on first use)."""
         client = self.shared.client()
-        if self._scripts is None or self._scripts[0] is not client:
-            self._scripts = (
-                client,
-                client.register_script(REGISTER),
-                client.register_script(UNREGISTER),
-            )
-        return self._scripts
+        if self._scripts_of is not client:
+            self._scripts_of, self._scripts = client, {}
+        script = self._scripts.get(source)
+        if script is None:
+            script = self._scripts[source] = client.register_script(source)
+        return script
 
-    async def _run(self, call: Any) -> Any:
-        try:
-            return await call
-        except StateUnavailable:
-            raise
-        except Exception as exc:
-            raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
+    async def _run(self, call: Callable[[Any], Awaitable[Any]], read: bool = False) -> Any:
+        """``call(client)``; a read is tried once more on a fresh connection when the one
+        it got was made before Redis went away (it cannot have changed anything)."""
+        import redis.exceptions
+
+        lost = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+        for attempt in range(2 if read else 1):
+            try:
+                return await call(self.shared.client())
+            except lost as exc:
+                await self.shared._connections_lost()
+                if attempt or not read:
+                    raise StateUnavailable(self.shared._unreachable(exc)) from exc
+            except redis.exceptions.RedisError as exc:
+                raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
 
     async def listing(self) -> dict[str, int]:
         """Every tenant's id and incarnation."""
-        client, _, _ = self._client()
-        found = await self._run(client.hgetall(TENANTS))
+        found = await self._run(lambda client: client.hgetall(TENANTS), read=True)
         return {name.decode(): int(value) for name, value in found.items()}
 
     async def incarnation(self, tenant_id: str) -> int | None:
         """The tenant's incarnation, or None when there is no such tenant."""
-        client, _, _ = self._client()
-        found = await self._run(client.hget(TENANTS, tenant_id))
+        found = await self._run(lambda client: client.hget(TENANTS, tenant_id), read=True)
         return int(found) if found is not None else None
 
     async def new_incarnation(self) -> int:
-        client, _, _ = self._client()
-        return int(await self._run(client.incr(SERIAL)))
+        return int(await self._run(lambda client: client.incr(SERIAL)))
 
     async def next_auto(self) -> int:
         """The n of the next id to try as ``tenant-<n>``."""
-        client, _, _ = self._client()
-        return int(await self._run(client.incr(AUTO)))
+        return int(await self._run(lambda client: client.incr(AUTO)))
 
     async def register(self, tenant_id: str, incarnation: int, limit: int) -> list[str] | None:
         """Register a tenant atomically: None when done, else why not (``exists``, or
         ``full`` followed by the ids there are)."""
-        _, register, _ = self._client()
-        reply = await self._run(register(keys=[TENANTS], args=[tenant_id, incarnation, limit]))
+        args = [tenant_id, incarnation, limit]
+        reply = await self._run(lambda client: self._script(REGISTER)(keys=[TENANTS], args=args))
         answer = [part.decode() for part in reply]
         return None if answer == ["ok"] else answer
 
     async def unregister(self, tenant_id: str) -> int | None:
         """Unregister a tenant atomically (it stops answering everywhere); its incarnation."""
-        _, _, unregister = self._client()
-        reply = await self._run(unregister(keys=[TENANTS], args=[tenant_id, TENANT_PREFIX]))
+        args = [tenant_id, TENANT_PREFIX]
+        reply = await self._run(lambda client: self._script(UNREGISTER)(keys=[TENANTS], args=args))
         return int(reply) if reply is not None else None
 
     async def sweep(self, tenant_id: str, incarnation: int) -> None:
         """Delete what a deleted tenant left in Redis, a page at a time (off the request path)."""
-        client, _, _ = self._client()
+        client = self.shared.client()
         try:
             async for keys in _pages(client, tenant_prefix(tenant_id, incarnation) + "*"):
                 await client.unlink(*keys)
