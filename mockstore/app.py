@@ -133,22 +133,31 @@ class AppShell:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    self._tasks = [asyncio.create_task(task()) for task in self._background]
+                    self.start_background()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
-                    for running in self._tasks:
-                        running.cancel()
-                    # Bounded: a task or a close stuck on a connection (a Redis gone
-                    # half-way) must not keep the server from stopping.
-                    if self._tasks:
-                        await asyncio.wait(self._tasks, timeout=_CLOSE_TIMEOUT)
-                    for close in self._shutdown:
-                        try:
-                            await asyncio.wait_for(close(), _CLOSE_TIMEOUT)
-                        except Exception as exc:  # stopping anyway: say so, never hang
-                            log.warning("closing on shutdown did not finish: %r", exc)
+                    await self.stop_background()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+
+    def start_background(self) -> None:
+        """Start the background tasks (the lifespan's start; a tenant's, when it is made)."""
+        self._tasks = [asyncio.create_task(task()) for task in self._background]
+
+    async def stop_background(self) -> None:
+        """Stop the background tasks, then close (the lifespan's end; a deleted tenant's)."""
+        tasks, self._tasks = self._tasks, []
+        for running in tasks:
+            running.cancel()
+        # Bounded: a task or a close stuck on a connection (a Redis gone
+        # half-way) must not keep the server from stopping.
+        if tasks:
+            await asyncio.wait(tasks, timeout=_CLOSE_TIMEOUT)
+        for close in self._shutdown:
+            try:
+                await asyncio.wait_for(close(), _CLOSE_TIMEOUT)
+            except Exception as exc:  # stopping anyway: say so, never hang
+                log.warning("closing on shutdown did not finish: %r", exc)
 
 
 class MockstoreApp(AppShell):
@@ -158,7 +167,7 @@ class MockstoreApp(AppShell):
     share when not given; a tenant's is opened by ``_new_tenant``). ``state``:
     the URL of a Redis that holds the mock's state, shared with every process
     given the same (``mockstore.shared``; it must be ``open``ed before serving);
-    such a server has no tenants.
+    its tenants are kept there too (``mockstore.shared.tenants``).
     """
 
     def __init__(
@@ -196,19 +205,19 @@ class MockstoreApp(AppShell):
             first_run="start" if runs is None else "tenant",
         )
         self.control_token = control_token
+        shared = None
+        if state is not None:
+            from mockstore.shared import SharedState
+
+            shared = self.runtime.shared = SharedState(state, self.runtime)
         # Tenants are made and reached through the control API: off with it.
-        registry = (
-            TenantRegistry(
+        registry = None
+        if control and tenants:
+            registry = TenantRegistry(
                 self._new_tenant,
                 kept=KeptJournals(account=budget.open_share("kept", "kept journals")),
+                shared=_shared_tenants(shared),
             )
-            if control and tenants and state is None
-            else None
-        )
-        if state is not None:
-            from mockstore.shared import attach
-
-            attach(self.runtime, state)
         super().__init__(
             PetStoreAPI(
                 self.runtime, body_timeout=limits.body_timeout, connections=budget.connections
@@ -226,12 +235,25 @@ class MockstoreApp(AppShell):
             limits=limits,
             budget=budget,
         )
-        if self.runtime.shared is not None:
-            from mockstore.shared.journal import JournalSharing
+        if shared is not None:
+            self.share(shared)
+            if registry is not None:
+                # Every process builds every tenant, whichever process made it.
+                self.run_in_background(registry.follow)
 
-            # Every process's journal (report, HAR, dashboard) holds every process's traffic.
-            self.run_in_background(JournalSharing(self.runtime.shared, self.runtime).run)
-            self.on_shutdown(self.runtime.shared.close)
+    def share(self, shared: Any, from_start: bool = False) -> None:
+        """Keep this mock's state in Redis (``shared``, a ``SharedState``; not yet opened).
+
+        ``from_start``: the journal takes in the other processes' entries from
+        before this process started too (a tenant this process joins).
+        """
+        from mockstore.shared.journal import JournalSharing
+
+        self.runtime.shared = shared
+        # Every process's journal (report, HAR, dashboard) holds every process's traffic.
+        sharing = JournalSharing(shared, self.runtime, from_start=from_start)
+        self.run_in_background(sharing.run)
+        self.on_shutdown(shared.close)
 
     def _new_tenant(self, tenant_id: str) -> MockstoreApp:
         """A tenant on the running scenario, sharing its pets (copy on write).
@@ -267,6 +289,15 @@ class MockstoreApp(AppShell):
         self.runtime.close()
         if self.control is not None:
             self.control.close()
+
+
+def _shared_tenants(shared: Any) -> Any:
+    """The registry of tenants in Redis, with a shared state (else None: in memory)."""
+    if shared is None:
+        return None
+    from mockstore.shared.tenants import SharedTenants
+
+    return SharedTenants(shared)
 
 
 async def _not_found(send: Any, message: str) -> None:

@@ -43,6 +43,7 @@ from mockstore.shared.store import (
     get_operation,
     list_operation,
 )
+from mockstore.shared.tenants import TenantGone
 from mockstore.state import NO_BAN
 from mockstore.store import PetStore
 from mockstore.validation import path_parameters
@@ -126,7 +127,7 @@ async def admit(
         ex.scope[RESTARTS] = restarts + 1
         raise Restart(receive) from None
     except StateUnavailable as exc:
-        raise _unavailable(ex, credentials, plan, bucket, str(exc)) from None
+        raise _unavailable(ex, credentials, plan, bucket, exc) from None
     ex.number = reply[7]
     caller = Caller(credentials, key, plan, decision_of(state.limiter, reply, plan, now))
     if caller.admitted:
@@ -201,10 +202,12 @@ def _state_unavailable(reason: str) -> ApiError:
 
 
 def _unavailable(
-    ex: Any, credentials: Credentials, plan: Any, bucket: str, reason: str
+    ex: Any, credentials: Credentials, plan: Any, bucket: str, reason: str | Exception
 ) -> Unavailable:
     # Where the caller stands is not known: a decision that counts nothing, and
     # the answer states no rate-limit figures (api.py leaves them out).
     decision = RateLimiter(NO_BAN).peek(bucket, plan, ex.now)
     ex.caller = Caller(credentials, None, plan, decision)
-    return Unavailable(_state_unavailable(reason))
+    if isinstance(reason, TenantGone):  # deleted through another process
+        return Unavailable(ApiError("not_found", str(reason), status=404))
+    return Unavailable(_state_unavailable(str(reason)))

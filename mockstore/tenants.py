@@ -17,12 +17,22 @@ its journal: that is kept (``KeptJournals``, bounded in bytes and charged to a
 share of its own) so the server's report still covers its traffic. Requests
 reach a tenant after one prefix check and one dict lookup; requests outside
 ``/__mockstore`` never look here.
+
+With a shared state (``serve --state``) the registry is kept in Redis too
+(``mockstore.shared.tenants``), and each tenant's mock keeps its state there
+under a prefix of its own: a tenant made through one process exists in every
+process. Each process builds the tenants it learns of (a background ``sync``
+every second, and a request naming a tenant it does not know, which looks in
+Redis before answering 404), so its report covers every tenant's traffic; a
+tenant deleted through any process answers 404 everywhere from then on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -30,9 +40,17 @@ from mockstore.errors import ApiError
 from mockstore.journal import Journal
 from mockstore.kept_journals import KeptJournals
 from mockstore.memory import OverBudget
-from mockstore.urls import TENANT_ID, TENANTS_PREFIX
+from mockstore.shared.backend import StateUnavailable
+from mockstore.urls import TENANT_ID, TENANTS_PREFIX, is_control_path
+
+if TYPE_CHECKING:
+    from mockstore.shared.tenants import SharedTenants
+
+log = logging.getLogger("mockstore.tenants")
 
 MAX_TENANTS = 32
+# How often a process with a shared state reads the registry in Redis (``sync``).
+SYNC_EVERY = 1.0
 
 
 class Tenant:
@@ -63,12 +81,18 @@ class TenantRegistry:
         factory: Callable[[str], Any],
         limit: int = MAX_TENANTS,
         kept: KeptJournals | None = None,
+        shared: SharedTenants | None = None,
     ) -> None:
         self._factory = factory
         self.limit = limit
         self._tenants: dict[str, Tenant] = {}
         self._serial = 0
         self.kept = kept if kept is not None else KeptJournals()
+        # The registry in Redis (``serve --state``): then this one holds the tenants
+        # this process has built, and ``add``, ``remove`` and ``sync`` follow Redis.
+        self.shared = shared
+        self._syncing: asyncio.Lock | None = None
+        self._sweeps: set[asyncio.Task[None]] = set()
 
     def __len__(self) -> int:
         return len(self._tenants)
@@ -84,31 +108,192 @@ class TenantRegistry:
             while tenant_id in self._tenants:
                 self._serial += 1
                 tenant_id = f"tenant-{self._serial}"
-        if not isinstance(tenant_id, str) or not TENANT_ID.fullmatch(tenant_id):
-            raise ApiError(
-                "invalid_request",
-                f"a tenant id is 1-64 letters, digits, '.', '_' or '-', starting with a "
-                f"letter or digit; got {tenant_id!r}",
-                status=400,
-            )
+        _check_id(tenant_id)
         if tenant_id in self._tenants:
-            raise ApiError("tenant_exists", f"tenant {tenant_id!r} already exists", status=409)
+            raise _exists(tenant_id)
         if len(self._tenants) >= self.limit:
-            existing = ", ".join(sorted(self._tenants))
-            raise ApiError(
-                "too_many_tenants",
-                f"this server holds its limit of {self.limit} tenants ({existing}); "
-                f"DELETE {TENANTS_PREFIX}<id> the ones no longer used",
-                status=507,
-            )
+            raise self._full(self._tenants)
+        tenant = self._tenants[tenant_id] = Tenant(tenant_id, self._build(tenant_id))
+        return tenant
+
+    def _build(self, tenant_id: str) -> Any:
         try:
-            app = self._factory(tenant_id)
+            return self._factory(tenant_id)
         except OverBudget as exc:
             raise ApiError(
                 "memory_budget", f"tenant {tenant_id!r} was not created: {exc}", status=507
             ) from None
-        tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
+
+    def _full(self, ids: Any) -> ApiError:
+        existing = ", ".join(sorted(ids))
+        return ApiError(
+            "too_many_tenants",
+            f"this server holds its limit of {self.limit} tenants ({existing}); "
+            f"DELETE {TENANTS_PREFIX}<id> the ones no longer used",
+            status=507,
+        )
+
+    # -- the control API's calls: in memory, or through the registry in Redis ----
+
+    async def add(self, tenant_id: str | None = None) -> Tenant:
+        """``create``, in every process when the registry is in Redis."""
+        if self.shared is None:
+            return self.create(tenant_id)
+        if tenant_id is not None:
+            _check_id(tenant_id)
+        for _ in range(self.limit + 8):  # a chosen id another process took meanwhile: the next
+            tenant = await self._add_shared(tenant_id)
+            if tenant is not None:
+                return tenant
+        raise ApiError("tenant_exists", "no free tenant id was found; name one", status=409)
+
+    async def remove(self, tenant_id: str) -> bool:
+        """``delete``, in every process when the registry is in Redis; False: no such tenant."""
+        if self.shared is None:
+            return self.delete(tenant_id) is not None
+        incarnation = await self.shared.unregister(tenant_id)
+        await self._drop(tenant_id)
+        if incarnation is None:
+            return False
+        task = asyncio.get_running_loop().create_task(self._sweep(tenant_id, incarnation))
+        self._sweeps.add(task)
+        task.add_done_callback(self._sweeps.discard)
+        return True
+
+    async def _sweep(self, tenant_id: str, incarnation: int) -> None:
+        """Sweep a deleted tenant's keys now, and once more when every process has let
+        it go (``sync``): one that still held it may have written its journal since."""
+        assert self.shared is not None
+        await self.shared.sweep(tenant_id, incarnation)
+        await asyncio.sleep(3 * SYNC_EVERY)
+        await self.shared.sweep(tenant_id, incarnation)
+
+    async def sync(self) -> None:
+        """Follow the registry in Redis: build the tenants made elsewhere, drop the deleted."""
+        if self.shared is None:
+            return
+        async with self._lock():  # read under it: a tenant added meanwhile is not dropped
+            listing = await self.shared.listing()
+            for tenant_id, tenant in list(self._tenants.items()):
+                registered = listing.get(tenant_id)
+                # (One newer than the registry read has followed it since: kept.)
+                if registered is None or registered > _incarnation(tenant):
+                    await self._drop_now(tenant_id)
+            for tenant_id, incarnation in listing.items():
+                if tenant_id not in self._tenants:
+                    try:
+                        await self._join(tenant_id, incarnation)
+                    except ApiError as exc:  # the memory budget: served where it fits
+                        log.warning("tenant %r is not served by this process: %s", tenant_id, exc)
+
+    async def follow(self) -> None:
+        """``sync`` every ``SYNC_EVERY`` seconds, until cancelled (the server's background)."""
+        while True:
+            try:
+                await self.sync()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis away: the API says so; this tries again
+                log.debug("tenants not followed: %s", exc)
+            await asyncio.sleep(SYNC_EVERY)
+
+    def _lock(self) -> asyncio.Lock:
+        if self._syncing is None:
+            self._syncing = asyncio.Lock()
+        return self._syncing
+
+    async def _add_shared(self, chosen: str | None) -> Tenant | None:
+        """Make a tenant through Redis; None when no id was ``chosen`` and the one
+        this picked was taken meanwhile (try again)."""
+        from mockstore.shared.tenants import TenantState
+
+        assert self.shared is not None
+        any_id = chosen is None
+        existing = await self.shared.listing()
+        if chosen in existing:
+            raise _exists(chosen)
+        if len(existing) >= self.limit:
+            raise self._full(existing)
+        # An id is picked once there is room (a refused create takes none, as in memory).
+        tenant_id = chosen or f"tenant-{await self.shared.next_auto()}"
+        if tenant_id in existing:
+            return None
+        app = self._build(tenant_id)
+        incarnation = await self.shared.new_incarnation()
+        state = TenantState(self.shared.url, app.runtime, tenant_id, incarnation)
+        app.share(state)
+        try:
+            await state.create()
+            refused = await self.shared.register(tenant_id, incarnation, self.limit)
+        except BaseException:
+            await _stop(app)
+            raise
+        if refused is not None:
+            await _stop(app)
+            await self.shared.sweep(tenant_id, incarnation)
+            if refused[0] == "exists":
+                if any_id:
+                    return None
+                raise _exists(tenant_id)
+            raise self._full(refused[1:])
+        async with self._lock():
+            await self._drop_now(tenant_id)  # a stale one, deleted elsewhere
+            tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
+            app.start_background()
         return tenant
+
+    async def _join(self, tenant_id: str, incarnation: int) -> Tenant | None:
+        """Build a tenant another process made (under the lock); None if it is gone."""
+        from mockstore.shared.tenants import TenantGone, TenantState
+
+        assert self.shared is not None
+        app = self._build(tenant_id)
+        state = TenantState(self.shared.url, app.runtime, tenant_id, incarnation)
+        # The tenant's traffic before this process joined is its traffic too.
+        app.share(state, from_start=True)
+        try:
+            await state.join()
+        except TenantGone:
+            await _stop(app)
+            return None
+        except OverBudget as exc:  # its scenario (another than the server's) does not fit
+            await _stop(app)
+            raise ApiError(
+                "memory_budget", f"tenant {tenant_id!r} cannot be served here: {exc}", status=507
+            ) from None
+        except BaseException:
+            await _stop(app)
+            raise
+        tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
+        app.start_background()
+        return tenant
+
+    async def _drop(self, tenant_id: str) -> None:
+        async with self._lock():
+            await self._drop_now(tenant_id)
+
+    async def _drop_now(self, tenant_id: str) -> None:
+        """Forget a tenant this process built: its journal is kept, the rest given back."""
+        tenant = self._tenants.pop(tenant_id, None)
+        if tenant is not None:
+            await tenant.app.stop_background()
+            self.kept.keep(tenant_id, tenant.app.runtime.give_journal())
+            _close(tenant.app)
+
+    async def _lookup(self, tenant_id: str) -> Tenant | None:
+        """A tenant this process has not built yet (or was deleted), as Redis has it."""
+        assert self.shared is not None
+        # Read before the lock: a name no tenant has costs one read and waits for nothing.
+        incarnation = await self.shared.incarnation(tenant_id)
+        if incarnation is None:
+            return None
+        async with self._lock():
+            tenant = self._tenants.get(tenant_id)
+            if tenant is not None:
+                if _incarnation(tenant) >= incarnation:  # built meanwhile (or newer still)
+                    return tenant
+                await self._drop_now(tenant_id)
+            return await self._join(tenant_id, incarnation)
 
     def get(self, tenant_id: str) -> Tenant | None:
         return self._tenants.get(tenant_id)
@@ -141,7 +326,10 @@ class TenantRegistry:
             return False  # /__mockstore/tenants/<id> itself: the server's control API
         tenant = self._tenants.get(tenant_id)
         app: ASGIApp
-        app = _unknown_tenant(tenant_id) if tenant is None else tenant.app
+        if self.shared is not None:
+            app = await self._shared_app(tenant_id, tenant, inner)
+        else:
+            app = _unknown_tenant(tenant_id) if tenant is None else tenant.app
         prefix = TENANTS_PREFIX + tenant_id
         inner_scope = dict(scope)
         inner_scope["path"] = "/" + inner
@@ -154,6 +342,53 @@ class TenantRegistry:
         await app(inner_scope, receive, send)
         return True
 
+    async def _shared_app(self, tenant_id: str, tenant: Tenant | None, inner: str) -> ASGIApp:
+        """What serves a request naming a tenant, as Redis has it (its app, or a refusal)."""
+        from mockstore.shared.tenants import TenantGone
+
+        try:
+            if tenant is not None and tenant.app.runtime.shared.gone:
+                await self._drop(tenant_id)
+                tenant = None
+            if tenant is None and TENANT_ID.fullmatch(tenant_id):
+                # Made through another process (or not at all): Redis says, not this one.
+                tenant = await self._lookup(tenant_id)
+            elif tenant is not None and is_control_path("/" + inner):
+                # A control call reads the tenant's state first anyway (a round trip
+                # off the API's path): deleted through another process, it is 404.
+                await tenant.app.runtime.shared.refresh()
+        except TenantGone:
+            await self._drop(tenant_id)
+            tenant = None
+        except ApiError as exc:  # the memory budget has no room for it in this process
+            return _answer(exc.status, exc.code, exc.message)
+        except StateUnavailable as exc:
+            return _answer(503, "state_unavailable", f"{exc}; retry shortly")
+        return _unknown_tenant(tenant_id) if tenant is None else tenant.app
+
+
+def _check_id(tenant_id: Any) -> None:
+    if not isinstance(tenant_id, str) or not TENANT_ID.fullmatch(tenant_id):
+        raise ApiError(
+            "invalid_request",
+            f"a tenant id is 1-64 letters, digits, '.', '_' or '-', starting with a "
+            f"letter or digit; got {tenant_id!r}",
+            status=400,
+        )
+
+
+def _exists(tenant_id: str) -> ApiError:
+    return ApiError("tenant_exists", f"tenant {tenant_id!r} already exists", status=409)
+
+
+def _incarnation(tenant: Tenant) -> int:
+    return tenant.app.runtime.shared.incarnation
+
+
+async def _stop(app: Any) -> None:
+    await app.stop_background()
+    _close(app)
+
 
 def _close(app: Any) -> None:
     close = getattr(app, "close", None)
@@ -162,18 +397,27 @@ def _close(app: Any) -> None:
 
 
 def _unknown_tenant(tenant_id: str) -> ASGIApp:
+    return _answer(404, "not_found", f"no tenant {tenant_id!r} on this server")
+
+
+def _answer(
+    status: int, code: str, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> ASGIApp:
     from mockstore.errors import error_body
 
-    body = error_body("not_found", f"no tenant {tenant_id!r} on this server")
+    body = error_body(code, message, status)
+    if status == 503:
+        headers = ((b"retry-after", b"1"), *headers)
 
     async def answer(scope: Scope, receive: Receive, send: Send) -> None:
         await send(
             {
                 "type": "http.response.start",
-                "status": 404,
+                "status": status,
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", b"%d" % len(body)),
+                    *headers,
                 ],
             }
         )

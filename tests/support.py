@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import pytest
 
 from mockstore import MockServer, schemas
 
@@ -97,12 +96,6 @@ def shared_state_url() -> str | None:
         _redis.extend([server, 0])
     _redis[1] += 1
     return f"redis://127.0.0.1:{_redis[0].port}/{_redis[1]}"
-
-
-# A test of tenants (isolated mocks in one server): not kept in Redis, so not run there.
-needs_tenants = pytest.mark.skipif(
-    SHARED_STATE, reason="tenants are not kept in a shared state (--state) yet"
-)
 
 
 @contextmanager

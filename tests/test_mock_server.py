@@ -15,7 +15,7 @@ from mockstore import AsyncControl, Control, ControlError, MockServer, create_ap
 from mockstore.scenario import ScenarioError, ScenarioNotFound
 from mockstore.server import ServerError
 from mockstore.tenants import MAX_TENANTS
-from tests.support import assert_conforms, auth, mock_server, needs_tenants
+from tests.support import assert_conforms, auth, mock_server
 
 # -- MockServer -------------------------------------------------------------------
 
@@ -167,7 +167,6 @@ def test_async_control_drives_an_app_in_process() -> None:
 # -- tenants over HTTP --------------------------------------------------------------
 
 
-@needs_tenants
 def test_tenants_are_servers_of_their_own() -> None:
     with mock_server() as server, Control(server.url) as root:
         one, two = root.create_tenant("one"), root.create_tenant()

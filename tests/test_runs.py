@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from mockstore import Control
-from tests.support import TOOL, LiveServer, auth, mock_server, needs_tenants
+from tests.support import TOOL, LiveServer, auth, mock_server
 
 pytest_plugins = ["pytester"]
 
@@ -118,7 +118,6 @@ def test_a_report_of_one_run_says_which(fresh_server: LiveServer) -> None:
 
 
 @pytest.mark.slow  # seconds of CPU for one test (.ci/run's slow step)
-@needs_tenants
 def test_a_report_after_an_xdist_run_covers_every_workers_traffic(
     pytester: pytest.Pytester,
 ) -> None:
@@ -138,7 +137,6 @@ def test_a_report_after_an_xdist_run_covers_every_workers_traffic(
     assert "16 request(s)" in judged.stdout
 
 
-@needs_tenants
 def test_a_deleted_tenants_journal_is_kept_for_reports_and_readable(
     fresh_server: LiveServer,
 ) -> None:

@@ -339,10 +339,6 @@ def test_pets_bans_and_control_calls_reach_every_process(
         fresh = httpx.get(a.url + "/v1/pets", headers=free)
         assert fresh.headers["x-ratelimit-remaining"] == "59"
         assert httpx.get(a.url + "/__mockstore/clock").json()["now"] == "2026-03-01T12:00:05Z"
-        # Tenants are not kept in Redis: refused with the reason, not served per process.
-        tenant = httpx.post(a.url + "/__mockstore/tenants", json={}, headers=TOOL)
-        assert tenant.status_code == 404
-        assert "Redis (--state)" in tenant.json()["message"]
         # A scenario put in service through a is the one b serves.
         swapped = httpx.put(a.url + "/__mockstore/scenario", content=b"empty-store")
         assert swapped.status_code == 200

@@ -53,7 +53,7 @@ def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> l
     keys = KeyEndpoints(runtime)
     journal = JournalEndpoints(runtime, tenants)
     dashboard = DashboardEndpoints(runtime, tenants)
-    tenant = TenantEndpoints(tenants, shared=runtime.shared is not None)
+    tenant = TenantEndpoints(tenants)
     return [
         route("/health", GET=state.health),
         route("/memory", GET=state.memory),

@@ -8,14 +8,7 @@
 
 from mockstore.shared.backend import SharedState, StateUnavailable
 
-__all__ = ["SharedState", "StateUnavailable", "attach"]
-
-
-def attach(runtime: object, url: str) -> SharedState:
-    """A ``SharedState`` at ``url`` for ``runtime``, set as its ``shared``: not yet opened."""
-    shared = SharedState(url, runtime)  # type: ignore[arg-type]
-    runtime.shared = shared  # type: ignore[attr-defined]
-    return shared
+__all__ = ["SharedState", "StateUnavailable", "open_state"]
 
 
 def open_state(shared: SharedState) -> None:

@@ -30,6 +30,9 @@ Data layout (``PREFIX`` = ``mockstore:``)::
     mockstore:journals, mockstore:journal:<process>  every process's journal entries
                                           (``mockstore.shared.journal``)
 
+A tenant's mock has the same keys under a prefix of its own in place of
+``mockstore:`` (``mockstore.shared.tenants``).
+
 A reset or a new scenario starts a new *epoch*: one increment, so it is atomic
 whatever the data holds; the old epoch's keys are swept in the background. The
 scenario's own pets are not copied into Redis: every process builds the same
@@ -58,6 +61,7 @@ from mockstore.store import PetStore
 log = logging.getLogger("mockstore.shared")
 
 PREFIX = "mockstore:"
+# The root mock's (``SharedState.generation_key`` and ``config_key`` are each state's own).
 GENERATION = PREFIX + "gen"
 CONFIG = PREFIX + "config"
 # The largest int64 and the text the id sequence holds once it is spent.
@@ -88,9 +92,13 @@ class SharedState:
     serve in another.
     """
 
-    def __init__(self, url: str, runtime: Runtime) -> None:
+    def __init__(self, url: str, runtime: Runtime, prefix: str = PREFIX) -> None:
         self.url = url
         self.runtime = runtime
+        # Every key of this mock starts with it (a tenant's: ``mockstore.shared.tenants``).
+        self.prefix = prefix
+        self.generation_key = prefix + "gen"
+        self.config_key = prefix + "config"
         self.generation = ""
         self.epoch = ""
         self.digest = ""
@@ -225,10 +233,10 @@ class SharedState:
         rules fired]`` (``scripts.REQUEST``). ``Stale`` after reloading,
         ``StateUnavailable`` when Redis is out of reach.
         """
-        epoch = PREFIX + self.epoch + ":"
+        epoch = self.prefix + self.epoch + ":"
         scenario = self.runtime.state.scenario
         ban = scenario.ban or NO_BAN
-        keys = [GENERATION, epoch + "b:" + bucket, epoch + "r:" + bucket, epoch + "n"]
+        keys = [self.generation_key, epoch + "b:" + bucket, epoch + "r:" + bucket, epoch + "n"]
         first_request = scenario.behaviour.ratelimit_windows == "first_request"
         args: list[Any] = [
             self.generation,
@@ -264,8 +272,8 @@ class SharedState:
         client = self.client()
         try:
             async with client.pipeline(transaction=True) as pipe:
-                pipe.get(GENERATION)
-                pipe.hgetall(CONFIG)
+                pipe.get(self.generation_key)
+                pipe.hgetall(self.config_key)
                 generation, fields = await pipe.execute()
         except Exception as exc:
             await self._connections_lost()
@@ -351,7 +359,7 @@ class SharedState:
         """Delete what an old epoch left in Redis, a page at a time (off the request path)."""
         client = self.client()
         try:
-            async for keys in _pages(client, f"{PREFIX}{epoch}:*"):
+            async for keys in _pages(client, f"{self.prefix}{epoch}:*"):
                 await client.unlink(*keys)
         except Exception as exc:  # the next sweep, or Redis's own eviction, takes the rest
             log.warning("could not sweep epoch %s of the shared state: %s", epoch, exc)
@@ -386,9 +394,11 @@ class SharedState:
         self, expected: str, fields: dict[str, str], change: dict[str, Any]
     ) -> list[Any] | None:
         """Run a control change if the generation is still ``expected``; None if it is not."""
-        change = {"prefix_base": PREFIX, **change}
+        change = {"prefix_base": self.prefix, **change}
         reply = await self._call(
-            "control", [GENERATION, CONFIG], [expected, json.dumps(fields), json.dumps(change)]
+            "control",
+            [self.generation_key, self.config_key],
+            [expected, json.dumps(fields), json.dumps(change)],
         )
         if reply[0] == b"stale":
             return None
@@ -497,7 +507,7 @@ class SharedState:
 
     async def created_pets(self, group: str | None) -> list[bytes]:
         """The JSON of every pet created in a store (``group``: per-key isolation), in id order."""
-        keys = Operation("list", group, None, []).keys(PREFIX + self.epoch + ":")
+        keys = Operation("list", group, None, []).keys(self.prefix + self.epoch + ":")
         client = self.client()
         try:
             ids = await client.lrange(keys[3], 0, -1)
@@ -507,7 +517,7 @@ class SharedState:
 
     async def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
         """A bucket's standing (the control API's keys), read without counting anything."""
-        epoch = PREFIX + self.epoch + ":"
+        epoch = self.prefix + self.epoch + ":"
         client = self.client()
         try:
             async with client.pipeline(transaction=True) as pipe:

@@ -31,8 +31,9 @@ from mockstore.state import Runtime
 
 log = logging.getLogger("mockstore.shared")
 
-STREAMS = "mockstore:journals"  # set: the processes that ship entries
-STREAM = "mockstore:journal:"  # + a process's origin: a stream of its batches of entries
+# After the state's prefix (``mockstore:``, or a tenant's):
+STREAMS = "journals"  # set: the processes that ship entries
+STREAM = "journal:"  # + a process's origin: a stream of its batches of entries
 # How long entries wait before they are shipped, and the longest a read waits for others'.
 INTERVAL = 0.05
 # A process's stream keeps about this many batches (of at most _BATCH entries): a
@@ -49,17 +50,25 @@ PEERS_EVERY = 1.0
 class JournalSharing:
     """Ships this process's journal entries to Redis and takes in the other processes'."""
 
-    def __init__(self, shared: Any, runtime: Runtime, interval: float = INTERVAL) -> None:
+    def __init__(
+        self, shared: Any, runtime: Runtime, interval: float = INTERVAL, from_start: bool = False
+    ) -> None:
         self.shared = shared
         self.runtime = runtime
         self.interval = interval
         self.origin = secrets.token_hex(8)
-        self.stream = STREAM + self.origin
         self.shipped = runtime.journal.last_seq  # entries after it are to be shipped
         self.taken_in: set[int] = set()  # sequence numbers of the others' entries
         self.peers: dict[str, str] = {}  # another process's stream -> the last id read
         self._peers_read = -PEERS_EVERY
-        self._started = False
+        # ``from_start``: the others' entries from before this process started are
+        # its traffic too (a tenant this process joins after others served it).
+        self._started = from_start
+
+    @property
+    def stream(self) -> str:
+        """This process's stream (read each time: a tenant made again has a new prefix)."""
+        return self.shared.prefix + STREAM + self.origin
 
     async def run(self) -> None:
         """Until cancelled (the server stops): ship, take in, and again."""
@@ -77,8 +86,8 @@ class JournalSharing:
     async def ship(self) -> int:
         """Send the entries this process recorded since the last call; how many."""
         entries = self.runtime.journal.entries_after(self.shipped)
-        if not entries:
-            return 0
+        if not entries or getattr(self.shared, "gone", False):
+            return 0  # nothing new, or a deleted tenant's (its keys are being swept)
         self.shipped = entries[-1].seq
         taken_in = self.taken_in
         own = [tuple(entry) for entry in entries if entry.seq not in taken_in]
@@ -91,7 +100,8 @@ class JournalSharing:
                 batch = marshal.dumps(own[start : start + _BATCH])
                 pipe.xadd(self.stream, {"m": batch}, maxlen=STREAM_BATCHES, approximate=False)
             pipe.expire(self.stream, STREAM_TTL)
-            pipe.sadd(STREAMS, self.origin)
+            pipe.sadd(self.shared.prefix + STREAMS, self.origin)
+            pipe.expire(self.shared.prefix + STREAMS, STREAM_TTL)
             await pipe.execute()
         return len(own)
 
@@ -101,8 +111,9 @@ class JournalSharing:
         loop = asyncio.get_running_loop()
         if loop.time() - self._peers_read >= PEERS_EVERY:
             self._peers_read = loop.time()
-            for origin in await client.smembers(STREAMS):
-                stream = STREAM + origin.decode()
+            prefix = self.shared.prefix
+            for origin in await client.smembers(prefix + STREAMS):
+                stream = prefix + STREAM + origin.decode()
                 if stream != self.stream and stream not in self.peers:
                     newest = await client.xrevrange(stream, count=1) if not self._started else ()
                     # What came before this process started is not its traffic.

@@ -2,12 +2,11 @@
 
 The operations (``service.PetStoreService``) read a store through
 ``create``, ``list_json`` and ``get_json``. With a shared state the request's
-one script has already run the store operation (``operation_for`` says which,
-before the caller is counted); a ``RequestStore`` hands its result to the
-operation, with the scenario's own pets read from the process's inventory, so
-the answer is built from the same bytes as in memory. An operation a fault
-rule may still stop is held back (``pending``) and run by ``complete`` once
-the rules have let it through.
+one script has already run the store operation (``mockstore.sharing`` says
+which, before the caller is counted), unless a fault rule that fired answers in
+its place; a ``RequestStore`` hands its result to the operation, with the
+scenario's own pets read from the process's inventory, so the answer is built
+from the same bytes as in memory.
 """
 
 from __future__ import annotations

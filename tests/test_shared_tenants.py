@@ -1,0 +1,263 @@
+"""Tenants with a shared state: made through one process, one isolated mock in every process.
+
+Two ``mockstore serve --state`` processes on one real ``redis-server``
+(``tests/redis_server.py``): a tenant made through one is listed, served and
+deleted through the other; its allowances are exact across both; the limit on
+tenants holds across processes; tenants are isolated from each other and from
+the server's own mock in one Redis database; a deleted tenant's keys leave Redis.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mockstore.tenants import MAX_TENANTS
+from tests.redis_server import RedisServer
+from tests.support import TOOL, live_server
+
+SCENARIO = """\
+version: 1
+name: shared-tenants
+clock: {start: "2026-03-01T12:00:05Z", mode: manual}
+keys:
+  - {key: free-key, plan: free}
+  - {key: pro-key, plan: pro}
+  - {key: tight-key, plan: {per_minute: 20, per_day: 1000}}
+"""
+FREE = {"Authorization": "Bearer free-key"}
+PRO = {"Authorization": "Bearer pro-key"}
+TIGHT = {"Authorization": "Bearer tight-key"}
+
+
+@pytest.fixture
+def state(redis_server: RedisServer, tmp_path: Path) -> tuple[str, ...]:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(SCENARIO)
+    return ("--scenario", str(path), "--state", redis_server.url)
+
+
+def _redis(server: RedisServer) -> Any:
+    import redis
+
+    return redis.Redis.from_url(server.url)
+
+
+def _eventually(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _make(url: str, tenant_id: str | None = None) -> httpx.Response:
+    body = {} if tenant_id is None else {"id": tenant_id}
+    return httpx.post(url + "/__mockstore/tenants", json=body, headers=TOOL, timeout=30)
+
+
+def test_a_tenant_made_through_one_process_is_served_listed_and_deleted_through_another(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    with live_server(*state) as a, live_server(*state) as b:
+        made = _make(a.url, "team")
+        assert made.status_code == 201, made.text
+        assert made.json() == {
+            "id": "team",
+            "path": "/__mockstore/tenants/team",
+            "scenario": "shared-tenants",
+        }
+        in_a, in_b = a.url + made.json()["path"], b.url + made.json()["path"]
+        # B never heard of it: it looks in Redis before answering.
+        assert httpx.get(in_b + "/v1/pets", headers=PRO).json() == []
+        listed = httpx.get(b.url + "/__mockstore/tenants").json()
+        assert [t["id"] for t in listed] == ["team"]
+        assert httpx.get(in_b + "/__mockstore/health").json()["scenario"] == "shared-tenants"
+        assert _make(b.url, "team").status_code == 409
+        # A 20-per-minute key spread over both processes at once admits exactly 20.
+        with httpx.Client(timeout=30) as http, ThreadPoolExecutor(max_workers=8) as pool:
+            statuses = Counter(
+                pool.map(
+                    lambda i: http.get((in_a, in_b)[i % 2] + "/v1/pets", headers=TIGHT).status_code,
+                    range(36),
+                )
+            )
+        assert statuses == Counter({200: 20, 429: 16})
+        for url in (in_a, in_b):
+            keys = httpx.get(url + "/__mockstore/keys").json()
+            assert next(k for k in keys if k["key"] == "tight-key")["minute"]["used"] == 20
+        assert httpx.get(b.url + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
+        # A pet made through A is the tenant's, seen through B; not the server's own.
+        pet = httpx.post(in_a + "/v1/pets", json={"name": "Solo", "categoryId": 1}, headers=PRO)
+        assert pet.status_code == 201
+        assert httpx.get(f"{in_b}/v1/pets/{pet.json()['id']}", headers=PRO).json() == pet.json()
+        assert httpx.get(f"{b.url}/v1/pets/{pet.json()['id']}", headers=PRO).status_code == 404
+        # A key issued and a clock moved through B are the tenant's in A.
+        issued = httpx.post(
+            in_b + "/__mockstore/keys", json={"key": "team-key", "plan": "pro"}, headers=TOOL
+        )
+        assert issued.status_code == 201
+        team = {"Authorization": "Bearer team-key"}
+        assert httpx.get(in_a + "/v1/pets", headers=team).status_code == 200
+        assert httpx.get(a.url + "/v1/pets", headers=team).status_code == 401
+        moved = httpx.post(in_b + "/__mockstore/clock", json={"advance_seconds": 60}).json()
+        assert httpx.get(in_a + "/__mockstore/clock").json()["now"] == moved["now"]
+        assert httpx.get(a.url + "/__mockstore/clock").json()["now"] == "2026-03-01T12:00:05Z"
+        # Deleted through B: 404 through A, API and control API alike, and gone from lists.
+        assert httpx.delete(in_b).status_code == 204
+        gone = httpx.get(in_a + "/v1/pets", headers=PRO)
+        assert (
+            gone.status_code == 404 and gone.json()["message"] == "no tenant 'team' on this server"
+        )
+        assert httpx.get(in_a + "/__mockstore/health").status_code == 404
+        assert httpx.get(a.url + "/__mockstore/tenants").json() == []
+        assert httpx.delete(in_a).status_code == 404
+        # What it kept in Redis goes with it (swept off the request path).
+        client = _redis(redis_server)
+        _eventually(
+            lambda: not client.keys("mockstore:t:team:*"), "the deleted tenant's keys were swept"
+        )
+        assert client.hgetall("mockstore:tenants") == {}
+        # The server's own mock was never touched: a fresh allowance.
+        assert httpx.get(a.url + "/v1/pets", headers=FREE).headers["x-ratelimit-remaining"] == "59"
+
+
+def test_the_limit_on_tenants_holds_across_processes(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    with live_server(*state) as a, live_server(*state) as b:
+        extra = 4
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            answers = list(
+                pool.map(lambda i: _make((a.url, b.url)[i % 2]), range(MAX_TENANTS + extra))
+            )
+        assert Counter(r.status_code for r in answers) == Counter({201: MAX_TENANTS, 507: extra})
+        # Ids picked for creates that then found no room are not reused: unique, not dense.
+        ids = [r.json()["id"] for r in answers if r.status_code == 201]
+        assert len(set(ids)) == MAX_TENANTS and all(re.fullmatch(r"tenant-\d+", i) for i in ids)
+        refused = next(r.json() for r in answers if r.status_code == 507)
+        assert refused["code"] == "too_many_tenants"
+        assert f"limit of {MAX_TENANTS} tenants" in refused["message"]
+        assert len(httpx.get(b.url + "/__mockstore/tenants").json()) == MAX_TENANTS
+        # One deleted through A makes room for one through B, and only one.
+        assert httpx.delete(a.url + "/__mockstore/tenants/tenant-7").status_code == 204
+        assert _make(b.url, "late").status_code == 201
+        assert _make(a.url, "later").status_code == 507
+
+
+def test_tenants_in_one_redis_database_are_isolated_from_each_other_and_the_server(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    with live_server(*state) as a, live_server(*state) as b:
+        one = a.url + _make(a.url, "one").json()["path"]
+        two = b.url + _make(b.url, "two").json()["path"]
+        two_in_a = a.url + "/__mockstore/tenants/two"
+        # Allowances: spent in one, untouched in two and in the server.
+        with httpx.Client() as http:
+            for _ in range(20):
+                http.get(one + "/v1/pets", headers=TIGHT)
+        assert httpx.get(one + "/v1/pets", headers=TIGHT).status_code == 429
+        assert (
+            httpx.get(two_in_a + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
+        )
+        assert httpx.get(b.url + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
+        # Pets: the same next id in each mock, each its own pet.
+        names = {}
+        for url, name in ((one, "One"), (two_in_a, "Two"), (a.url, "Root")):
+            made = httpx.post(url + "/v1/pets", json={"name": name, "categoryId": 1}, headers=PRO)
+            names[url] = made.json()
+        assert len({pet["id"] for pet in names.values()}) == 1
+        pet_id = names[one]["id"]
+        for url, seen_from in ((one, one), (two, two_in_a), (b.url, a.url)):
+            assert httpx.get(f"{url}/v1/pets/{pet_id}", headers=PRO).json() == names[seen_from]
+        # A scenario, a reset and a clock moved in one tenant stay in it.
+        assert httpx.put(two + "/__mockstore/scenario", content=b"empty-store").status_code == 200
+        assert httpx.post(one + "/__mockstore/reset", headers=TOOL).status_code == 200
+        assert httpx.get(one + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
+        assert httpx.get(two_in_a + "/__mockstore/scenario").json()["name"] == "empty-store"
+        assert httpx.get(one + "/__mockstore/scenario").json()["name"] == "shared-tenants"
+        assert httpx.get(b.url + "/__mockstore/scenario").json()["name"] == "shared-tenants"
+        assert httpx.get(f"{a.url}/v1/pets/{pet_id}", headers=PRO).json() == names[a.url]
+        # The server's reset leaves its tenants as they are (as in memory).
+        assert httpx.post(a.url + "/__mockstore/reset", headers=TOOL).status_code == 200
+        assert httpx.get(two + "/__mockstore/scenario").json()["name"] == "empty-store"
+        # Each mock's keys are under its own prefix.
+        keys = {k.decode() for k in _redis(redis_server).keys("mockstore:t:*")}
+        assert {k.split(":")[2] for k in keys} == {"one", "two"}
+
+
+def test_a_tenant_made_again_under_its_id_is_a_fresh_mock_in_every_process(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    with live_server(*state) as a, live_server(*state) as b:
+        in_a, in_b = a.url + "/__mockstore/tenants/again", b.url + "/__mockstore/tenants/again"
+        assert _make(a.url, "again").status_code == 201
+        for _ in range(3):
+            httpx.get(in_b + "/v1/pets", headers=FREE)
+        # Deleted and made again through A: B, which held the old one, serves the new.
+        assert httpx.delete(in_a).status_code == 204
+        assert _make(a.url, "again").status_code == 201
+        fresh = httpx.get(in_b + "/v1/pets", headers=FREE)
+        assert fresh.status_code == 200 and fresh.headers["x-ratelimit-remaining"] == "59"
+        assert httpx.get(in_a + "/v1/pets", headers=FREE).headers["x-ratelimit-remaining"] == "58"
+
+
+def test_a_tenants_traffic_through_every_process_is_in_each_report(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    with live_server(*state) as a, live_server(*state) as b:
+        assert _make(a.url, "audit").status_code == 201
+        httpx.get(a.url + "/__mockstore/tenants/audit/v1/pets", headers=PRO)
+        httpx.get(b.url + "/__mockstore/tenants/audit/v1/pets/1", headers=PRO)
+        httpx.get(b.url + "/__mockstore/tenants/audit/v1/pets", headers=PRO)
+
+        def covered(url: str) -> bool:
+            journals = httpx.get(url + "/__mockstore/report").json()["summary"]["journals"]
+            return {"tenant": "audit", "deleted": False, "requests": 3} in journals
+
+        _eventually(lambda: covered(a.url) and covered(b.url), "each report covers all three")
+        seen = httpx.get(a.url + "/__mockstore/requests", params={"tenant": "audit"}).json()
+        assert sorted(e["request"]["path"] for e in seen["entries"]) == [
+            "/v1/pets",
+            "/v1/pets",
+            "/v1/pets/1",
+        ]
+        # Deleted through B: A keeps the journal it holds for its report, as in memory.
+        assert httpx.delete(b.url + "/__mockstore/tenants/audit").status_code == 204
+
+        def kept(url: str) -> bool:
+            journals = httpx.get(url + "/__mockstore/report").json()["summary"]["journals"]
+            return {"tenant": "audit", "deleted": True, "requests": 3} in journals
+
+        _eventually(lambda: kept(a.url) and kept(b.url), "each report keeps the deleted journal")
+
+
+def test_a_redis_back_empty_has_no_tenants_and_a_new_one_can_be_made(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    with live_server(*state) as a, live_server(*state) as b:
+        assert _make(a.url, "lost").status_code == 201
+        in_b = b.url + "/__mockstore/tenants/lost"
+        assert httpx.get(in_b + "/v1/pets", headers=PRO).status_code == 200
+        redis_server.stop()
+        away = httpx.get(in_b + "/v1/pets", headers=PRO)
+        assert away.status_code == 503 and away.json()["code"] == "state_unavailable"
+        redis_server.start()
+        # Back, but empty (no persistence): the tenant went with the rest of the state.
+        # (A process's first request after may still meet a connection from before: 503.)
+        for url in (in_b, a.url + "/__mockstore/tenants/lost"):
+            _eventually(
+                lambda url=url: httpx.get(url + "/v1/pets", headers=PRO).status_code == 404,
+                "the tenant is gone once Redis is back empty",
+            )
+        assert httpx.get(b.url + "/__mockstore/tenants").json() == []
+        # And the registry works again: one made through B is served through A.
+        assert _make(b.url, "lost").status_code == 201
+        assert httpx.get(a.url + "/__mockstore/tenants/lost/v1/pets", headers=PRO).json() == []
