@@ -93,6 +93,8 @@ class SharedState:
         self._control: Any = None
         self._reloading: asyncio.Lock | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
+        # The process's ``JournalSharing`` (``mockstore.shared.journal``), once its app runs one.
+        self.journal: Any = None
 
     # -- connection ----------------------------------------------------------
 
