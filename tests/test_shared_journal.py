@@ -273,6 +273,145 @@ def test_a_clear_under_load_splits_the_requests_at_it_in_every_process_and_tool(
         assert feed and feed == _names(b)[-len(feed) :]
 
 
+# -- serve --watch with a shared state ---------------------------------------------
+
+FIRST = """\
+version: 1
+name: first
+keys: [{key: watch-key, plan: pro}]
+pets:
+  - {id: 1, name: Rex, categoryId: 1, status: available}
+"""
+SECOND = FIRST.replace("name: first", "name: second").replace("Rex", "Bella")
+BROKEN = SECOND.replace("name: second", "name: broken").replace("plan: pro", "plan: platinum")
+WATCHED = ("--watch", "--log-level", "info")
+
+
+def _serving(server: LiveServer) -> tuple[str, list[str]]:
+    """The scenario ``server`` serves, by its control API and by its Pet Store API."""
+    name = httpx.get(server.url + "/__mockstore/scenario", timeout=10).json()["name"]
+    pets = httpx.get(
+        server.url + "/v1/pets", headers={"Authorization": "Bearer watch-key"}, timeout=10
+    )
+    return name, [pet["name"] for pet in pets.json()]
+
+
+def _logged(server: LiveServer, text: str) -> int:
+    return server.log().count(text)
+
+
+def _epoch(redis: RedisServer) -> int:
+    """The shared state's epoch: one more each time a scenario is put in service (or reset)."""
+    reply = redis.command("HGET", "mockstore:config", "epoch")  # $<length>\r\n<epoch>\r\n
+    return int(reply.split(b"\r\n")[1])
+
+
+def test_an_edit_seen_by_one_watching_process_is_served_by_every_process(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    state = ("--scenario", str(path), "--state", redis_server.url)
+    with live_server(*state, *WATCHED) as watching, live_server(*state) as other:
+        _until(lambda: _logged(watching, f"watching {path} for") == 1, "the watch begins")
+        assert _serving(other) == ("first", ["Rex"])
+
+        path.write_text(SECOND)
+        _until(lambda: _serving(other) == ("second", ["Bella"]), "the edit, through the other")
+        assert _serving(watching) == ("second", ["Bella"])
+        _until(
+            lambda: _logged(watching, "now serving scenario 'second' in every process") == 1,
+            "the reload is logged",
+        )
+
+        # An invalid edit is refused, said where, and changes nothing anywhere.
+        path.write_text(BROKEN)
+        column = BROKEN.splitlines()[2].index("platinum") + 1
+        problem = f"{path}:3:{column}: $.keys[0].plan: unknown plan 'platinum'"
+        _until(lambda: problem in watching.log(), "the bad edit is reported")
+        assert "still serving scenario 'second'" in watching.log()
+        assert _serving(other) == ("second", ["Bella"])
+        assert _serving(watching) == ("second", ["Bella"])
+
+
+def test_replicas_watching_one_file_put_each_edit_in_service_once(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Two processes watch the same file (a ConfigMap in every pod): one new epoch an edit."""
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    state = ("--scenario", str(path), "--state", redis_server.url, *WATCHED)
+    with live_server(*state) as a, live_server(*state) as b:
+        for server in (a, b):
+            _until(
+                lambda server=server: _logged(server, f"watching {path} for") == 1,
+                "the watches begin",
+            )
+        before = _epoch(redis_server)
+        path.write_text(SECOND)
+        reloaded = ("now serving scenario 'second' in every process", "is in service already")
+
+        def seen_by_both() -> bool:
+            return all(any(_logged(s, line) for line in reloaded) for s in (a, b))
+
+        _until(seen_by_both, "both processes see the edit")
+        assert sum(_logged(s, reloaded[0]) for s in (a, b)) == 1
+        assert sum(_logged(s, reloaded[1]) for s in (a, b)) == 1
+        assert _epoch(redis_server) == before + 1
+        assert _serving(a) == _serving(b) == ("second", ["Bella"])
+
+
+def test_workers_watch_once_and_every_worker_serves_each_edit(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    with live_server(
+        "--scenario", str(path), "--state", redis_server.url, "--workers", "2", *WATCHED
+    ) as server:
+        # Both workers started (their background tasks with them): one watches.
+        _until(lambda: _logged(server, "Application startup complete") == 2, "two workers")
+        _until(lambda: _logged(server, f"watching {path} for") == 1, "the watch begins")
+        before = _epoch(redis_server)
+        path.write_text(SECOND)
+        _until(lambda: _serving(server)[0] == "second", "the edit is served")
+        # From then on every answer, whichever worker gives it, is the new scenario's.
+        for _ in range(10):
+            with httpx.Client(timeout=10) as fresh:  # a new connection: any worker
+                answer = fresh.get(
+                    server.url + "/v1/pets", headers={"Authorization": "Bearer watch-key"}
+                )
+                assert [pet["name"] for pet in answer.json()] == ["Bella"]
+        _until(
+            lambda: _logged(server, "now serving scenario 'second' in every process") == 1,
+            "the reload is logged",
+        )
+        assert _logged(server, f"watching {path} for") == 1
+        assert _logged(server, "in service already") == 0
+        assert _epoch(redis_server) == before + 1
+
+
+@pytest.mark.slow
+def test_an_edit_made_while_redis_is_away_is_put_in_service_once_it_is_back(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "watched.yaml"
+    path.write_text(FIRST)
+    state = ("--scenario", str(path), "--state", redis_server.url)
+    with live_server(*state, *WATCHED) as watching, live_server(*state) as other:
+        _until(lambda: _logged(watching, f"watching {path} for") == 1, "the watch begins")
+        redis_server.stop()
+        path.write_text(SECOND)
+        _until(
+            lambda: _logged(watching, "the shared state cannot take it") == 1,
+            "the waiting edit is said",
+        )
+        redis_server.start()
+        _until(lambda: _serving(other) == ("second", ["Bella"]), "the edit, once Redis is back")
+        assert _serving(watching) == ("second", ["Bella"])
+        assert _logged(watching, "the shared state cannot take it") == 1  # said once
+
+
 # -- the clear mark under any interleaving ----------------------------------------
 # Three processes' journal sharing on one Redis, driven step by step on a wall
 # clock of our own (one tick a step): recording (an answer to a request that came
