@@ -82,18 +82,24 @@ class JournalSharing:
         self.peers: dict[str, str] = {}  # another process's stream -> the last id read
         self._peers_read = -PEERS_EVERY
         self._started = False
+        self.behind = False  # the last read left batches waiting
         # The clear mark in force here, and the last entry looked at against it.
         self.cleared = 0.0
         self._checked = runtime.journal.last_seq
         shared.journal = self  # the control API's clears and reads go through it
 
     async def run(self) -> None:
-        """Until cancelled (the server stops): take in, ship, and again."""
+        """Until cancelled (the server stops): take in, ship, wait ``interval``, and again.
+
+        It waits even when there was something to take in (unless more is waiting
+        than one read takes): a batch an ``interval``, at most, so the batches a
+        stream keeps (``STREAM_BATCHES``) span a second or more, whatever the load.
+        """
         while True:
             try:
-                taken = await self.take_in()
+                await self.take_in()
                 await self.ship()
-                if not taken:
+                if not self.behind:
                     await asyncio.sleep(self.interval)
             except asyncio.CancelledError:
                 raise
@@ -191,7 +197,9 @@ class JournalSharing:
         journal = self.runtime.journal
         cleared = self.cleared
         count = 0
+        self.behind = False
         for stream, messages in (replies[0] if replies else None) or ():
+            self.behind = self.behind or len(messages) >= STREAM_BATCHES
             for message_id, fields in messages:
                 self.peers[stream.decode()] = message_id
                 # Written by mockstore processes only: whoever can write to this Redis
