@@ -45,6 +45,7 @@ import secrets
 from typing import Any
 
 from mockstore.journal import Entry
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Runtime
 
 log = logging.getLogger("mockstore.shared")
@@ -112,8 +113,6 @@ class JournalSharing:
 
         ``StateUnavailable`` when Redis cannot be reached: nothing is cleared anywhere.
         """
-        from mockstore.shared.backend import StateUnavailable
-
         now = self.runtime.state.clock.wall()
         try:
             async with self.shared.client().pipeline(transaction=True) as pipe:
