@@ -468,12 +468,56 @@ class Journal:
         """Where run ``number`` began, if it is among the runs kept."""
         return next((run for run in self.runs if run.number == number), None)
 
-    def clear(self) -> None:
-        """Forget every entry (and the count of dropped ones); ``last_seq`` stays."""
+    def clear(self, before: float | None = None) -> int:
+        """Forget every entry (and the count of dropped ones); ``last_seq`` stays.
+
+        ``before``: only the entries of requests that came before that instant
+        of the wall clock (``Entry.wall``), as a clear made through another
+        process of a shared state is (``mockstore.shared.journal``): the entries
+        of requests that came after it stay. Returns how many were forgotten.
+        """
+        if before is not None:
+            gone = self.discard_before(before)
+            self._seq_at_clear = self.last_seq - len(self._entries)
+            return gone
+        gone = len(self._entries)
         self._entries.clear()
         self._totals = deque([self._total], maxlen=self._totals.maxlen)
         self._seq_at_clear = self.last_seq
         self._give_back()
+        return gone
+
+    def discard_before(self, wall: float, since: int = 0) -> int:
+        """Forget the entries of requests that came before ``wall`` (wall clock); how many.
+
+        Only the entries after ``since`` are looked at to decide (the others
+        were, by the caller, before): with none of them before ``wall`` this
+        costs what is new. Unlike ``clear`` it leaves the count of dropped
+        entries as it was. An entry without a wall instant is forgotten too.
+        """
+        entries, totals = self._entries, self._totals
+        for record in reversed(entries):
+            if record[_SEQ] <= since:
+                return 0
+            stamp = record[_WALL]
+            if stamp is None or stamp < wall:
+                break
+        else:
+            return 0
+        kept: deque[tuple[Any, ...]] = deque(maxlen=entries.maxlen)
+        running = totals[0]
+        kept_totals: deque[int] = deque([running], maxlen=totals.maxlen)
+        for record, (low, high) in zip(entries, itertools.pairwise(totals), strict=True):
+            stamp = record[_WALL]
+            if stamp is not None and stamp >= wall:
+                kept.append(record)
+                running += high - low
+                kept_totals.append(running)
+        gone = len(entries) - len(kept)
+        self._entries, self._totals, self._total = kept, kept_totals, running
+        self._seq_at_clear += gone  # forgotten, not dropped
+        self._give_back()
+        return gone
 
     def resize(
         self,
@@ -548,11 +592,11 @@ class Journal:
 
 # Where each field sits in a stored record.
 (_SEQ, _REQUEST_ID, _PATH, _QUERY, _REQUEST_HEADERS, _REQUEST_BODY, _CLIENT, _OPERATION, _KEY,
- _STATUS, _RESPONSE_HEADERS, _RESPONSE_BODY, _RULE, _RUN) = (
+ _STATUS, _RESPONSE_HEADERS, _RESPONSE_BODY, _RULE, _WALL, _RUN) = (
     Entry._fields.index(name)
     for name in ("seq", "request_id", "path", "query", "request_headers", "request_body",
                  "client", "operation", "key", "status", "response_headers", "response_body",
-                 "rule", "run")
+                 "rule", "wall", "run")
 )  # fmt: skip
 
 

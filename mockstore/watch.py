@@ -17,6 +17,16 @@ the finished state is put in service, on the loop, in one assignment
 is logged, and so is every refusal: an edit that does not validate (with
 every ``file:line:column: path: message``), a file too large, unreadable or
 gone, one the memory budget cannot hold; each changes nothing.
+
+With a shared state (``--state``), a valid edit is put in service in every
+process, as ``PUT /__mockstore/scenario`` does (``SharedState``): one new
+generation, which each process takes before its next answer. Unless it is in
+service already: replicas that each watch their copy of one file (a ConfigMap
+mounted in every pod) see one edit each, and the first to get there puts it in
+service, once; the others find it there and change nothing. While Redis is out
+of reach the edit waits: once Redis answers again (asked every
+``RETRY_SECONDS``), the file is read again and put in service. ``serve
+--workers N`` runs one watcher, in its first worker (``mockstore.cli.serve``).
 """
 
 from __future__ import annotations
@@ -31,9 +41,13 @@ from mockstore.memory import OverBudget, budget_of
 from mockstore.scenario import ScenarioError, load_scenario
 from mockstore.scenario.loader import priced
 from mockstore.scenario.source import ScenarioTooLarge, read_limited
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Prepared, Runtime, release
 
 log = logging.getLogger("mockstore.watch")
+
+# How often an edit that waits for the shared state asks whether Redis answers again.
+RETRY_SECONDS = 1.0
 
 
 class ScenarioWatcher:
@@ -46,6 +60,8 @@ class ScenarioWatcher:
         # What is in service, so a save that changes nothing reloads nothing.
         self._text: str | None = runtime.scenario.source
         self.reloads = 0
+        # True while a valid edit waits for the shared state to be reachable again.
+        self.waiting = False
 
     def watched(self) -> tuple[Path, ...]:
         """The directories to watch: the path's own, and its resolved target's (if elsewhere)."""
@@ -87,9 +103,15 @@ class ScenarioWatcher:
                 debounce=200,
                 step=50,
                 recursive=False,
+                # An empty set every RETRY_SECONDS without a change: the time to try
+                # again an edit that waits for the shared state.
+                rust_timeout=int(RETRY_SECONDS * 1000),
+                yield_on_timeout=True,
             )
             try:
-                async for _ in changes:
+                async for changed in changes:
+                    if not changed and not await self._try_again():
+                        continue
                     try:
                         await self.reload()
                     except Exception:  # a bug in a reload must not end the watching
@@ -111,8 +133,14 @@ class ScenarioWatcher:
                     return
                 log.info("%s now leads elsewhere; watching there (%s)", self.display, exc)
 
+    async def _try_again(self) -> bool:
+        """True when an edit waits for the shared state, and it answers again."""
+        shared = self.runtime.shared
+        return self.waiting and shared is not None and await shared.ping()
+
     async def reload(self) -> bool:
         """Read the file again and put it in service if it is valid; True if it was."""
+        retrying, self.waiting = self.waiting, False
         serving = self.runtime.scenario.name
         try:
             text = await asyncio.to_thread(read_limited, self.path)
@@ -149,11 +177,40 @@ class ScenarioWatcher:
                 serving,
             )
             return False
-        # The replaced state is freed in a worker too (see ``state.release``).
-        await asyncio.to_thread(release, [self.runtime.install(prepared)])
+        shared = self.runtime.shared
+        if shared is None:
+            replaced: Prepared | None = self.runtime.install(prepared)
+        else:
+            try:
+                replaced = await shared.install_unless_serving(prepared)
+            except StateUnavailable as exc:
+                prepared.discard()
+                self.waiting = True
+                log.log(
+                    logging.DEBUG if retrying else logging.WARNING,
+                    "%s changed, but the shared state cannot take it (%s); still serving "
+                    "scenario %r; it is tried again once the shared state answers",
+                    self.display,
+                    exc,
+                    serving,
+                )
+                return False
         self._text = text
         self.reloads += 1
-        log.info("%s changed: now serving scenario %r", self.display, prepared.scenario.name)
+        if replaced is None:  # another process put this very text in service first
+            prepared.discard()
+            log.info(
+                "%s changed: scenario %r is in service already (put there by another process)",
+                self.display,
+                prepared.scenario.name,
+            )
+            return True
+        # The replaced state is freed in a worker too (see ``state.release``).
+        await asyncio.to_thread(release, [replaced])
+        where = " in every process" if shared is not None else ""
+        log.info(
+            "%s changed: now serving scenario %r%s", self.display, prepared.scenario.name, where
+        )
         return True
 
     def _build(self, text: str) -> Prepared:

@@ -36,6 +36,7 @@ examples:
   mockstore serve --scenario ./my-scenario.yaml --watch   # reload the file when it changes
   MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0
   mockstore serve --state redis://127.0.0.1:6379/0 --workers 4   # four processes, one mock
+  mockstore serve --scenario ./s.yaml --watch --state redis://127.0.0.1:6379/0 --workers 4
 """
 EXIT_CODES = (
     "    0  stopped by SIGTERM or Ctrl-C, after requests in flight finished",
@@ -69,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--watch",
         action="store_true",
         help="reload the --scenario file when it changes; an invalid edit is reported "
-        "with file:line:column and the running scenario stays",
+        "with file:line:column and the running scenario stays; with --state, each edit "
+        "is put in service in every process (--workers: the first worker watches)",
     )
     add_control(parser)
     parser.add_argument("--no-control", action="store_true", help="turn the control API off (404)")
@@ -135,10 +137,12 @@ def run(args: argparse.Namespace) -> int:
         except StateUnavailable as exc:
             print(f"mockstore: {exc}; not starting", file=sys.stderr)
             return STATE_UNREACHABLE
+    watcher = None
     if args.watch:
         from mockstore.watch import ScenarioWatcher
 
-        app.run_in_background(ScenarioWatcher(app.runtime, source.path, display=source.file).run)
+        # With a shared state, an edit is put in service in every process.
+        watcher = ScenarioWatcher(app.runtime, source.path, display=source.file).run
     try:
         sock = listen(args.host, args.port)
     except ServerError as exc:
@@ -156,7 +160,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(banner(app, args.host, port, warnings), file=sys.stderr, flush=True)
     if args.workers > 1:
-        return run_workers(app, sock, args.log_level, args.workers)
+        # One watcher, in the first worker: each edit is read, logged and put in
+        # service once (every worker takes it from the shared state), not N times.
+        return run_workers(app, sock, args.log_level, args.workers, first_only=watcher)
+    if watcher is not None:
+        app.run_in_background(watcher)
     return run_until_stopped(app, sock, args.log_level)
 
 
@@ -172,11 +180,6 @@ def _state_problem(args: argparse.Namespace) -> str | None:
         return None
     if not args.state.startswith(("redis://", "rediss://", "unix://")):
         return f"--state must be a Redis URL (redis://HOST:PORT/DB), not {args.state!r}"
-    if args.watch:
-        return (
-            "--watch cannot be used with --state yet: put a changed scenario in service "
-            "for every process with PUT /__mockstore/scenario"
-        )
     try:
         import redis  # noqa: F401
     except ImportError:

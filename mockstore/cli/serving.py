@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mockstore.cli.args import env_list, one_of, pipe_closed, port, positive, size
@@ -178,23 +179,33 @@ def _stop_worker(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def run_workers(app: Any, sock: Any, log_level: str, count: int) -> int:
+def run_workers(
+    app: Any,
+    sock: Any,
+    log_level: str,
+    count: int,
+    first_only: Callable[[], Awaitable[None]] | None = None,
+) -> int:
     """``serve --workers N``: serve ``app`` on ``sock`` from ``count`` forked processes.
 
     The parent has bound the socket and opened the shared state; each worker
     serves the socket with its own event loop (the kernel spreads the
     connections among them), and their state is the one in Redis, so they
-    answer as one mock. The parent only waits: a stop signal (SIGTERM,
+    answer as one mock. ``first_only`` is a background task of the first
+    worker alone (``--watch``: one watcher, whose reloads reach every worker
+    through the shared state). The parent only waits: a stop signal (SIGTERM,
     Ctrl-C) is passed on to every worker, which finishes its requests in
     flight and exits. 0 once all stopped cleanly.
     """
     workers: list[int] = []
-    for _ in range(count):
+    for index in range(count):
         pid = os.fork()
         if pid == 0:  # a worker: serve until stopped, never return into the parent's code
             code = 1
             # A stop that comes before its server takes the signals over ends it as cleanly.
             signal.signal(signal.SIGTERM, _stop_worker)
+            if index == 0 and first_only is not None:
+                app.run_in_background(first_only)
             try:
                 code = run_until_stopped(app, sock, log_level)
             except SystemExit as stop:  # a stop signal ends a worker as it ends serve: 0

@@ -14,7 +14,6 @@ holder or a caller on this machine.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import logging
 from collections.abc import Iterable
@@ -182,8 +181,14 @@ class ControlAPI:
         if shared is not None:
             # What another process changed (the clock, keys, the scenario) is read
             # before this answer; out of reach, each endpoint says so itself.
-            with contextlib.suppress(StateUnavailable):
+            try:
                 await shared.refresh()
+            except StateUnavailable:
+                pass
+            else:
+                if shared.journal is not None:
+                    # A clear made through another process, applied before any journal is read.
+                    await shared.journal.sync()
         await self.app(scope, receive, send)
 
     def close(self) -> None:

@@ -37,6 +37,7 @@ from mockstore.control.http import (
     json_object,
     json_response,
     json_stream,
+    state_unavailable,
     yes_no,
 )
 from mockstore.errors import ApiError
@@ -48,6 +49,7 @@ from mockstore.reports.report import Journal as ReportedJournal
 from mockstore.reports.report import build_report
 from mockstore.reports.verify import COUNTS, FIELDS, Expectation, InvalidExpectation, verify
 from mockstore.scenario.model import default_ban_policy
+from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
 from mockstore.version import __version__
@@ -118,7 +120,15 @@ class JournalEndpoints:
         )
 
     async def clear(self, request: Request) -> Response:
-        self.runtime.journal.clear()
+        shared = self.runtime.shared
+        if shared is not None and shared.journal is not None:
+            # Every process's journal: what came before now goes everywhere.
+            try:
+                await shared.journal.clear()
+            except StateUnavailable as exc:
+                return state_unavailable(exc)
+        else:
+            self.runtime.journal.clear()
         if self.tenants is not None:
             self.tenants.kept.clear()  # deleted tenants' journals: kept for nothing else
         return Response(status_code=204)

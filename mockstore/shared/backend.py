@@ -84,6 +84,10 @@ class Stale(Exception):
     """The configuration changed since this process read it; it has reloaded: start again."""
 
 
+class _InService(Exception):
+    """The scenario to install is the one in service already (``install_unless_serving``)."""
+
+
 class SharedState:
     """A runtime's state in Redis at ``url`` (``redis://host:port/db``).
 
@@ -109,6 +113,8 @@ class SharedState:
         self._control: Any = None
         self._reloading: asyncio.Lock | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
+        # The process's ``JournalSharing`` (``mockstore.shared.journal``), once its app runs one.
+        self.journal: Any = None
 
     # -- connection ----------------------------------------------------------
 
@@ -433,6 +439,26 @@ class SharedState:
     async def install(self, prepared: Prepared) -> Prepared:
         """Put a prepared scenario in service everywhere; returns the state it replaced."""
         fields, reply = await self._change(lambda: self._start(prepared.state))
+        replaced = self.runtime.install(prepared)
+        self._adopt(fields, reply)
+        return replaced
+
+    async def install_unless_serving(self, prepared: Prepared) -> Prepared | None:
+        """``install``, unless the scenario in service is this one already (same file, same
+        text): then None, and nothing changes. Decided against the configuration the
+        change is made on, so of replicas that each see one edit (``--watch`` on a
+        ConfigMap) the first puts it in service, once, and the others join it."""
+        digest = _digest(prepared.scenario.source, prepared.scenario.file)
+
+        def build() -> tuple[dict[str, str], dict[str, Any]]:
+            if self.digest == digest:  # read again just before (``_change``)
+                raise _InService
+            return self._start(prepared.state)
+
+        try:
+            fields, reply = await self._change(build)
+        except _InService:
+            return None
         replaced = self.runtime.install(prepared)
         self._adopt(fields, reply)
         return replaced
