@@ -27,9 +27,11 @@ from mockstore.journal import Entry
 from mockstore.scenario import load_scenario
 from mockstore.server import listen, uvicorn_config
 
+# Instants on the scenario clock: with the default (wall) every Date is the wall's
+# second, and two servers answering a second apart differed in it under load.
 SCENARIO = """\
 version: 1
-clock: {start: "2026-03-01T12:00:30Z", mode: manual}
+clock: {start: "2026-03-01T12:00:30Z", mode: manual, headers: scenario}
 keys:
   - {key: pro-key, plan: pro}
   - {key: tight-key, plan: {per_minute: 2, per_day: 100}}
