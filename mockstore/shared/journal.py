@@ -6,7 +6,9 @@ the entries its process recorded to a Redis stream (``mockstore:journal``) a
 batch at a time, and appends the entries the other processes shipped to its
 own journal. Each process has a stream of its own (``mockstore:journal:<origin>``,
 named in the set ``mockstore:journals``), so none reads its own entries back; a
-batch is the entries' tuples in ``marshal``'s format (fast, and data only). So
+batch is the journal's records as it stores them (``Journal.records_after``:
+header blocks not yet parsed; the process that takes them in reads each with
+``as_entry``) in ``marshal``'s format (fast, and data only). So
 the report, ``verify``, the HAR, replay and the dashboard of any process cover
 the traffic of all of them, a moment later (one ``interval``), within the
 journal's own bounds in entries and bytes, as in memory. A process takes in
@@ -26,10 +28,11 @@ import marshal
 import secrets
 from typing import Any
 
-from mockstore.journal import Entry
+from mockstore.journal import Entry, as_entry
 from mockstore.state import Runtime
 
 log = logging.getLogger("mockstore.shared")
+SEQ = Entry._fields.index("seq")
 
 STREAMS = "mockstore:journals"  # set: the processes that ship entries
 STREAM = "mockstore:journal:"  # + a process's origin: a stream of its batches of entries
@@ -76,12 +79,12 @@ class JournalSharing:
 
     async def ship(self) -> int:
         """Send the entries this process recorded since the last call; how many."""
-        entries = self.runtime.journal.entries_after(self.shipped)
-        if not entries:
+        records = self.runtime.journal.records_after(self.shipped)
+        if not records:
             return 0
-        self.shipped = entries[-1].seq
+        self.shipped = records[-1][SEQ]
         taken_in = self.taken_in
-        own = [tuple(entry) for entry in entries if entry.seq not in taken_in]
+        own = [record for record in records if record[SEQ] not in taken_in]
         self.taken_in = {seq for seq in taken_in if seq > self.shipped}
         if not own:
             return 0
@@ -119,7 +122,7 @@ class JournalSharing:
                 # Written by mockstore processes only: whoever can write to this Redis
                 # controls the mock anyway (its scenario, keys and state).
                 for record in marshal.loads(fields[b"m"]):
-                    entry = Entry._make(record)._replace(
+                    entry = as_entry(record)._replace(
                         seq=journal.next_seq(), run=journal.run, arrived_after=-1
                     )
                     journal.append(entry)
