@@ -22,7 +22,7 @@ import httpx
 import pytest
 import redis
 import redis.asyncio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mockstore.shared.channel import NAME, ReplyError, ScriptChannel, channel_for
@@ -218,6 +218,7 @@ def loop() -> Iterator[asyncio.Runner]:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(key=st.text(min_size=1, max_size=20), args=st.lists(ARGUMENT, max_size=8))
+@example(key="k", args=[1, 1.0, "1", b"1", 0, 0.0, -0.0, 1])  # equal as keys, not as text
 def test_replies_are_redis_pys_for_any_arguments(
     redis_server: RedisServer, loop: asyncio.Runner, key: str, args: list[Any]
 ) -> None:

@@ -39,6 +39,9 @@ from typing import Any
 # byte from Redis, as the redis-py client is configured (backend.SharedState).
 CONNECT_TIMEOUT = 2.0
 REPLY_TIMEOUT = 5.0
+# How many arguments' RESP a channel keeps (then it starts again: one call's
+# instants never repeat, and a new epoch's keys replace the old ones).
+KNOWN = 1024
 # The channel's connection's name in Redis (``CLIENT LIST``).
 NAME = "mockstore-requests"
 
@@ -105,6 +108,7 @@ class ScriptChannel:
         # Every call: '*N', then the command and the SHA1 (the same for all), then
         # the number of keys, the keys and the arguments.
         self._after_count = b"\r\n$7\r\nEVALSHA\r\n$40\r\n" + self.sha.encode() + b"\r\n"
+        self._known: dict[str | int, bytes] = {}  # argument -> its RESP (_frame)
         self._connection: _Connection | None = None
         self._connecting: asyncio.Future[_Connection] | None = None
         self._loading: asyncio.Future[None] | None = None
@@ -133,17 +137,21 @@ class ScriptChannel:
         return reply
 
     def _frame(self, keys: Sequence[str], args: Sequence[Any]) -> bytes:
-        parts = [b"*%d" % (len(keys) + len(args) + 3), self._after_count, _NUMBER[len(keys)]]
+        items = (*keys, *args)
+        parts = [b"*%d" % (len(items) + 3), self._after_count, _NUMBER[len(keys)]]
         append = parts.append
-        for value in (*keys, *args):
-            kind = type(value)
-            if kind is str:
-                value = value.encode()
-            elif kind is int or kind is float:
-                value = repr(value).encode()
-            elif kind is not bytes:
-                raise TypeError(f"a script argument must be str, bytes, int or float: {value!r}")
-            append(b"$%d\r\n%s\r\n" % (len(value), value))
+        known = self._known
+        for value in items:
+            # Most keys and arguments repeat from call to call (the generation, the
+            # caller's keys, the plan): their RESP is looked up, not written again.
+            segment = known.get(value)
+            if segment is None or (type(value) is not str and type(value) is not int):
+                segment = _bulk(value)  # (1.0 == 1 == True: only a str or an int is known)
+                if type(value) is str or type(value) is int:
+                    if len(known) >= KNOWN:
+                        known.clear()
+                    known[value] = segment
+            append(segment)
         return b"".join(parts)
 
     async def _load_script(self, connection: _Connection) -> None:
@@ -210,6 +218,20 @@ class ScriptChannel:
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.close()
+
+
+def _bulk(value: str | bytes | int | float) -> bytes:
+    """One argument as a RESP bulk string, written as redis-py writes it."""
+    kind = type(value)
+    if kind is str:
+        raw = value.encode()  # type: ignore[union-attr]
+    elif kind is int or kind is float:
+        raw = repr(value).encode()
+    elif kind is bytes:
+        raw = value  # type: ignore[assignment]
+    else:
+        raise TypeError(f"a script argument must be str, bytes, int or float: {value!r}")
+    return b"$%d\r\n%s\r\n" % (len(raw), raw)
 
 
 # '$1\r\n3\r\n': the number of keys, as a bulk string (a script takes a few).
