@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     # The server's own CPU per request: what another job on the same
                     # core cannot inflate the way it deflates req/s (all workers' for
                     # --workers: their parent's children are not counted, so none).
-                    "cpu_us_per_request": run.cpu_us_per_request,
+                    "cpu_us_per_request": None if "workers" in name else run.cpu_us_per_request,
                 }
                 if shared:
                     stats = commandstats(redis)
