@@ -575,11 +575,12 @@ class Journal:
             and (run is None or r[_RUN] == run)
         ]
 
-    def entries_after(self, seq: int) -> list[Entry]:
-        """The entries after ``seq``, oldest first (``select(since=seq)``, unfiltered).
+    def records_after(self, seq: int) -> list[tuple[Any, ...]]:
+        """The records after ``seq``, oldest first, as stored (``as_entry`` reads one).
 
         Read from the newest back, so it costs what is new, not the journal's
-        length (``mockstore.shared.journal`` ships them every few milliseconds).
+        length (``mockstore.shared.journal`` ships them every few milliseconds,
+        as they are: plain data, its header blocks parsed only where one is read).
         """
         newer: list[tuple[Any, ...]] = []
         for record in reversed(self._entries):
@@ -587,7 +588,7 @@ class Journal:
                 break
             newer.append(record)
         newer.reverse()
-        return [_entry(record) for record in newer]
+        return newer
 
 
 # Where each field sits in a stored record.
@@ -618,6 +619,10 @@ def _entry(record: tuple[Any, ...]) -> Entry:
             fields[_CLIENT] = client[0] if client else "unknown"
         record = tuple(fields)
     return Entry._make(record)
+
+
+# A record from ``records_after`` (of this journal or another process's) as an Entry.
+as_entry = _entry
 
 
 # Where the latest runs began: enough for any report to name its runs (a run

@@ -54,6 +54,7 @@ from mockstore.faults import SharedRules
 from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
 from mockstore.shared.batching import ScriptBatcher
+from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
 from mockstore.shared.scripts import CONTROL, REQUEST
 from mockstore.state import NO_BAN, Prepared, Runtime, release
 from mockstore.store import PetStore
@@ -138,7 +139,10 @@ class SharedState:
             )
             self._client = redis.Redis(connection_pool=pool)
             self._loop = loop
-            self._request = ScriptBatcher(self._client, self._client.register_script(REQUEST))
+            # The request script's own line (``channel``); redis-py's for a URL it cannot take.
+            self._request = channel_for(self.url, REQUEST) or ScriptBatcher(
+                self._client, self._client.register_script(REQUEST)
+            )
             self._control = self._client.register_script(CONTROL)
             self._reloading = asyncio.Lock()
         return self._client
@@ -148,6 +152,8 @@ class SharedState:
         client, self._client, self._loop = self._client, None, None
         for task in self._sweeps:
             task.cancel()
+        if isinstance(self._request, ScriptChannel):
+            self._request.close()
         if client is not None:
             await client.aclose()
             await client.connection_pool.disconnect()
@@ -163,7 +169,7 @@ class SharedState:
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             await self._connections_lost()
             raise StateUnavailable(self._unreachable(exc)) from exc
-        except redis.exceptions.RedisError as exc:
+        except (redis.exceptions.RedisError, ReplyError) as exc:
             raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
 
     async def _connections_lost(self) -> None:

@@ -8,6 +8,10 @@ pipeline (not a transaction: each script is atomic on its own, and calls of
 one turn are concurrent requests, which have no order to keep), then hands
 each request its own reply or its own error. A request still waits for one
 round trip, never for another request's.
+
+The request script takes its own lean line (``channel``) wherever it can;
+this is its way through redis-py for a URL only redis-py can honour (TLS,
+options in the query string).
 """
 
 from __future__ import annotations

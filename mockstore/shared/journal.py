@@ -6,7 +6,9 @@ the entries its process recorded to a Redis stream (``mockstore:journal``) a
 batch at a time, and appends the entries the other processes shipped to its
 own journal. Each process has a stream of its own (``mockstore:journal:<origin>``,
 named in the set ``mockstore:journals``), so none reads its own entries back; a
-batch is the entries' tuples in ``marshal``'s format (fast, and data only). So
+batch is the journal's records as it stores them (``Journal.records_after``:
+header blocks not yet parsed; the process that takes them in reads each with
+``as_entry``) in ``marshal``'s format (fast, and data only). So
 the report, ``verify``, the HAR, replay and the dashboard of any process cover
 the traffic of all of them, a moment later (one ``interval``), within the
 journal's own bounds in entries and bytes, as in memory. A process takes in
@@ -44,11 +46,13 @@ import marshal
 import secrets
 from typing import Any
 
-from mockstore.journal import Entry
+from mockstore.journal import Entry, as_entry
 from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Runtime
 
 log = logging.getLogger("mockstore.shared")
+SEQ = Entry._fields.index("seq")
+WALL = Entry._fields.index("wall")
 
 # After the state's prefix (``mockstore:``, or a tenant's):
 STREAMS = "journals"  # set: the processes that ship entries
@@ -158,16 +162,16 @@ class JournalSharing:
 
     async def ship(self) -> int:
         """Send the entries this process recorded since the last call; how many."""
-        entries = self.runtime.journal.entries_after(self.shipped)
-        if not entries or getattr(self.shared, "gone", False):
+        records = self.runtime.journal.records_after(self.shipped)
+        if not records or getattr(self.shared, "gone", False):
             return 0  # nothing new, or a deleted tenant's (its keys are being swept)
-        self.shipped = entries[-1].seq
+        self.shipped = records[-1][SEQ]
         taken_in = self.taken_in
         cleared = self.cleared
         own = [
-            tuple(entry)
-            for entry in entries
-            if entry.seq not in taken_in and entry.wall is not None and entry.wall >= cleared
+            record
+            for record in records
+            if record[SEQ] not in taken_in and record[WALL] is not None and record[WALL] >= cleared
         ]
         self.taken_in = {seq for seq in taken_in if seq > self.shipped}
         if not own:
@@ -215,7 +219,7 @@ class JournalSharing:
                 # Written by mockstore processes only: whoever can write to this Redis
                 # controls the mock anyway (its scenario, keys and state).
                 for record in marshal.loads(fields[b"m"]):
-                    entry = Entry._make(record)
+                    entry = as_entry(record)
                     if entry.wall is None or entry.wall < cleared:
                         continue  # came before a clear
                     entry = entry._replace(
