@@ -468,16 +468,19 @@ class Journal:
         """Where run ``number`` began, if it is among the runs kept."""
         return next((run for run in self.runs if run.number == number), None)
 
-    def clear(self, before: float | None = None) -> int:
+    def clear(self, before: float | None = None, through: int = 0) -> int:
         """Forget every entry (and the count of dropped ones); ``last_seq`` stays.
 
         ``before``: only the entries of requests that came before that instant
         of the wall clock (``Entry.wall``), as a clear made through another
         process of a shared state is (``mockstore.shared.journal``): the entries
-        of requests that came after it stay. Returns how many were forgotten.
+        of requests that came after it stay; ``through``: and every entry up to
+        that sequence number whatever its instant (what the clearing process had
+        recorded when it cleared: a frozen wall clock orders nothing). Returns how
+        many were forgotten.
         """
         if before is not None:
-            gone = self.discard_before(before)
+            gone = self.discard_before(before, through=through)
             self._seq_at_clear = self.last_seq - len(self._entries)
             return gone
         gone = len(self._entries)
@@ -487,20 +490,21 @@ class Journal:
         self._give_back()
         return gone
 
-    def discard_before(self, wall: float, since: int = 0) -> int:
+    def discard_before(self, wall: float, since: int = 0, through: int = 0) -> int:
         """Forget the entries of requests that came before ``wall`` (wall clock); how many.
 
         Only the entries after ``since`` are looked at to decide (the others
         were, by the caller, before): with none of them before ``wall`` this
         costs what is new. Unlike ``clear`` it leaves the count of dropped
-        entries as it was. An entry without a wall instant is forgotten too.
+        entries as it was. An entry without a wall instant is forgotten too, and
+        so is every entry up to sequence number ``through``.
         """
         entries, totals = self._entries, self._totals
         for record in reversed(entries):
             if record[_SEQ] <= since:
                 return 0
             stamp = record[_WALL]
-            if stamp is None or stamp < wall:
+            if stamp is None or stamp < wall or record[_SEQ] <= through:
                 break
         else:
             return 0
@@ -509,7 +513,7 @@ class Journal:
         kept_totals: deque[int] = deque([running], maxlen=totals.maxlen)
         for record, (low, high) in zip(entries, itertools.pairwise(totals), strict=True):
             stamp = record[_WALL]
-            if stamp is not None and stamp >= wall:
+            if stamp is not None and stamp >= wall and record[_SEQ] > through:
                 kept.append(record)
                 running += high - low
                 kept_totals.append(running)

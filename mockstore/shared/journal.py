@@ -127,6 +127,8 @@ class JournalSharing:
         ``StateUnavailable`` when Redis cannot be reached: nothing is cleared anywhere.
         """
         now = self.runtime.state.clock.wall()
+        # What this process has recorded came before the clear, whatever its instant.
+        recorded = self.runtime.journal.last_seq
         try:
             async with self.shared.client().pipeline(transaction=True) as pipe:
                 pipe.zadd(self.shared.prefix + CLEARED, {MARK: now}, gt=True)
@@ -134,7 +136,7 @@ class JournalSharing:
                 _, mark = await pipe.execute()
         except Exception as exc:
             raise StateUnavailable(f"the shared state at {self.shared.url} failed: {exc}") from exc
-        self.apply(float(mark))
+        self.apply(float(mark), through=recorded)
 
     async def sync(self) -> bool:
         """Apply the latest clear mark before a control call reads the journal.
@@ -150,14 +152,15 @@ class JournalSharing:
         self.apply(float(mark) if mark is not None else 0.0)
         return True
 
-    def apply(self, mark: float) -> None:
-        """Forget what came before ``mark`` (if it is newer), and what ended since before it."""
+    def apply(self, mark: float, through: int = 0) -> None:
+        """Forget what came before ``mark`` (if it is newer), and what ended since before it;
+        ``through``: and every entry up to that sequence number (this process's clear)."""
         journal = self.runtime.journal
         if mark > self.cleared:
             self.cleared = mark
-            journal.clear(before=mark)
-        elif self.cleared:
-            journal.discard_before(self.cleared, since=self._checked)
+            journal.clear(before=mark, through=through)
+        elif self.cleared or through:
+            journal.discard_before(self.cleared, since=self._checked, through=through)
         self._checked = journal.last_seq
 
     async def ship(self) -> int:
