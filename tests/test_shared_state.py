@@ -33,7 +33,7 @@ from mockstore.scenario import load_scenario
 from tests.redis_server import RedisServer, redis_available, required
 from tests.support import TOOL, live_server
 
-# Every kind of answer: faults (held-back creates), limits and bans, per-key
+# Every kind of answer: faults (creates a rule stops), limits and bans, per-key
 # stores, created pets past the scenario's, request ids and dates on the
 # scenario clock (so whole answers compare byte for byte).
 SCENARIO = """\
@@ -129,7 +129,7 @@ REQUESTS: list[Request] = [
     ("GET", "/v1/pets/999", {"headers": PRO}),
     ("GET", "/v1/pets", {"headers": PRO, "params": {"limit": 150, "status": "pending"}}),
 ]
-# A sequence that reaches every kind of answer: bans, a full store, held-back creates.
+# A sequence that reaches every kind of answer: bans, a full store, creates a rule stops.
 RECORDED: list[Request] = [
     *(REQUESTS[i] for i in (0, 10, 11, 11, 11, 12, 12, 12, 12, 12, 3, 3, 8, 8)),
     *(REQUESTS[i] for i in (13, 13, 17, 17, 24, 14, 14, 14, 26, 27, 1, 2, 2, 6, 7, 7)),
