@@ -69,7 +69,9 @@ class Answer:
         self.status = status
         self.body = body
         self.extra: tuple[Header, ...] | list[Header] = extra
-        self.ratelimit = True
+        # Falsy: no rate-limit figures; else the status, for headers sent on some statuses
+        # only (the draft headers on 2xx: ratelimit.headers.draft).
+        self.ratelimit: int | bool = status
         self.replaces = False  # True for scripted answers, whose headers win
         self.error: ApiError | None = None  # a refusal's, for a profile's Error fields
 
@@ -87,7 +89,7 @@ class Answer:
             reply.body or b"",
             tuple((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers),
         )
-        answer.ratelimit = reply.ratelimit_headers
+        answer.ratelimit = reply.status if reply.ratelimit_headers else False
         answer.replaces = bool(reply.headers)
         return answer
 

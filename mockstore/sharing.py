@@ -28,7 +28,7 @@ from mockstore.errors import ApiError
 from mockstore.faults import SharedRules, shared_outcome, shared_rules
 from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
-from mockstore.service import OPERATIONS, Caller
+from mockstore.service import OPERATIONS, UNCOUNTED, Caller
 from mockstore.shared.backend import (
     MAX_RELOADS,
     Operation,
@@ -89,12 +89,15 @@ async def admit(
     shared: SharedState = api.runtime.shared
     state = ex.state
     key = state.keys.lookup(credentials.token) if credentials.kind == "bearer" else None
+    counted = True
     if key is not None:
         plan = state.plans[key.plan]
         bucket = key_bucket(key.key)
     else:
         plan = state.plans[state.scenario.anonymous_plan]
         bucket = client_bucket(client)
+        # Callers without a key that the limiter does not count (ratelimit.anonymous: none).
+        counted = state.scenario.ratelimit.anonymous == "per_address"
     operation: Operation | None = None
     local: PetStore | None = None
     rules: SharedRules | None = None
@@ -119,7 +122,9 @@ async def admit(
                 rules = shared_rules(state.faults, facts)
     now = ex.now
     try:
-        reply = await shared.request(bucket, plan, now, state.clock.wall(), operation, rules)
+        reply = await shared.request(
+            bucket, plan if counted else None, now, state.clock.wall(), operation, rules
+        )
     except Stale:
         restarts = ex.scope.get(RESTARTS, 0)
         if restarts >= MAX_RELOADS:
@@ -129,7 +134,8 @@ async def admit(
     except StateUnavailable as exc:
         raise _unavailable(ex, credentials, plan, bucket, exc) from None
     ex.number = reply[7]
-    caller = Caller(credentials, key, plan, decision_of(state.limiter, reply, plan, now))
+    decision = decision_of(state.limiter, reply, plan, now) if counted else UNCOUNTED
+    caller = Caller(credentials, key, plan, decision)
     if caller.admitted:
         if rules is not None:
             ex.outcome = shared_outcome(state.faults, reply[9])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path as FilePath
 from typing import Any
 
@@ -20,6 +21,8 @@ from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
+from mockstore.scenario.limits import build_limits
+from mockstore.scenario.limits import refusal as limits_refusal
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -95,6 +98,8 @@ _WRITTEN = {
     "x-ratelimit-limit": "plans",
     "x-ratelimit-remaining": "plans",
     "x-ratelimit-reset": "behaviour.ratelimit_reset",
+    "x-ratelimit-used": "ratelimit.headers.figures",
+    "x-ratelimit-resource": "ratelimit.headers.figures",
     "retry-after": "behaviour.retry_after",
     "ratelimit": "behaviour.ratelimit_draft_headers",
     "ratelimit-policy": "behaviour.ratelimit_draft_headers",
@@ -197,6 +202,8 @@ class _Builder:
             self._check_route(raw, path, base_path)
             if self.clean(path):
                 routes.append(self._route(index, raw))
+        # The limiter: the ratelimit: section, the older settings read into it.
+        limits = build_limits(self, plans, self.get(("ban", "status")))
         return Scenario(
             name=self.get(("name",), FilePath(self.file.split(" ")[0]).stem or "scenario"),
             description=self.get(("description",), "").strip(),
@@ -212,7 +219,7 @@ class _Builder:
             ban=ban,
             pets=tuple(self._pets()),
             generate_pets=self.get(("generate", "pets")),
-            behaviour=self._behaviour(),
+            behaviour=self._with_refusal(self._behaviour()),
             faults=tuple(faults),
             routes=tuple(routes),
             journal_size=self.get(("journal", "size")),
@@ -222,7 +229,21 @@ class _Builder:
             journal_header_bytes=self.get(("journal", "header_bytes")),
             source=source,
             file=self.file,
+            ratelimit=limits,
         )
+
+    def _with_refusal(self, behaviour: Behaviour) -> Behaviour:
+        """``behaviour`` with ``ratelimit.refusal``'s status and code as its rate_limited's."""
+        status, code = limits_refusal(self)
+        if status is not None and status != 429:
+            statuses = {**dict(behaviour.error_statuses), "rate_limited": status}
+            behaviour = replace(
+                behaviour, error_statuses=behaviour_value("error_statuses", statuses)
+            )
+        if code is not None:
+            codes = {**dict(behaviour.error_codes), "rate_limited": code}
+            behaviour = replace(behaviour, error_codes=behaviour_value("error_codes", codes))
+        return behaviour
 
     def _check_profile(self) -> None:
         """What the schema cannot say of a provider's profile (``behaviour``)."""
@@ -230,6 +251,13 @@ class _Builder:
         written = dict(_WRITTEN)
         if isinstance(request_id, str):
             written[request_id.lower()] = "behaviour.request_id"
+        for window in ("minute", "day"):
+            suffix = self.get(("ratelimit", "headers", "per_window", window), None)
+            if isinstance(suffix, str):
+                for figure in ("limit", "remaining"):
+                    written[f"x-ratelimit-{figure}-{suffix.lower()}"] = (
+                        "ratelimit.headers.per_window"
+                    )
         for index, rule in self._behaviour_items("headers"):
             name = rule.get("name")
             if isinstance(name, str) and name.lower() in written:
@@ -243,12 +271,6 @@ class _Builder:
                     ("behaviour", "error_fields", index, "name"),
                     f"{item['name']!r} is one of the Error's own fields (code, message, status)",
                 )
-        banned = self.get(("behaviour", "retry_after_banned"))
-        if banned == "none" and self.get(("ban", "status")) == 429:
-            self.problem(
-                ("behaviour", "retry_after_banned"),
-                "a 429 carries Retry-After: 'none' needs ban.status other than 429",
-            )
         link = self.get(("behaviour", "deprecation_link"))
         if isinstance(link, str):
             unknown = sorted(set(re.findall(r"\{([^{}]*)\}", link)) - {"successor"})

@@ -52,10 +52,11 @@ from typing import Any
 
 from mockstore.faults import SharedRules
 from mockstore.keys import ApiKey, KeyRing, key_bucket
+from mockstore.limiter.limiter import Limiter, reply_figures, restored, script_arguments, stored
 from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
 from mockstore.shared.batching import ScriptBatcher
 from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
-from mockstore.shared.scripts import CONTROL, REQUEST
+from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REQUEST
 from mockstore.state import NO_BAN, Prepared, Runtime, release
 from mockstore.store import PetStore
 
@@ -111,6 +112,8 @@ class SharedState:
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._request: Any = None
+        # The request script of a general limiter (``mockstore.limiter``), made when first used.
+        self._general: Any = None
         self._control: Any = None
         self._reloading: asyncio.Lock | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
@@ -144,8 +147,17 @@ class SharedState:
                 self._client, self._client.register_script(REQUEST)
             )
             self._control = self._client.register_script(CONTROL)
+            self._general = None
             self._reloading = asyncio.Lock()
         return self._client
+
+    def _general_line(self) -> Any:
+        """The general request script's line to Redis (this loop's, made on first use)."""
+        if self._general is None:
+            self._general = channel_for(self.url, GENERAL_REQUEST) or ScriptBatcher(
+                self._client, self._client.register_script(GENERAL_REQUEST)
+            )
+        return self._general
 
     async def close(self) -> None:
         """Close this loop's connections (before the loop ends, or the process forks)."""
@@ -154,6 +166,9 @@ class SharedState:
             task.cancel()
         if isinstance(self._request, ScriptChannel):
             self._request.close()
+        if isinstance(self._general, ScriptChannel):
+            self._general.close()
+        self._general = None
         if client is not None:
             await client.aclose()
             await client.connection_pool.disconnect()
@@ -165,6 +180,8 @@ class SharedState:
         try:
             if script_of == "request":
                 return await self._request.call(keys, args)
+            if script_of == "general":
+                return await self._general_line().call(keys, args)
             return await self._control(keys=keys, args=args)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             await self._connections_lost()
@@ -231,7 +248,7 @@ class SharedState:
     async def request(
         self,
         bucket: str,
-        plan: Plan,
+        plan: Plan | None,
         now: float,
         wall: float,
         operation: Operation | None,
@@ -242,26 +259,42 @@ class SharedState:
 
         Returns the script's reply: ``[b"ok", verdict, minute used, day used,
         minute start, day start, retry at, request number, operation's result,
-        rules fired]`` (``scripts.REQUEST``). ``Stale`` after reloading,
-        ``StateUnavailable`` when Redis is out of reach.
+        rules fired]`` (``scripts.REQUEST``; a general limiter's script has each
+        window's figures and the blocking window in place of the used counts and
+        starts, ``scripts.GENERAL_REQUEST``). ``plan`` None: a caller the limiter
+        does not count. ``Stale`` after reloading, ``StateUnavailable`` when
+        Redis is out of reach.
         """
         epoch = self.prefix + self.epoch + ":"
-        scenario = self.runtime.state.scenario
+        state = self.runtime.state
+        scenario = state.scenario
         ban = scenario.ban or NO_BAN
         keys = [self.generation_key, epoch + "b:" + bucket, epoch + "r:" + bucket, epoch + "n"]
-        first_request = scenario.behaviour.ratelimit_windows == "first_request"
-        args: list[Any] = [
-            self.generation,
-            repr(now),
-            repr(wall),
-            "f" if first_request else int(now // MINUTE) * MINUTE,
-            "f" if first_request else int(now // DAY) * DAY,
-            plan.per_minute,
-            plan.per_day,
-            ban.after_rejections,
-            "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds)),
-            repr(float(ban.duration_seconds)),
-        ]
+        within = "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds))
+        limiter = state.limiter
+        script = "request"
+        if isinstance(limiter, Limiter):
+            # The general limiter's script: its windows' rules, and their logs' keys.
+            script = "general"
+            counted, logs = script_arguments(limiter, plan, now)
+            keys += [epoch + "l:" + bucket + suffix for suffix in logs]
+            args: list[Any] = [self.generation, repr(now), repr(wall), *counted]
+            args += [ban.after_rejections, within, repr(float(ban.duration_seconds))]
+        else:
+            assert plan is not None
+            first_request = scenario.ratelimit.classic_windows == "first_request"
+            args = [
+                self.generation,
+                repr(now),
+                repr(wall),
+                "f" if first_request else int(now // MINUTE) * MINUTE,
+                "f" if first_request else int(now // DAY) * DAY,
+                plan.per_minute,
+                plan.per_day,
+                ban.after_rejections,
+                within,
+                repr(float(ban.duration_seconds)),
+            ]
         if rules is None:
             args += _NO_RULES
         else:
@@ -272,7 +305,7 @@ class SharedState:
         else:
             keys.extend(operation.keys(epoch))
             args.extend(operation.args)
-        reply = await self._call("request", keys, args)
+        reply = await self._call(script, keys, args)
         if reply[0] == b"stale":
             await self.refresh(reply[1].decode())
             raise Stale
@@ -393,14 +426,14 @@ class SharedState:
         wall = self.runtime.state.clock.wall()
         return json.dumps({"at": at, "wall": wall, "back": back, "real": real})
 
-    def _preloads(self, scenario: Any, now: float) -> list[list[str]]:
+    def _preloads(self, state: Any, now: float) -> list[list[Any]]:
         """The scenario's keys that start with allowance spent (``used:``)."""
-        first_request = scenario.behaviour.ratelimit_windows == "first_request"
-        return [
-            _preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day, first_request)
-            for spec in scenario.keys
-            if spec.used_minute or spec.used_day
-        ]
+        preloads = []
+        for spec in state.scenario.keys:
+            if spec.used_minute or spec.used_day:
+                bucket, plan = key_bucket(spec.key), state.plans[spec.plan]
+                preloads.append(_preload(state, bucket, now, spec.used_minute, spec.used_day, plan))
+        return preloads
 
     async def _control_call(
         self, expected: str, fields: dict[str, str], change: dict[str, Any]
@@ -476,7 +509,7 @@ class SharedState:
         # A clock on real time (no start chosen, never moved) is the wall clock everywhere.
         real_time = state.clock.mode != "manual" and state.clock.wall_offset() == 0.0
         fields = self._fresh_fields(scenario, state.keys, now, real_time)
-        return fields, {"epoch": True, "preload": self._preloads(scenario, now)}
+        return fields, {"epoch": True, "preload": self._preloads(state, now)}
 
     async def move_clock(self, when: float) -> None:
         runtime = self.runtime
@@ -504,10 +537,9 @@ class SharedState:
             change: dict[str, Any] = {}
             if used:
                 minute = used.get("minute", 0)
-                first_request = state.scenario.behaviour.ratelimit_windows == "first_request"
                 day = used.get("day", minute)
                 change["preload"] = [
-                    _preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
+                    _preload(state, key_bucket(key.key), state.clock.now(), minute, day, plan)
                 ]
             return fields, change
 
@@ -550,6 +582,9 @@ class SharedState:
     async def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
         """A bucket's standing (the control API's keys), read without counting anything."""
         epoch = self.prefix + self.epoch + ":"
+        limiter = self.runtime.state.limiter
+        if isinstance(limiter, Limiter):
+            return await self._general_usage(limiter, epoch, bucket_id, plan, now)
         client = self.client()
         try:
             async with client.pipeline(transaction=True) as pipe:
@@ -558,7 +593,6 @@ class SharedState:
                 (ms, mu, ds, du, bu), rejections = await pipe.execute()
         except Exception as exc:
             raise StateUnavailable(self._unreachable(exc)) from exc
-        limiter = self.runtime.state.limiter
         if ms is None:
             return limiter.standing(None, plan, now)
         bucket = Bucket()
@@ -570,6 +604,26 @@ class SharedState:
         bucket.minute_end = bucket.minute_start + MINUTE
         bucket.day_end = bucket.day_start + DAY
         bucket.banned_until = float(bu) if bu is not None else None
+        bucket.rejections.extend([now] * rejections)  # only their number is shown
+        return limiter.standing(bucket, plan, now)
+
+    async def _general_usage(
+        self, limiter: Limiter, epoch: str, bucket_id: str, plan: Plan, now: float
+    ) -> Usage:
+        client = self.client()
+        try:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.hgetall(epoch + "b:" + bucket_id)
+                pipe.lrange(epoch + "l:" + bucket_id + ":m", 0, -1)
+                pipe.lrange(epoch + "l:" + bucket_id + ":d", 0, -1)
+                pipe.llen(epoch + "r:" + bucket_id)
+                fields, minute_log, day_log, rejections = await pipe.execute()
+        except Exception as exc:
+            raise StateUnavailable(self._unreachable(exc)) from exc
+        if not fields:
+            return limiter.standing(None, plan, now)
+        named = {name.decode("latin-1"): value for name, value in fields.items()}
+        bucket = restored(limiter, named, [minute_log, day_log])
         bucket.rejections.extend([now] * rejections)  # only their number is shown
         return limiter.standing(bucket, plan, now)
 
@@ -598,8 +652,13 @@ class Operation:
         ]
 
 
-def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) -> Decision:
+def decision_of(
+    limiter: RateLimiter | Limiter, reply: list[Any], plan: Plan, now: float
+) -> Decision:
     """The limiter's ``Decision`` from the request script's reply, figures as in memory."""
+    if isinstance(limiter, Limiter):
+        verdict, retry_at, blocking, figures = reply_figures(reply)
+        return limiter.decision(verdict, plan, now, retry_at, blocking, figures)
     bucket = Bucket()
     bucket.minute_used = int(reply[2])
     bucket.day_used = int(reply[3])
@@ -622,10 +681,18 @@ def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) 
 
 
 def _preload(
-    bucket: str, now: float, minute_used: int, day_used: int, first_request: bool
-) -> list[str]:
-    """A bucket that starts with allowance spent, its windows begun at ``now`` (as in memory)."""
-    if first_request:
+    state: Any, bucket: str, now: float, minute_used: int, day_used: int, plan: Plan
+) -> list[Any]:
+    """A bucket that starts with allowance spent, its windows begun at ``now`` (as in memory).
+
+    For the classic limiter ``[bucket, minute start, used, day start, used]``; for a
+    general one ``[bucket, "g", [field, value, ...], minute log, day log]``.
+    """
+    limiter = state.limiter
+    if isinstance(limiter, Limiter):
+        fields, logs = stored(limiter, limiter.new_bucket(now, minute_used, day_used, plan))
+        return [bucket, "g", fields, *logs]
+    if state.scenario.ratelimit.classic_windows == "first_request":
         minute_start = day_start = repr(now)
     else:
         minute_start, day_start = str(int(now // MINUTE) * MINUTE), str(int(now // DAY) * DAY)

@@ -18,6 +18,9 @@ with ``%.17g`` (which reads back as the same double) and read with
 
 from __future__ import annotations
 
+from mockstore.limiter.limiter import GENERAL_LIMITER_LUA
+from mockstore.ratelimit import BAN_LUA
+
 # KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 the epoch's
 #       request number, 5 .. 4+C the fault rules' call counters, then the store's keys:
 #       +1 next id, +2 created bytes, +3 pets (hash id -> JSON), +4 ids (list),
@@ -31,17 +34,33 @@ from __future__ import annotations
 #       ('1'/'0'), probability ('' none), kind ('s' answers and stops the operation,
 #       'd' answers but runs it, 'n' fires without answering), its index;
 #       then the operation ('' | create | list | get) and its arguments.
-REQUEST = r"""
+# The parts every request script shares. ``PROLOGUE``: the generation check, the
+# request's number. Then a limiter (``CLASSIC_LIMITER`` here, or the general one of
+# ``mockstore.limiter.limiter``) sets ``verdict``, ``retry_at`` and ``head`` (the reply
+# so far); ``ban.BAN_LUA`` is the ban both escalate with. ``EPILOGUE``: the fault rules
+# and the store operation of an admitted request; its arguments begin at ARGV[F], its
+# counters' keys after KEYS[KF] (each limiter sets both).
+PROLOGUE = r"""
 local generation = redis.call('GET', KEYS[1])
 if generation ~= ARGV[1] then return {'stale', generation or ''} end
 local function fmt(x) return string.format('%.17g', x) end
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
 local number = redis.call('INCR', KEYS[4])
+"""
+
+# mockstore.ratelimit.RateLimiter's two fixed windows (a clock minute and a UTC day, or
+# both from a first request).
+CLASSIC_LIMITER = (
+    r"""
+local B, F, KF = 8, 11, 4
 local b = redis.call('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw')
 local ms, mu = tonumber(b[1]) or -1, tonumber(b[2]) or 0
 local ds, du = tonumber(b[3]) or -1, tonumber(b[4]) or 0
 local bu, tu, tw = tonumber(b[5]), tonumber(b[6]), tonumber(b[7]) or 0
+"""
+    + BAN_LUA
+    + r"""
 if ARGV[4] == 'f' then
   if not (ms <= now and now < ms + 60) then ms = now; mu = 0 end
   if not (ds <= now and now < ds + 86400) then ds = now; du = 0 end
@@ -61,27 +80,8 @@ else
   if minute_left <= 0 or day_left <= 0 then
     verdict = 'rate_limited'
     if day_left <= 0 then retry_at = ds + 86400 else retry_at = ms + 60 end
-    -- Came back when the wall clock said it might while the scenario clock
-    -- stood still: did as told, so this refusal does not count toward a ban.
-    local waited = tu ~= nil and now < tu and wall >= tw
-    tu = retry_at; tw = wall + (retry_at - now)
-    if not waited and ARGV[9] == 'c' then
-      -- A run of refusals with no admitted request between them: each notes the
-      -- day's count (negated, never taken for an instant); an admission moved it.
-      local mark = -du - 1
-      local first = redis.call('LINDEX', KEYS[3], 0)
-      if first and tonumber(first) ~= mark then redis.call('DEL', KEYS[3]) end
-      redis.call('RPUSH', KEYS[3], fmt(mark))
-      if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
-    elseif not waited then
-      redis.call('RPUSH', KEYS[3], fmt(now))
-      local horizon = now - tonumber(ARGV[9])
-      while true do
-        local first = redis.call('LINDEX', KEYS[3], 0)
-        if first and tonumber(first) <= horizon then redis.call('LPOP', KEYS[3]) else break end
-      end
-      if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
-    end
+    -- A run of refusals ends when an admission moves the day's count.
+    escalate(du)
   else
     mu = mu + 1; du = du + 1
   end
@@ -92,19 +92,23 @@ if bu then redis.call('HSET', KEYS[2], 'bu', fmt(bu))
 elseif b[5] then redis.call('HDEL', KEYS[2], 'bu') end
 if tu then redis.call('HSET', KEYS[2], 'tu', fmt(tu)) end
 local head = {'ok', verdict, fmt(mu), fmt(du), fmt(ms), fmt(ds), fmt(retry_at), number, {}, {-1}}
+"""
+)
+
+EPILOGUE = r"""
 if verdict ~= 'allowed' then return head end
 -- The fault rules, as mockstore.faults.FaultEngine.evaluate reads them: every
 -- counter of a rule whose request conditions the request met counts it; the
 -- first rule that answers ends the firing; a probability is the rule's draw
 -- for this call (mockstore.faults.draw: the first 52 bits of a SHA-1).
-local counters = tonumber(ARGV[11])
+local counters = tonumber(ARGV[F])
 local stop = false
 if counters > 0 then
   local counts = {}
-  for i = 1, counters do counts[i] = redis.call('INCR', KEYS[4 + i]) end
-  local fault, answered, seed = head[10], false, ARGV[12]
-  for r = 0, tonumber(ARGV[13]) - 1 do
-    local a = 13 + 9 * r
+  for i = 1, counters do counts[i] = redis.call('INCR', KEYS[KF + i]) end
+  local fault, answered, seed = head[10], false, ARGV[F + 1]
+  for r = 0, tonumber(ARGV[F + 2]) - 1 do
+    local a = F + 2 + 9 * r
     local n = counts[tonumber(ARGV[a + 1])]
     local fires = not answered and n >= tonumber(ARGV[a + 2]) and n <= tonumber(ARGV[a + 3])
       and ARGV[a + 6] == '1'
@@ -128,10 +132,10 @@ if counters > 0 then
     end
   end
 end
-local o = 14 + 9 * tonumber(ARGV[13])
+local o = F + 3 + 9 * tonumber(ARGV[F + 2])
 local op = ARGV[o]
 if op == '' or stop then return head end
-local k = 4 + counters
+local k = KF + counters
 if op == 'create' then
   -- ARGV: o+1 inventory's next id, o+2 largest id, o+3 one past it, o+4 the pet's
   -- JSON after its id, o+5 byte budget ('' none), o+6 status ('' none), o+7 cost per pet
@@ -172,6 +176,11 @@ end
 return head
 """
 
+REQUEST = PROLOGUE + CLASSIC_LIMITER + EPILOGUE
+# The request script of a scenario whose limiter is not the classic one
+# (``mockstore.limiter``: any window length, algorithm, time zone, what counts).
+GENERAL_REQUEST = PROLOGUE + GENERAL_LIMITER_LUA + EPILOGUE
+
 # Control calls. KEYS: 1 generation, 2 configuration hash.
 # ARGV: 1 the generation the caller read (compare-and-set; '' to create the state),
 #       2 the new configuration as field/value pairs in JSON,
@@ -192,12 +201,26 @@ if change.epoch then epoch = tostring(redis.call('HINCRBY', KEYS[2], 'epoch', 1)
 local prefix = change.prefix_base .. epoch .. ':'
 if change.preload then
   for _, p in ipairs(change.preload) do
-    redis.call('HSET', prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
+    if p[2] == 'g' then
+      -- A general limiter's bucket (mockstore.limiter.limiter.stored): fields, then logs.
+      redis.call('HSET', prefix .. 'b:' .. p[1], unpack(p[3]))
+      for i, suffix in ipairs({':m', ':d'}) do
+        local log = prefix .. 'l:' .. p[1] .. suffix
+        redis.call('DEL', log)
+        local log_entries = p[3 + i]
+        for first = 1, #log_entries, 1000 do  -- unpack has a stack to fit in
+          redis.call('RPUSH', log, unpack(log_entries, first, math.min(first + 999, #log_entries)))
+        end
+      end
+    else
+      redis.call('HSET', prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
+    end
   end
 end
 if change.forget then
   for _, bucket in ipairs(change.forget) do
-    redis.call('DEL', prefix .. 'b:' .. bucket, prefix .. 'r:' .. bucket)
+    redis.call('DEL', prefix .. 'b:' .. bucket, prefix .. 'r:' .. bucket,
+      prefix .. 'l:' .. bucket .. ':m', prefix .. 'l:' .. bucket .. ':d')
   end
 end
 local lifted = '0'
@@ -217,15 +240,16 @@ if change.rebase then
     local page = redis.call('SCAN', cursor, 'MATCH', prefix .. 'b:*', 'COUNT', 500)
     cursor = page[1]
     for _, key in ipairs(page[2]) do
-      redis.call('HSET', key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
-      redis.call('HDEL', key, 'tu')
+      -- Every window of either limiter starts afresh (a general one's logs emptied).
       local bu = tonumber(redis.call('HGET', key, 'bu'))
+      local bucket = string.sub(key, #prefix + 3)
+      redis.call('DEL', key, prefix .. 'r:' .. bucket, prefix .. 'l:' .. bucket .. ':m',
+        prefix .. 'l:' .. bucket .. ':d')
+      redis.call('HSET', key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
       if bu then
         local left = bu - now
-        if left > 0 then redis.call('HSET', key, 'bu', fmt(to + left))
-        else redis.call('HDEL', key, 'bu') end
+        if left > 0 then redis.call('HSET', key, 'bu', fmt(to + left)) end
       end
-      redis.call('DEL', prefix .. 'r:' .. string.sub(key, #prefix + 3))
     end
   until cursor == '0'
 end
