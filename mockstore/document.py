@@ -23,6 +23,8 @@ from typing import Any
 
 from mockstore import schemas
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
+from mockstore.limiter.model import DEFAULT_LIMITS
+from mockstore.limiter.openapi import describe_limiter
 from mockstore.scenario.model import Behaviour, Scenario
 
 _REF = "#/components/schemas/Error"
@@ -82,6 +84,7 @@ def changes_the_document(scenario: Scenario) -> bool:
         scenario.behaviour != Behaviour()
         or bool(scenario.routes)
         or (scenario.ban is not None and scenario.ban.status != 429)
+        or scenario.ratelimit != DEFAULT_LIMITS
     )
 
 
@@ -115,6 +118,8 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
     for route in scenario.routes:
         if route.operation is None and route.method and route.path:
             _route_path(document, route, scenario)
+    if scenario.ratelimit != DEFAULT_LIMITS:
+        describe_limiter(document, scenario.ratelimit)
     return document
 
 

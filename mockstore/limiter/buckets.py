@@ -13,8 +13,10 @@ stored (``last + (1 - tokens) * seconds / allowance``), so that the instant
 told is the one allowed; refilling happens when a request is counted.
 
 **Leaky bucket (GCRA).** One instant, the theoretical arrival time ``tat``: a
-request is allowed from ``tat - seconds + seconds / allowance``, and pushes
-``tat`` one emission interval on from itself (or from now, if it lies before).
+request is allowed from ``tat - seconds + seconds / allowance`` (within a
+microsecond: ``tat`` sums rounded intervals, and a burst's last request must
+land on its limit as it would in exact arithmetic), and pushes ``tat`` one
+emission interval on from itself (or from now, if it lies before).
 
 Where attempts count (``ratelimit.counts: attempts``) a refused request takes a
 token too, down to none: the bucket is emptied, and stays empty while a client
@@ -30,8 +32,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-# Float arithmetic may leave a whole number of requests a hair short: it still counts.
-_HAIR = 1e-9
+# Requests left are worked out from instants of about 1.8e9 seconds, each good to a
+# quarter of a microsecond: a whole number of requests may come out that much short
+# (scaled by the requests per second), and still counts. Both twins add this margin.
+_HAIR = 1e-6
+# A GCRA's instant is a sum of rounded intervals: one that is due within this many
+# seconds of now is due now (both twins).
+_SLACK = 1e-6
 
 
 class TokenState:
@@ -82,7 +89,8 @@ class TokenBucket:
 
     def figures(self, state: TokenState, now: float, quota: int) -> tuple[int, float]:
         level = self._level(state, now, quota)
-        return max(0, math.floor(level + _HAIR)), now + (quota - level) * self.seconds / quota
+        left = math.floor(level + _HAIR * quota / self.seconds + 1e-9)
+        return max(0, left), now + (quota - level) * self.seconds / quota
 
     def preload(self, state: TokenState, now: float, quota: int, used: int) -> None:
         state.tokens = float(max(0, quota - used))
@@ -114,7 +122,7 @@ function A.t.count(st, now)
 end
 function A.t.figures(st, now)
   local k = level(st, now)
-  local left = math.floor(k + 1e-9)
+  local left = math.floor(k + 1e-6 * st.q / st.L + 1e-9)
   if left < 0 then left = 0 end
   return left, now + (st.q - k) * st.L / st.q
 end
@@ -149,7 +157,10 @@ class LeakyBucket:
         tat = state.tat
         if tat is None:
             return now
-        return tat - self.seconds + self.seconds / quota
+        at = tat - self.seconds + self.seconds / quota
+        # ``tat`` is a sum of intervals, each rounded: the last request of a burst lands
+        # on its limit give or take a few ulps. Within a microsecond of now is now.
+        return now if at <= now + _SLACK else at
 
     def count(self, state: LeakyState, now: float, quota: int) -> None:
         tat = state.tat
@@ -164,7 +175,8 @@ class LeakyBucket:
         tat = state.tat
         if tat is None or tat < now:
             tat = now
-        left = math.floor((now + self.seconds - tat) * quota / self.seconds + _HAIR)
+        hair = _HAIR * quota / self.seconds + 1e-9
+        left = math.floor((now + self.seconds - tat) * quota / self.seconds + hair)
         return min(quota, max(0, left)), tat
 
     def preload(self, state: LeakyState, now: float, quota: int, used: int) -> None:
@@ -182,7 +194,9 @@ A.g = {}
 function A.g.roll(st, now) end
 function A.g.at(st, now)
   if st.t == nil then return now end
-  return st.t - st.L + st.L / st.q
+  local at = st.t - st.L + st.L / st.q
+  if at <= now + 1e-6 then return now end
+  return at
 end
 function A.g.count(st, now)
   local tat = st.t
@@ -194,7 +208,7 @@ end
 function A.g.figures(st, now)
   local tat = st.t
   if tat == nil or tat < now then tat = now end
-  local left = math.floor((now + st.L - tat) * st.q / st.L + 1e-9)
+  local left = math.floor((now + st.L - tat) * st.q / st.L + (1e-6 * st.q / st.L + 1e-9))
   if left < 0 then left = 0 end
   if left > st.q then left = st.q end
   return left, tat

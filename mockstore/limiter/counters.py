@@ -157,8 +157,11 @@ class SlidingWindow:
         if most <= 0:
             left = 0
         else:
-            weighted = previous * (state.end - now) / (state.end - state.start)
-            left = min(int(most), max(0, math.floor(most - weighted + 1e-9)))
+            span = state.end - state.start
+            weighted = previous * (state.end - now) / span
+            # Instants good to a quarter of a microsecond (see ``buckets``): a margin.
+            hair = 1e-6 * previous / span + 1e-9
+            left = min(int(most), max(0, math.floor(most - weighted + hair)))
         if current > 0:
             reset = state.next_end
         elif previous > 0:
@@ -195,8 +198,9 @@ function A.w.figures(st, now)
   local most = st.q - st.c
   local left = 0
   if most > 0 then
-    local weighted = st.p * (st.e - now) / (st.e - st.s)
-    left = math.floor(most - weighted + 1e-9)
+    local span = st.e - st.s
+    local weighted = st.p * (st.e - now) / span
+    left = math.floor(most - weighted + (1e-6 * st.p / span + 1e-9))
     if left < 0 then left = 0 end
     if left > most then left = most end
   end
