@@ -449,6 +449,16 @@ MANAGED = frozenset(
 )
 
 
+# The rate-limit headers a limiter may write (ratelimit.headers): X-RateLimit-* of any
+# figure or window, and the draft ones.
+_RATE_HEADER = re.compile(r"x-ratelimit-[a-z0-9-]+|ratelimit|ratelimit-policy")
+
+
+def rate_header(name: str) -> bool:
+    """Whether ``name`` (lower case) is a header of the limiter's (``ratelimit.headers``)."""
+    return _RATE_HEADER.fullmatch(name) is not None
+
+
 def header_presence(
     name: str, ex: Exchange, was: str | None, now: str | None, ctx: Context
 ) -> Cause:

@@ -258,9 +258,10 @@ def _rate_conditions(seen: list[Seen]) -> None:
     banned: dict[str, bool] = {}
     length: dict[str, int] = {}
     starts: dict[str, int] = {}
+    refused = refusal_status(seen)
     for s in seen:
         run = runs.get(s.bucket)
-        if not _rate_refusal(s, run):
+        if not _rate_refusal(s, run, refused):
             runs[s.bucket] = None
             banned[s.bucket] = False
             length[s.bucket] = 0
@@ -272,8 +273,8 @@ def _rate_conditions(seen: list[Seen]) -> None:
         shape = (s.code, s.status)
         if run is None:
             runs[s.bucket] = shape
-            banned[s.bucket] = s.status != 429
-            s.condition = "key_banned" if s.status != 429 else "rate_limited"
+            banned[s.bucket] = s.status != refused
+            s.condition = "key_banned" if s.status != refused else "rate_limited"
             continue
         if shape != run or banned.get(s.bucket):
             banned[s.bucket] = True
@@ -303,9 +304,27 @@ def _run_figures(seen: list[Seen]) -> None:
             s.ban_after = limited if banned else None
 
 
-def _rate_refusal(s: Seen, run: tuple[str | None, int] | None) -> bool:
+def refusal_status(seen: list[Seen]) -> int:
+    """The status the provider refuses a spent allowance with: the one that starts most
+    callers' runs of refusals (a 429, or a 403 or 503 that says no request is left to a
+    request otherwise fine: GitHub's secondary limits, nginx); the spec's 429 when none
+    was refused."""
+    # A run of refusals starts with the allowance's (a ban, if any, comes after it).
+    first: dict[str, int] = {}
+    for s in seen:
+        if s.status == 429 or (s.status in BAN_STATUSES and _spent(s)):
+            first.setdefault(s.bucket, s.status)
+    spent = Counter(first.values())
+    return spent.most_common(1)[0][0] if spent else 429
+
+
+def _spent(s: Seen) -> bool:
+    return s.headers.get("x-ratelimit-remaining", "").strip() == "0" and s.facts.problem is None
+
+
+def _rate_refusal(s: Seen, run: tuple[str | None, int] | None, refused: int = 429) -> bool:
     """Whether ``s`` refuses its caller's allowance (or a ban) rather than the request."""
-    if s.status == 429:
+    if s.status == 429 or (s.status == refused and _spent(s)):
         return True
     if s.status not in BAN_STATUSES or run is None:
         return False

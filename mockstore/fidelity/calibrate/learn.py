@@ -22,6 +22,7 @@ from typing import Any
 
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
+from mockstore.fidelity.calibrate.limiter import learn_limiter
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -128,6 +129,8 @@ class _Learner:
         self.rate_headers()
         self.plans()
         self.bans()
+        # The limiter's windows and forms (its own module): after the plans it replays.
+        learn_limiter(self.seen, self.result, cite)
         self.refusals()
         self.headers()
         self.deprecation()
@@ -145,16 +148,17 @@ class _Learner:
         # The recorded instant (to the millisecond), not Date (to the second): the service's
         # time, which a recording of mockstore on a scenario clock keeps apart from the wall's.
         now = s.item.time
-        value = int(reset)
+        value = float(reset)
         # An instant on the headers' clock, brought back to the service's.
         offset = s.header_offset
         end = {"epoch": value - offset, "epoch-ms": value / 1000 - offset, "delta": now + value}[
             kind
         ]
         left = end - now
-        # A minute ends within a minute (and rounding); a day's end is far off but near
-        # midnight, which no recording of a minute's traffic tells apart: a minute.
-        return ("minute" if left <= 65 else "day"), end, int(limit)
+        # A minute ends within a minute (two for a sliding counter, and rounding); a day's
+        # end is far off but near midnight, which no recording of a minute's traffic
+        # tells apart: a minute.
+        return ("minute" if left <= 125 else "day"), end, int(limit)
 
     def rate_headers(self) -> None:
         result = self.result
@@ -235,7 +239,7 @@ class _Learner:
             kind = retry_after_kind(retry[0].headers["retry-after"])
             if kind == "invalid":
                 result.cannot("Retry-After is unreadable: " + cite(retry[0], "Retry-After"))
-            else:
+            elif kind != "decimal":  # a decimal is ratelimit.headers' (learn_limiter)
                 result.set("behaviour.retry_after", kind, cite(retry[0], "Retry-After"))
         banned = [s for s in self.seen if s.condition == "key_banned"]
         if banned:
@@ -245,7 +249,7 @@ class _Learner:
                 result.cannot(
                     "a ban's Retry-After is unreadable: " + cite(banned[0], "Retry-After")
                 )
-            else:
+            elif kind != "decimal":
                 same = kind == result.value("behaviour.retry_after", "seconds")
                 result.set(
                     "behaviour.retry_after_banned",
@@ -316,13 +320,29 @@ class _Learner:
         evidence: list[str] = []
         for s in members:
             policy = sf_list(s.headers.get("ratelimit-policy", "")) or []
-            for _, params in policy:
-                q, w = params.get("q", ""), params.get("w", "")
-                if q.isdigit() and w == "60" and minute is None:
-                    minute = int(q)
+            # Each policy's quota and window length: the shorter window is the minute's.
+            quotas = sorted(
+                (int(params["w"]), int(params["q"]))
+                for _, params in policy
+                if params.get("w", "").isdigit() and params.get("q", "").isdigit()
+            )
+            if len(quotas) == 2:
+                if minute is None:
+                    minute = quotas[0][1]
                     evidence.append(cite(s, "RateLimit-Policy", code=False))
-                elif q.isdigit() and w == "86400" and day is None:
-                    day = int(q)
+                day = quotas[1][1] if day is None else day
+            elif len(quotas) == 1 and minute is None and quotas[0][0] <= 125:
+                minute = quotas[0][1]
+                evidence.append(cite(s, "RateLimit-Policy", code=False))
+        # Kong's per-window headers: two allowances, the smaller the minute's.
+        for s in members:
+            values = sorted(
+                {int(value) for name, value in s.headers.items()
+                 if name.startswith("x-ratelimit-limit-") and value.strip().isdigit()}
+            )  # fmt: skip
+            if len(values) == 2 and minute is None:
+                minute, day = values[0], values[1] if day is None else day
+                evidence.append(cite(s, *_per_window_names(s), code=False))
         for s in members:
             if s.condition == "key_banned":
                 continue
@@ -661,7 +681,7 @@ class _Learner:
         skip = set(ids) | attribution.MANAGED | TRANSPORT_HEADERS | INFRASTRUCTURE_HEADERS
         names = {name for s in self.seen for name in s.headers} - skip
         for name in sorted(names):
-            if is_infrastructure(name):
+            if is_infrastructure(name) or attribution.rate_header(name):
                 continue
             rules = attribution.header_rules(name, self.seen)
             if rules is None:
@@ -943,6 +963,10 @@ class _Learner:
                 Setting({"operation": "listOrders", "respond": respond}, [cite(s, code=False)])
             )
             break
+
+
+def _per_window_names(s: Seen) -> list[str]:
+    return [name for name in s.headers if name.startswith("x-ratelimit-limit-")]
 
 
 def _who(s: Seen) -> str:
