@@ -259,9 +259,12 @@ def _rate_conditions(seen: list[Seen]) -> None:
     length: dict[str, int] = {}
     starts: dict[str, int] = {}
     refused = refusal_status(seen)
+    # The codes of refusals that can only be the allowance's (a request otherwise fine):
+    # the same code on a request with a problem of its own is the allowance's too.
+    codes = {s.code for s in seen if s.status == refused and _spent(s) and s.facts.problem is None}
     for s in seen:
         run = runs.get(s.bucket)
-        if not _rate_refusal(s, run, refused):
+        if not _rate_refusal(s, run, refused, codes):
             runs[s.bucket] = None
             banned[s.bucket] = False
             length[s.bucket] = 0
@@ -312,19 +315,30 @@ def refusal_status(seen: list[Seen]) -> int:
     # A run of refusals starts with the allowance's (a ban, if any, comes after it).
     first: dict[str, int] = {}
     for s in seen:
-        if s.status == 429 or (s.status in BAN_STATUSES and _spent(s)):
+        if s.status == 429 or (s.status in BAN_STATUSES and _spent(s) and s.facts.problem is None):
             first.setdefault(s.bucket, s.status)
     spent = Counter(first.values())
     return spent.most_common(1)[0][0] if spent else 429
 
 
 def _spent(s: Seen) -> bool:
-    return s.headers.get("x-ratelimit-remaining", "").strip() == "0" and s.facts.problem is None
+    """An answer that says no request is left."""
+    return s.headers.get("x-ratelimit-remaining", "").strip() == "0"
 
 
-def _rate_refusal(s: Seen, run: tuple[str | None, int] | None, refused: int = 429) -> bool:
+def _rate_refusal(
+    s: Seen,
+    run: tuple[str | None, int] | None,
+    refused: int = 429,
+    codes: frozenset[str | None] | set[str | None] = frozenset(),
+) -> bool:
     """Whether ``s`` refuses its caller's allowance (or a ban) rather than the request."""
-    if s.status == 429 or (s.status == refused and _spent(s)):
+    if s.status == 429:
+        return True
+    # A 403 or 503 that says nothing is left: the allowance's, unless the request has a
+    # problem of its own and the answer is not worded as the allowance's refusals are.
+    worded = s.facts.problem is None or "retry-after" in s.headers or s.code in codes
+    if s.status == refused and _spent(s) and worded:
         return True
     if s.status not in BAN_STATUSES or run is None:
         return False
