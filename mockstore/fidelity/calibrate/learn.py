@@ -23,6 +23,7 @@ from typing import Any
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.calibrate.limiter import learn_limiter
+from mockstore.fidelity.calibrate.rate_figures import allowances_shown
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -35,7 +36,6 @@ from mockstore.fidelity.formats import (
     is_id,
     reset_kind,
     retry_after_kind,
-    sf_list,
 )
 from mockstore.fidelity.recording import InputError, Recording
 from mockstore.ratelimit import BUILTIN_PLANS
@@ -318,31 +318,13 @@ class _Learner:
         """
         minute = day = None
         evidence: list[str] = []
-        for s in members:
-            policy = sf_list(s.headers.get("ratelimit-policy", "")) or []
-            # Each policy's quota and window length: the shorter window is the minute's.
-            quotas = sorted(
-                (int(params["w"]), int(params["q"]))
-                for _, params in policy
-                if params.get("w", "").isdigit() and params.get("q", "").isdigit()
+        # The draft headers' policies, and Kong's per-window headers, name both allowances.
+        shown_by = allowances_shown(members)
+        if shown_by is not None:
+            (minute, day), example = shown_by
+            evidence.append(
+                cite(example, "RateLimit-Policy", *_per_window_names(example), code=False)
             )
-            if len(quotas) == 2:
-                if minute is None:
-                    minute = quotas[0][1]
-                    evidence.append(cite(s, "RateLimit-Policy", code=False))
-                day = quotas[1][1] if day is None else day
-            elif len(quotas) == 1 and minute is None and quotas[0][0] <= 125:
-                minute = quotas[0][1]
-                evidence.append(cite(s, "RateLimit-Policy", code=False))
-        # Kong's per-window headers: two allowances, the smaller the minute's.
-        for s in members:
-            values = sorted(
-                {int(value) for name, value in s.headers.items()
-                 if name.startswith("x-ratelimit-limit-") and value.strip().isdigit()}
-            )  # fmt: skip
-            if len(values) == 2 and minute is None:
-                minute, day = values[0], values[1] if day is None else day
-                evidence.append(cite(s, *_per_window_names(s), code=False))
         for s in members:
             if s.condition == "key_banned":
                 continue

@@ -26,18 +26,24 @@ A setting that the older ``behaviour`` settings cannot say replaces the one
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
 
+from mockstore.fidelity.calibrate.rate_figures import (
+    Sample,
+    policy_windows,
+    quota_of,
+    quotas_of,
+    samples_of,
+)
+from mockstore.fidelity.calibrate.rate_forms import learn_forms
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
-from mockstore.fidelity.formats import decimals, http_date, reset_kind, retry_after_kind, sf_list
+from mockstore.fidelity.formats import sf_list
 from mockstore.limiter.limiter import Rule, rule_for
 from mockstore.limiter.model import DAY_SECONDS, Window
-from mockstore.ratelimit import BUILTIN_PLANS
 
 # Between the recorder's instant and the provider's: the figures may differ by this much.
 SKEW = 0.25
@@ -52,29 +58,6 @@ _VARIANTS = (
 )
 _DEFAULT_SECONDS = {"minute": 60, "day": DAY_SECONDS}
 _DIVISORS = tuple(n for n in range(1, DAY_SECONDS + 1) if DAY_SECONDS % n == 0)
-_PER_WINDOW = re.compile(r"x-ratelimit-(limit|remaining)-([a-z0-9]+)")
-
-
-@dataclass
-class Shown:
-    """What one answer shows of one window: requests left, and when it is whole again."""
-
-    remaining: int | None = None
-    reset: float | None = None  # the instant, as written (rounded up)
-    precision: float = 1.0  # how far the provider rounded ``reset`` up, at most
-    blocking: bool = False  # a refusal that says this window has nothing left
-
-
-@dataclass
-class Sample:
-    """One recorded answer to one caller, as the limiter saw it."""
-
-    seen: Seen
-    now: float
-    verdict: str  # allowed, rate_limited or key_banned
-    windows: dict[str, Shown] = field(default_factory=dict)
-    retry: float | None = None  # the instant Retry-After names
-    retry_precision: float = 1.0
 
 
 @dataclass
@@ -91,9 +74,9 @@ class Fit:
 
 def learn_limiter(seen: list[Seen], result: Calibration, cite: Any) -> None:
     """Settle the ``ratelimit:`` settings ``seen`` shows on ``result`` (``cite`` cites one)."""
-    quotas = _quotas(result)
-    samples = _samples(seen, quotas)
-    _forms(seen, samples, result, cite)
+    quotas = quotas_of(result)
+    samples = samples_of(seen, quotas)
+    learn_forms(seen, result, cite)
     # What counts is one choice for both windows: each fitted under each, the fewer
     # misfits kept (served, mockstore's own, on a tie).
     chosen: dict[str, Fit] = {}
@@ -107,174 +90,6 @@ def learn_limiter(seen: list[Seen], result: Calibration, cite: Any) -> None:
     _write(chosen, samples, quotas, result, cite)
 
 
-# -- reading the recording ---------------------------------------------------------------
-
-
-def _plan_figures(value: Any) -> tuple[int, int | None] | None:
-    if isinstance(value, str) and value in BUILTIN_PLANS:
-        plan = BUILTIN_PLANS[value]
-        return plan.per_minute, plan.day
-    if isinstance(value, dict) and isinstance(value.get("per_minute"), int):
-        return value["per_minute"], value.get("per_day")
-    return None
-
-
-def _quotas(result: Calibration) -> dict[str, tuple[int, int | None]]:
-    """Each bucket's (per_minute, per_day) as ``learn`` settled them (anonymous: ``None`` key)."""
-    quotas: dict[str, tuple[int, int | None]] = {}
-    for key in result.keys:
-        figures = _plan_figures(key.plan)
-        if figures is not None:
-            quotas[key.alias] = figures
-    if result.anonymous is not None:
-        figures = _plan_figures(result.anonymous.value)
-        if figures is not None:
-            quotas[""] = figures
-    return quotas
-
-
-def _quota_of(bucket: str, quotas: dict[str, tuple[int, int | None]]) -> tuple[int, int | None]:
-    return quotas.get(bucket) or quotas.get("") or (60, 1000)
-
-
-def _number(text: str | None) -> float | None:
-    if text is None or not re.fullmatch(r"[0-9]+(\.[0-9]+)?", text.strip()):
-        return None
-    return float(text)
-
-
-def _samples(
-    seen: list[Seen], quotas: dict[str, tuple[int, int | None]]
-) -> dict[str, list[Sample]]:
-    """Every caller's answers in order, with what each shows of each window."""
-    buckets: dict[str, list[Sample]] = {}
-    for s in seen:
-        if s.condition == "key_banned":
-            verdict = "key_banned"
-        elif s.condition == "rate_limited":
-            verdict = "rate_limited"
-        else:
-            verdict = "allowed"
-        bucket = s.bucket if s.keyed else ""
-        sample = Sample(s, s.item.time, verdict)
-        _read_figures(sample, _quota_of(bucket, quotas))
-        buckets.setdefault(s.bucket, []).append(sample)
-    return buckets
-
-
-def _read_figures(sample: Sample, quota: tuple[int, int | None]) -> None:
-    s, now = sample.seen, sample.now
-    headers = s.headers
-    minute, day = quota
-    limit = _number(headers.get("x-ratelimit-limit"))
-    left = _number(headers.get("x-ratelimit-remaining"))
-    raw = headers.get("x-ratelimit-reset")
-    reset, precision = None, 1.0
-    if raw is not None and _number(raw) is not None:
-        kind, value = reset_kind(raw), float(raw)
-        precision = 10.0 ** -decimals(raw)
-        if kind == "epoch":
-            reset = value - s.header_offset
-        elif kind == "epoch-ms":
-            reset, precision = value / 1000 - s.header_offset, 0.001
-        elif kind == "delta":
-            reset = now + value
-    if limit is not None and sample.verdict != "key_banned":
-        window = _described(int(limit), reset, now, minute, day)
-        if window is not None:
-            shown = sample.windows.setdefault(window, Shown())
-            shown.remaining = int(left) if left is not None else None
-            shown.reset, shown.precision = reset, precision
-            shown.blocking = sample.verdict == "rate_limited" and left == 0
-    _read_draft(sample, minute, day)
-    _read_per_window(sample, minute, day)
-    value = headers.get("retry-after")
-    if value is not None:
-        kind = retry_after_kind(value)
-        if kind in ("seconds", "decimal"):
-            sample.retry = now + float(value)
-            sample.retry_precision = 10.0 ** -decimals(value)
-        elif kind == "http-date":
-            sample.retry = (http_date(value) or 0.0) - s.header_offset
-
-
-def _described(
-    limit: int, reset: float | None, now: float, minute: int, day: int | None
-) -> str | None:
-    """The window an answer's X-RateLimit-* describe: by its limit, else by its reset."""
-    if day is None:
-        return "minute" if limit == minute else None
-    if limit == minute != day:
-        return "minute"
-    if limit == day != minute:
-        return "day"
-    if limit != minute or reset is None:
-        return None
-    # One allowance for both: a minute ends within two of its lengths (a sliding counter).
-    return "minute" if reset - now <= 125 else "day"
-
-
-def _read_draft(sample: Sample, minute: int, day: int | None) -> None:
-    headers = sample.seen.headers
-    policy = sf_list(headers.get("ratelimit-policy", "")) or []
-    state = sf_list(headers.get("ratelimit", "")) or []
-    if not policy or not state:
-        return
-    windows = _policy_windows(policy, minute, day)
-    for name, params in state:
-        window = windows.get(name)
-        r, t = params.get("r", ""), params.get("t", "")
-        if window is None or not r.isdigit() or not t.isdigit():
-            continue
-        shown = sample.windows.setdefault(window, Shown())
-        if shown.remaining is None:
-            shown.remaining = int(r)
-        if shown.reset is None and sample.verdict != "key_banned":
-            shown.reset, shown.precision = sample.now + int(t), 1.0
-        shown.blocking = shown.blocking or (sample.verdict == "rate_limited" and r == "0")
-
-
-def _policy_windows(
-    policy: list[tuple[str, dict[str, str]]], minute: int, day: int | None
-) -> dict[str, str]:
-    """Each draft policy's window: by its quota, else the shorter ``w`` is the minute."""
-    named: dict[str, str] = {}
-    by_length = sorted(
-        (
-            (int(params["w"]) if params.get("w", "").isdigit() else 0, name)
-            for name, params in policy
-        )
-    )
-    for name, params in policy:
-        q = params.get("q", "")
-        if q.isdigit() and int(q) == minute != day:
-            named[name] = "minute"
-        elif q.isdigit() and day is not None and int(q) == day != minute:
-            named[name] = "day"
-    if len(named) < len(policy):
-        for index, (_, name) in enumerate(by_length[:2]):
-            named.setdefault(name, ("minute", "day")[index])
-    return named
-
-
-def _read_per_window(sample: Sample, minute: int, day: int | None) -> None:
-    headers = sample.seen.headers
-    limits: dict[str, int] = {}
-    for name, value in headers.items():
-        match = _PER_WINDOW.fullmatch(name)
-        if match and match.group(1) == "limit" and value.strip().isdigit():
-            limits[match.group(2)] = int(value)
-    for suffix, limit in limits.items():
-        window = "minute" if limit == minute else "day" if limit == day else None
-        left = headers.get(f"x-ratelimit-remaining-{suffix}", "").strip()
-        if window is None or not left.isdigit():
-            continue
-        shown = sample.windows.setdefault(window, Shown())
-        if shown.remaining is None:
-            shown.remaining = int(left)
-        shown.blocking = shown.blocking or (sample.verdict == "rate_limited" and left == "0")
-
-
 # -- the candidates --------------------------------------------------------------------------
 
 
@@ -283,7 +98,7 @@ def _lengths(name: str, samples: dict[str, list[Sample]], quotas: Any) -> list[i
     of the first resets), mockstore's own first."""
     found = [_DEFAULT_SECONDS[name]]
     for bucket, members in samples.items():
-        minute, day = _quota_of(bucket if members[0].seen.keyed else "", quotas)
+        minute, day = quota_of(bucket if members[0].seen.keyed else "", quotas)
         quota = minute if name == "minute" else day
         if quota is None:
             continue
@@ -313,7 +128,7 @@ def _lengths(name: str, samples: dict[str, list[Sample]], quotas: Any) -> list[i
 
 def _draft_length(sample: Sample, name: str, minute: int, day: int | None) -> int | None:
     policy = sf_list(sample.seen.headers.get("ratelimit-policy", "")) or []
-    windows = _policy_windows(policy, minute, day)
+    windows = policy_windows(policy, minute, day)
     for policy_name, params in policy:
         if windows.get(policy_name) == name and params.get("w", "").isdigit():
             return int(params["w"])
@@ -396,7 +211,7 @@ def _replay(
     rule: Rule = rule_for(window, zone)
     misfits, first, held = 0, None, 0
     for bucket, members in samples.items():
-        minute, day = _quota_of(bucket if members[0].seen.keyed else "", quotas)
+        minute, day = quota_of(bucket if members[0].seen.keyed else "", quotas)
         quota = minute if name == "minute" else day
         if quota is None:
             continue
@@ -442,189 +257,6 @@ def _near(at: float, retry: float | None, sample: Sample, name: str) -> bool:
     if others:
         return True  # another window may hold out longer: its wait is the one told
     return retry - sample.retry_precision - SKEW <= at <= retry + SKEW
-
-
-# -- the forms ------------------------------------------------------------------------------
-
-
-def _forms(
-    seen: list[Seen], samples: dict[str, list[Sample]], result: Calibration, cite: Any
-) -> None:
-    figured = [s for s in seen if "x-ratelimit-limit" in s.headers]
-    if figured:
-        figures = ["limit", "remaining", "reset"]
-        for figure in ("used", "resource"):
-            if any(f"x-ratelimit-{figure}" in s.headers for s in figured):
-                figures.append(figure)
-        if len(figures) > 3:
-            example = next(s for s in figured if len(_extra_figures(s)) == len(figures) - 3)
-            result.set(
-                "ratelimit.headers.figures",
-                figures,
-                cite(example, "X-RateLimit-Used", "X-RateLimit-Resource", code=False),
-            )
-        resources = {
-            s.headers["x-ratelimit-resource"]
-            for s in figured
-            if "x-ratelimit-resource" in s.headers
-        }
-        if len(resources) == 1:
-            value = next(iter(resources))
-            example = next(s for s in figured if "x-ratelimit-resource" in s.headers)
-            result.set(
-                "ratelimit.headers.resource",
-                value,
-                cite(example, "X-RateLimit-Resource", code=False),
-            )
-        elif len(resources) > 1:
-            result.cannot(f"X-RateLimit-Resource names more than one resource: {sorted(resources)}")
-    _anonymous(seen, result, cite)
-    _per_window(seen, result, cite)
-    _reset_decimals(seen, result, cite)
-    _retry_forms(seen, result, cite)
-    _draft(seen, result, cite)
-
-
-def _extra_figures(s: Seen) -> list[str]:
-    return [f for f in ("used", "resource") if f"x-ratelimit-{f}" in s.headers]
-
-
-def _anonymous(seen: list[Seen], result: Calibration, cite: Any) -> None:
-    keyless = [s for s in seen if not s.keyed and s.status == 401]
-    figured = any("x-ratelimit-limit" in s.headers for s in seen)
-    if keyless and figured and all("x-ratelimit-limit" not in s.headers for s in keyless):
-        result.set(
-            "ratelimit.anonymous",
-            "none",
-            cite(keyless[0], code=False, note="no X-RateLimit-* to a caller without a key"),
-        )
-        result.anonymous = None
-
-
-def _per_window(seen: list[Seen], result: Calibration, cite: Any) -> None:
-    """Kong's per-window headers: each name's window, by its allowance (one name each)."""
-    quotas = _quotas(result)
-    named: dict[str, str] = {}  # suffix -> window
-    for s in seen:
-        minute, day = _quota_of(s.bucket if s.keyed else "", quotas)
-        for header, value in s.item.response_headers:
-            match = _PER_WINDOW.fullmatch(header.lower())
-            if not match or match.group(1) != "limit" or not value.strip().isdigit():
-                continue
-            suffix, limit = match.group(2), int(value)
-            if suffix in named or minute == day:
-                continue
-            window = "minute" if limit == minute else "day" if limit == day else None
-            path = f"ratelimit.headers.per_window.{window}"
-            if window is None or result.settled(path):
-                continue
-            named[suffix] = window
-            result.set(path, header[len("x-ratelimit-limit-") :], cite(s, header, code=False))
-
-
-def _reset_decimals(seen: list[Seen], result: Calibration, cite: Any) -> None:
-    resets = [s for s in seen if "x-ratelimit-reset" in s.headers]
-    places = {decimals(s.headers["x-ratelimit-reset"]) for s in resets}
-    places.discard(0)
-    if places:
-        digits = max(places)
-        example = next(s for s in resets if decimals(s.headers["x-ratelimit-reset"]) == digits)
-        result.set(
-            "ratelimit.headers.reset_decimals",
-            digits,
-            cite(example, "X-RateLimit-Reset", code=False),
-        )
-        _migrate(result, "behaviour.ratelimit_reset", "ratelimit.headers.reset")
-
-
-def _retry_forms(seen: list[Seen], result: Calibration, cite: Any) -> None:
-    refused = [s for s in seen if s.condition == "rate_limited"]
-    banned = [s for s in seen if s.condition == "key_banned"]
-    forms: dict[str, str] = {}
-    for condition, answers in (("rate_limited", refused), ("key_banned", banned)):
-        if not answers:
-            continue
-        value = answers[0].headers.get("retry-after")
-        forms[condition] = "none" if value is None else retry_after_kind(value)
-    digits = 0
-    for s in [*refused, *banned]:
-        value = s.headers.get("retry-after")
-        if value is not None and retry_after_kind(value) == "decimal":
-            digits = max(digits, decimals(value))
-    refusal_form = forms.get("rate_limited")
-    if refusal_form in ("decimal", "none"):
-        _migrate(result, "behaviour.retry_after", "ratelimit.headers.retry_after")
-        result.set(
-            "ratelimit.headers.retry_after",
-            refusal_form,
-            cite(
-                refused[0], "Retry-After", note="no Retry-After" if refusal_form == "none" else ""
-            ),
-        )
-    banned_form = forms.get("key_banned")
-    if banned_form is not None and (
-        banned_form == "decimal" or refusal_form in ("decimal", "none")
-    ):
-        # A ban's form beside a decimal one: said in ratelimit.headers, as its own.
-        _migrate(result, "behaviour.retry_after_banned", "ratelimit.headers.retry_after_banned")
-        same = banned_form == (refusal_form or "seconds")
-        result.set(
-            "ratelimit.headers.retry_after_banned",
-            "same" if same else banned_form,
-            cite(banned[0], "Retry-After", note="no Retry-After" if banned_form == "none" else ""),
-        )
-    if digits:
-        example = next(
-            s for s in [*refused, *banned]
-            if retry_after_kind(s.headers.get("retry-after", "")) == "decimal"
-        )  # fmt: skip
-        result.set("ratelimit.headers.retry_after_decimals", digits, cite(example, "Retry-After"))
-
-
-def _draft(seen: list[Seen], result: Calibration, cite: Any) -> None:
-    drafted = [s for s in seen if "ratelimit-policy" in s.headers]
-    if not drafted:
-        return
-    figured = [
-        s for s in seen if "x-ratelimit-limit" in s.headers or "ratelimit-policy" in s.headers
-    ]
-    bare = [s for s in figured if "ratelimit-policy" not in s.headers]
-    if (
-        bare
-        and all(200 <= s.status < 300 for s in drafted)
-        and all(not 200 <= s.status < 300 for s in bare)
-    ):
-        _migrate(result, "behaviour.ratelimit_draft_headers", "ratelimit.headers.draft")
-        result.set(
-            "ratelimit.headers.draft",
-            "success",
-            cite(bare[0], code=False, note="no RateLimit-Policy on an answer other than 2xx"),
-        )
-    quotas = _quotas(result)
-    found: dict[str, tuple[str, Seen]] = {}
-    for s in drafted:
-        minute, day = _quota_of(s.bucket if s.keyed else "", quotas)
-        policy = sf_list(s.headers["ratelimit-policy"]) or []
-        for name, window in _policy_windows(policy, minute, day).items():
-            found.setdefault(window, (name, s))
-    for window, (name, s) in sorted(found.items()):
-        if name != window:
-            result.set(
-                f"ratelimit.headers.policies.{window}",
-                name,
-                cite(s, "RateLimit-Policy", code=False),
-            )
-
-
-def _migrate(result: Calibration, old: str, new: str) -> None:
-    """Move an older setting ``learn`` wrote to its ``ratelimit:`` place (said once)."""
-    setting = result.settings.pop(old, None)
-    if setting is None or result.settled(new):
-        return
-    value = setting.value
-    if old == "behaviour.ratelimit_draft_headers":
-        value = "all" if value else "none"
-    result.settings[new] = setting.__class__(value, setting.evidence)
 
 
 # -- writing ----------------------------------------------------------------------------------
