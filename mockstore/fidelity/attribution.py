@@ -21,6 +21,7 @@ from typing import Any
 
 from mockstore.clock import format_time
 from mockstore.errors import VALIDATION_CONDITIONS
+from mockstore.fidelity import rate_advice
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import (
@@ -282,6 +283,7 @@ class Exchange:
     # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
     # a real provider, whose service time is the wall's).
     header_offset: float = 0.0
+    recorded_limit: str | None = None  # the recorded answer's X-RateLimit-Limit
 
     @property
     def operation(self) -> str | None:
@@ -421,6 +423,10 @@ def _allowance(ex: Exchange, ctx: Context) -> Cause:
         return setting(BAN_DURATION)
     if rc is None and mc == "key_banned":
         return setting(BAN_DURATION)
+    # The allowance agrees (the recorded figure is the plan's): how its window counts.
+    advice = rate_advice.allowance(ex.recorded_limit, ex.plan)
+    if advice is not None:
+        return setting(_named(advice[0]), *advice[1])
     if ex.key is not None:
         return setting(KEY_PLAN)
     return setting(ANONYMOUS_PLAN)
@@ -465,8 +471,10 @@ def header_presence(
     """The setting behind a header one answer has and the other has not."""
     behaviour = ctx.behaviour
     mock_id = (behaviour.request_id.header or "").lower()
-    if name in ("ratelimit", "ratelimit-policy"):
-        return setting(RATELIMIT_DRAFT, was is not None)
+    if rate_header(name):
+        advice = rate_advice.presence(name, was, ex.recorded_status, ex.authenticated, ctx.scenario)
+        if advice is not None:
+            return setting(_named(advice[0]), *advice[1])
     if name == mock_id and was is None:
         others = sorted(ctx.request_ids - {name})
         return setting(REQUEST_ID["header"], ctx.names.get(others[0]) if others else None)
@@ -617,6 +625,11 @@ def announced(instant: float, offset: float) -> str:
 def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> Cause:
     """The setting behind a header both answers carry, with values that differ."""
     behaviour = ctx.behaviour
+    if rate_header(name) or name == "retry-after":
+        banned = ex.mock_condition == "key_banned"
+        advice = rate_advice.value(name, was, now, banned, ex.plan, ctx.scenario)
+        if advice is not None:
+            return setting(_named(advice[0]), *advice[1])
     if name == "x-ratelimit-reset":
         return setting(RATELIMIT_RESET, reset_kind(was))
     if name == "x-ratelimit-limit":

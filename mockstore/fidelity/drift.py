@@ -408,6 +408,7 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         run_length=seen.run_length,
         ban_after=seen.ban_after,
         header_offset=seen.header_offset,
+        recorded_limit=seen.headers.get("x-ratelimit-limit"),
     )
 
 
