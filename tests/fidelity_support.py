@@ -151,6 +151,25 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
         [R[0]] * 8,
         "ban.after_rejections",
     ),
+    # The limiter's (ratelimit:): its headers' forms, and how its windows count.
+    "ratelimit: {headers: {figures: [limit, remaining, reset, used, resource], resource: pets}}": (
+        [R[0]],
+        "ratelimit.headers.figures",
+    ),
+    "ratelimit: {headers: {per_window: {minute: Minute, day: Day}}}": (
+        [R[0]],
+        "ratelimit.headers.per_window.minute",
+    ),
+    "ratelimit: {headers: {reset_decimals: 3}}": ([R[0]], "ratelimit.headers.reset_decimals"),
+    "ratelimit: {headers: {retry_after: decimal, retry_after_decimals: 2}}": (
+        [R[0]] * 5,
+        "ratelimit.headers.retry_after",
+    ),
+    "ratelimit: {headers: {draft: success, policies: {minute: burst, day: daily}}}": (
+        [R[0], R[2]],
+        "behaviour.ratelimit_draft_headers",
+    ),
+    "ratelimit: {anonymous: none}": ([R[12]], "ratelimit.anonymous"),
 }
 KNOBS = list(SHOWN_BY)
 

@@ -284,6 +284,8 @@ class Exchange:
     # a real provider, whose service time is the wall's).
     header_offset: float = 0.0
     recorded_limit: str | None = None  # the recorded answer's X-RateLimit-Limit
+    # The recorded answer's headers (lower-case names): what a limiter's header belongs to.
+    recorded_headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def operation(self) -> str | None:
@@ -472,7 +474,10 @@ def header_presence(
     behaviour = ctx.behaviour
     mock_id = (behaviour.request_id.header or "").lower()
     if rate_header(name):
-        advice = rate_advice.presence(name, was, ex.recorded_status, ex.authenticated, ctx.scenario)
+        advice = rate_advice.presence(
+            name, was, ex.recorded_status, ex.authenticated, ex.plan, ex.recorded_headers,
+            ctx.scenario,
+        )  # fmt: skip
         if advice is not None:
             return setting(_named(advice[0]), *advice[1])
     if name == mock_id and was is None:
@@ -674,6 +679,15 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
     if name in MANAGED:
         return cannot("header-format")
     return _header_rule(name, ex, ctx)
+
+
+def draft_shape(was: str, now: str, ctx: Context) -> Cause:
+    """The setting behind a draft ``RateLimit`` header of another shape: its policies' names
+    (``ratelimit.headers.policies``), else the draft headers themselves."""
+    advice = rate_advice.draft_names(was, now, ctx.scenario)
+    if advice is not None:
+        return setting(_named(advice[0]), *advice[1])
+    return setting(RATELIMIT_DRAFT)
 
 
 def _limit(ex: Exchange, was: int | None, now: int | None, ctx: Context) -> Cause:

@@ -405,9 +405,7 @@ def _compare_structured(
         out.ignore("rate-limit-state", "header ratelimit r and t (compared by syntax)")
         shape = [(item, sorted(params)) for item, params in before]
         if shape != [(item, sorted(params)) for item, params in after]:
-            out.differ(
-                "header-format", where, was, now, attribution.setting(attribution.RATELIMIT_DRAFT)
-            )
+            out.differ("header-format", where, was, now, attribution.draft_shape(was, now, ctx))
     elif before != after:
         out.differ(
             "header-value", where, was, now, attribution.header_value(name, ex, was, now, ctx)

@@ -409,6 +409,7 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         ban_after=seen.ban_after,
         header_offset=seen.header_offset,
         recorded_limit=seen.headers.get("x-ratelimit-limit"),
+        recorded_headers=seen.headers,
     )
 
 

@@ -46,7 +46,13 @@ def _in_section(scenario: Scenario, old: str, new: str) -> bool:
 
 
 def presence(
-    name: str, was: str | None, status: int, keyed: bool, scenario: Scenario
+    name: str,
+    was: str | None,
+    status: int,
+    keyed: bool,
+    plan: Plan | None,
+    recorded: dict[str, str],
+    scenario: Scenario,
 ) -> Advice | None:
     """The setting behind a limiter's header one answer has and the other has not."""
     headers = scenario.ratelimit.headers
@@ -63,7 +69,7 @@ def presence(
         return "ratelimit.headers.figures", (sorted(figures, key=FIGURES.index),)
     match = _PER_WINDOW.fullmatch(name)
     if match is not None:
-        window = _window_of(scenario, match.group(2))
+        window = _window_of(scenario, match.group(2), plan, recorded)
         if window is None:
             return "ratelimit.headers.per_window", ()
         return f"ratelimit.headers.per_window.{window}", ((match.group(2) if was else None),)
@@ -82,10 +88,20 @@ def presence(
     return None
 
 
-def _window_of(scenario: Scenario, suffix: str) -> str | None:
+def _window_of(
+    scenario: Scenario, suffix: str, plan: Plan | None, recorded: dict[str, str]
+) -> str | None:
+    """The window a per-window header's name stands for: the scenario's, else the one whose
+    allowance the recorded ``X-RateLimit-Limit-<name>`` states."""
     for window, name in scenario.ratelimit.headers.per_window:
         if name.lower() == suffix:
             return window
+    limit = recorded.get(f"x-ratelimit-limit-{suffix}", "").strip()
+    if plan is not None and limit.isdigit() and plan.per_minute != plan.per_day:
+        if int(limit) == plan.per_minute:
+            return "minute"
+        if plan.has_day and int(limit) == plan.per_day:
+            return "day"
     taken = {window for window, _ in scenario.ratelimit.headers.per_window}
     free = [window for window in ("minute", "day") if window not in taken]
     return free[0] if len(free) == 1 else None
@@ -158,4 +174,17 @@ def allowance(recorded_limit: str | None, plan: Plan | None) -> Advice | None:
         return "ratelimit.minute.algorithm", ()
     if plan.has_day and limit == plan.per_day:
         return "ratelimit.day.algorithm", ()
+    return None
+
+
+def draft_names(was: str, now: str, scenario: Scenario) -> Advice | None:
+    """A draft ``RateLimit`` header whose policies are named otherwise (in the same order:
+    the minute's, then the day's): the first name that differs."""
+    before, after = sf_list(was) or [], sf_list(now) or []
+    if len(before) != len(after):
+        return None
+    mine = dict(scenario.ratelimit.headers.policies)
+    for window, (name, _), (other, _) in zip(("minute", "day"), before, after, strict=False):
+        if name != other and mine.get(window) != name:
+            return f"ratelimit.headers.policies.{window}", (name,)
     return None

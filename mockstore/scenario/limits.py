@@ -6,8 +6,9 @@ The limiter used to be described by ``behaviour`` knobs (``ratelimit_windows``,
 the refusal's status and code (``error_statuses.rate_limited``,
 ``error_codes.rate_limited``). They keep working: each is read into the one
 model, ``mockstore.limiter.model.Limits``, where its ``ratelimit:``
-counterpart would be; a file that states one thing in both places is
-refused, at the newer one. What the schema cannot check is checked here, with
+counterpart would be; where a file states one thing in both places, the
+``ratelimit:`` section's word is the one kept (so that a setting ``drift``
+proposes there takes effect in any file). What the schema cannot check is checked here, with
 the file's positions: a time zone this machine knows, a window on the clock's
 grid that divides the day, a sliding log's allowance, a 429 that carries
 ``Retry-After``.
@@ -80,23 +81,8 @@ def _value(reader: Reader, path: Path) -> Any:
     return reader.get(path)
 
 
-def check_aliases(reader: Reader) -> None:
-    """A file that says one thing twice, in an older setting and in ratelimit:, is refused."""
-    for old, news in ALIASES.items():
-        if not given(reader.data, old):
-            continue
-        for new in news:
-            if given(reader.data, new):
-                reader.problem(
-                    new,
-                    f"{'.'.join(map(str, old))} says this too: state it in one place "
-                    f"(here; remove {old[-1]})",
-                )
-
-
 def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None) -> Limits:
     """The scenario's ``Limits``, noting what the schema cannot check on ``reader``."""
-    check_aliases(reader)
     zone = reader.get(("ratelimit", "time_zone"))
     problem = zone_problem(zone)
     if problem is not None:
