@@ -142,6 +142,9 @@ class Limits:
             and minute.align == day.align
             and (self.time_zone == "UTC" or minute.align == "first_request")
             and self.counts == "served"
+            # Callers not counted at all: the general limiter's script numbers their
+            # requests in Redis without counting them (the classic one counts everyone).
+            and self.anonymous == "per_address"
         ):
             return minute.align
         return None
@@ -150,11 +153,7 @@ class Limits:
     def classic(self) -> bool:
         """Whether the optimised limiter and header writer serve the scenario unchanged
         (callers without a key counted, as they always were)."""
-        return (
-            self.classic_windows is not None
-            and self.anonymous == "per_address"
-            and self.headers.classic
-        )
+        return self.classic_windows is not None and self.headers.classic
 
 
 DEFAULT_LIMITS = Limits()
