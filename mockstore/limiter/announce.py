@@ -35,7 +35,8 @@ _LATEST_STATED = 253402300799
 def rounded_up(value: float, decimals: int) -> bytes:
     """``value`` rounded up to ``decimals`` digits after the point, as a header writes it."""
     scale = 10**decimals
-    steps = math.ceil(round(value * scale, _MICROSECONDS))
+    # To the microsecond first (its noise is no wait), then up at the precision.
+    steps = math.ceil(round(round(value, _MICROSECONDS) * scale, _MICROSECONDS))
     if not decimals:
         return b"%d" % steps
     whole, part = divmod(steps, scale)
