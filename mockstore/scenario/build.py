@@ -203,7 +203,8 @@ class _Builder:
             if self.clean(path):
                 routes.append(self._route(index, raw))
         # The limiter: the ratelimit: section, the older settings read into it.
-        limits = build_limits(self, plans, self.get(("ban", "status")))
+        banning = self.get(("ban", "status")) if self.get(("ban", "enabled")) else None
+        limits = build_limits(self, plans, banning)
         return Scenario(
             name=self.get(("name",), FilePath(self.file.split(" ")[0]).stem or "scenario"),
             description=self.get(("description",), "").strip(),
