@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path as FilePath
 from typing import Any
 
@@ -21,8 +20,7 @@ from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
-from mockstore.scenario.limits import build_limits
-from mockstore.scenario.limits import refusal as limits_refusal
+from mockstore.scenario.limits import build_limits, limiter_headers, with_refusal
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -98,8 +96,6 @@ _WRITTEN = {
     "x-ratelimit-limit": "plans",
     "x-ratelimit-remaining": "plans",
     "x-ratelimit-reset": "behaviour.ratelimit_reset",
-    "x-ratelimit-used": "ratelimit.headers.figures",
-    "x-ratelimit-resource": "ratelimit.headers.figures",
     "retry-after": "behaviour.retry_after",
     "ratelimit": "behaviour.ratelimit_draft_headers",
     "ratelimit-policy": "behaviour.ratelimit_draft_headers",
@@ -220,7 +216,7 @@ class _Builder:
             ban=ban,
             pets=tuple(self._pets()),
             generate_pets=self.get(("generate", "pets")),
-            behaviour=self._with_refusal(self._behaviour()),
+            behaviour=with_refusal(self, self._behaviour()),
             faults=tuple(faults),
             routes=tuple(routes),
             journal_size=self.get(("journal", "size")),
@@ -233,32 +229,13 @@ class _Builder:
             ratelimit=limits,
         )
 
-    def _with_refusal(self, behaviour: Behaviour) -> Behaviour:
-        """``behaviour`` with ``ratelimit.refusal``'s status and code as its rate_limited's."""
-        status, code = limits_refusal(self)
-        if status is not None and status != 429:
-            statuses = {**dict(behaviour.error_statuses), "rate_limited": status}
-            behaviour = replace(
-                behaviour, error_statuses=behaviour_value("error_statuses", statuses)
-            )
-        if code is not None:
-            codes = {**dict(behaviour.error_codes), "rate_limited": code}
-            behaviour = replace(behaviour, error_codes=behaviour_value("error_codes", codes))
-        return behaviour
-
     def _check_profile(self) -> None:
         """What the schema cannot say of a provider's profile (``behaviour``)."""
         request_id = self.get(("behaviour", "request_id", "header"))
         written = dict(_WRITTEN)
         if isinstance(request_id, str):
             written[request_id.lower()] = "behaviour.request_id"
-        for window in ("minute", "day"):
-            suffix = self.get(("ratelimit", "headers", "per_window", window), None)
-            if isinstance(suffix, str):
-                for figure in ("limit", "remaining"):
-                    written[f"x-ratelimit-{figure}-{suffix.lower()}"] = (
-                        "ratelimit.headers.per_window"
-                    )
+        written.update(limiter_headers(self))
         for index, rule in self._behaviour_items("headers"):
             name = rule.get("name")
             if isinstance(name, str) and name.lower() in written:

@@ -16,6 +16,7 @@ grid that divides the day, a sliding log's allowance, a 429 that carries
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Protocol
 
 from mockstore.limiter.grid import zone_problem
@@ -28,6 +29,7 @@ from mockstore.limiter.model import (
     Window,
 )
 from mockstore.ratelimit import NO_DAY, Plan
+from mockstore.scenario.model import Behaviour, behaviour_value
 
 Path = tuple[str | int, ...]
 
@@ -136,11 +138,33 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
     )
 
 
-def refusal(reader: Reader) -> tuple[int | None, str | None]:
-    """The refusal's status and code as ``ratelimit.refusal`` states them (None: not stated)."""
+def with_refusal(reader: Reader, behaviour: Behaviour) -> Behaviour:
+    """``behaviour`` with ``ratelimit.refusal``'s status and code as its rate_limited's: the
+    Error model's one place for them (``behaviour.error_statuses``, ``error_codes``)."""
     status = reader.get(("ratelimit", "refusal", "status"), None)
     code = reader.get(("ratelimit", "refusal", "code"), None)
-    return status, code
+    if status is not None and status != 429:
+        statuses = {**dict(behaviour.error_statuses), "rate_limited": status}
+        behaviour = replace(behaviour, error_statuses=behaviour_value("error_statuses", statuses))
+    if code is not None:
+        codes = {**dict(behaviour.error_codes), "rate_limited": code}
+        behaviour = replace(behaviour, error_codes=behaviour_value("error_codes", codes))
+    return behaviour
+
+
+def limiter_headers(reader: Reader) -> dict[str, str]:
+    """The headers the limiter writes that a constant header may not name, each with the
+    setting that decides it (beyond the three X-RateLimit-* every answer carries)."""
+    written = {
+        "x-ratelimit-used": "ratelimit.headers.figures",
+        "x-ratelimit-resource": "ratelimit.headers.figures",
+    }
+    for window in ("minute", "day"):
+        suffix = reader.get(("ratelimit", "headers", "per_window", window), None)
+        if isinstance(suffix, str):
+            for figure in ("limit", "remaining"):
+                written[f"x-ratelimit-{figure}-{suffix.lower()}"] = "ratelimit.headers.per_window"
+    return written
 
 
 def _dividing(seconds: int) -> str:

@@ -52,8 +52,9 @@ from typing import Any
 
 from mockstore.faults import SharedRules
 from mockstore.keys import ApiKey, KeyRing, key_bucket
-from mockstore.limiter.limiter import Limiter, reply_figures, restored, script_arguments, stored
+from mockstore.limiter.limiter import Limiter
 from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
+from mockstore.shared import general
 from mockstore.shared.batching import ScriptBatcher
 from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
 from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REQUEST
@@ -274,11 +275,9 @@ class SharedState:
         limiter = state.limiter
         script = "request"
         if isinstance(limiter, Limiter):
-            # The general limiter's script: its windows' rules, and their logs' keys.
             script = "general"
-            counted, logs = script_arguments(limiter, plan, now)
-            keys += [epoch + "l:" + bucket + suffix for suffix in logs]
-            args: list[Any] = [self.generation, repr(now), repr(wall), *counted]
+            keys, args = general.request(limiter, keys, epoch, bucket, plan, now)
+            args = [self.generation, repr(now), repr(wall), *args]
             args += [ban.after_rejections, within, repr(float(ban.duration_seconds))]
         else:
             assert plan is not None
@@ -584,7 +583,10 @@ class SharedState:
         epoch = self.prefix + self.epoch + ":"
         limiter = self.runtime.state.limiter
         if isinstance(limiter, Limiter):
-            return await self._general_usage(limiter, epoch, bucket_id, plan, now)
+            try:
+                return await general.usage(self.client(), limiter, epoch, bucket_id, plan, now)
+            except Exception as exc:
+                raise StateUnavailable(self._unreachable(exc)) from exc
         client = self.client()
         try:
             async with client.pipeline(transaction=True) as pipe:
@@ -604,26 +606,6 @@ class SharedState:
         bucket.minute_end = bucket.minute_start + MINUTE
         bucket.day_end = bucket.day_start + DAY
         bucket.banned_until = float(bu) if bu is not None else None
-        bucket.rejections.extend([now] * rejections)  # only their number is shown
-        return limiter.standing(bucket, plan, now)
-
-    async def _general_usage(
-        self, limiter: Limiter, epoch: str, bucket_id: str, plan: Plan, now: float
-    ) -> Usage:
-        client = self.client()
-        try:
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.hgetall(epoch + "b:" + bucket_id)
-                pipe.lrange(epoch + "l:" + bucket_id + ":m", 0, -1)
-                pipe.lrange(epoch + "l:" + bucket_id + ":d", 0, -1)
-                pipe.llen(epoch + "r:" + bucket_id)
-                fields, minute_log, day_log, rejections = await pipe.execute()
-        except Exception as exc:
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        if not fields:
-            return limiter.standing(None, plan, now)
-        named = {name.decode("latin-1"): value for name, value in fields.items()}
-        bucket = restored(limiter, named, [minute_log, day_log])
         bucket.rejections.extend([now] * rejections)  # only their number is shown
         return limiter.standing(bucket, plan, now)
 
@@ -657,8 +639,7 @@ def decision_of(
 ) -> Decision:
     """The limiter's ``Decision`` from the request script's reply, figures as in memory."""
     if isinstance(limiter, Limiter):
-        verdict, retry_at, blocking, figures = reply_figures(reply)
-        return limiter.decision(verdict, plan, now, retry_at, blocking, figures)
+        return general.decision(limiter, reply, plan, now)
     bucket = Bucket()
     bucket.minute_used = int(reply[2])
     bucket.day_used = int(reply[3])
@@ -690,8 +671,7 @@ def _preload(
     """
     limiter = state.limiter
     if isinstance(limiter, Limiter):
-        fields, logs = stored(limiter, limiter.new_bucket(now, minute_used, day_used, plan))
-        return [bucket, "g", fields, *logs]
+        return general.preload(limiter, bucket, now, minute_used, day_used, plan)
     if state.scenario.ratelimit.classic_windows == "first_request":
         minute_start = day_start = repr(now)
     else:
