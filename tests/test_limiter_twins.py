@@ -8,11 +8,15 @@ ban), a plan and a sequence of requests from a few callers at instants that
 only move forward (some at once, some a hair apart, some a window apart), and
 sends each request to both: to ``Limiter.check`` and to the request script
 on a real ``redis-server`` started on a free loopback port. Every field of
-every decision must be the same, to the last bit of every instant.
+every decision must be the same, to the last bit of every instant. Some
+callers start with allowance spent (a scenario's ``used:``), written to Redis
+by the control script as a shared state writes them; and at the end what
+Redis holds, read back, stands as memory stands.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,10 +24,11 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from mockstore.limiter.limiter import Limiter, reply_figures, script_arguments
+from mockstore.limiter.limiter import Limiter, restored
 from mockstore.limiter.model import ALGORITHMS, Limits, Window
 from mockstore.ratelimit import BanPolicy, Plan
-from mockstore.shared.scripts import GENERAL_REQUEST
+from mockstore.shared import general
+from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST
 from tests.redis_server import RedisServer, redis_available
 
 redis = pytest.importorskip("redis")
@@ -48,7 +53,7 @@ def server() -> Iterator[Any]:
     running = RedisServer().start()
     client = redis.Redis.from_url(running.url)
     try:
-        yield client, client.register_script(GENERAL_REQUEST)
+        yield client, client.register_script(GENERAL_REQUEST), client.register_script(CONTROL)
     finally:
         client.close()
         running.stop()
@@ -90,20 +95,43 @@ _steps = st.one_of(
 requests = st.lists(st.tuples(st.integers(0, 2), _steps, st.booleans()), min_size=1, max_size=40)
 
 
+# The control script's prefix for the epoch a fresh state starts in (no epoch yet: 0).
+PREFIX = "t:0:"
+
+
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(drawn=limiters(), sent=requests, offset=st.floats(0, 3600, allow_nan=False))
+@given(
+    drawn=limiters(),
+    sent=requests,
+    offset=st.floats(0, 3600, allow_nan=False),
+    used=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 20)), max_size=3),
+)
 def test_python_and_lua_decide_every_request_alike(
-    server: Any, drawn: tuple[Limits, BanPolicy, Plan], sent: list[Any], offset: float
+    server: Any,
+    drawn: tuple[Limits, BanPolicy, Plan],
+    sent: list[Any],
+    offset: float,
+    used: list[tuple[int, int]],
 ) -> None:
-    client, script = server
+    client, script, control = server
     client.flushdb()
     client.set("g", "1")
     limits, ban, plan = drawn
     wall_clock = [START + offset]
     limiter = Limiter(limits, ban, wall=lambda: wall_clock[0])
     now = START + offset
+    # Callers that start with allowance spent: in memory, and through the control script
+    # as a shared state writes them (the Python limiter's bucket, stored).
+    preloads = []
+    for who, (minute, day) in enumerate(used):
+        limiter.preload(f"b{who}", now, min(minute, plan.per_minute), day, plan)
+        preloads.append(
+            general.preload(limiter, f"b{who}", now, min(minute, plan.per_minute), day, plan)
+        )
+    change = json.dumps({"prefix_base": "t:", "preload": preloads, "bump": False})
+    assert control(keys=["g", "config"], args=["1", "{}", change])[0] == b"ok"
     for index, (who, step, wall_moves) in enumerate(sent):
         now += step
         if wall_moves:  # a running clock; else a manual one, the wall moving on alone
@@ -112,13 +140,29 @@ def test_python_and_lua_decide_every_request_alike(
             wall_clock[0] += 1.0
         bucket = f"b{who}"
         expected = limiter.check(bucket, plan, now)
-        args, logs = script_arguments(limiter, plan, now)
+        keys, args = general.request(
+            limiter, [PREFIX + "b:" + bucket, PREFIX + "r:" + bucket], PREFIX, bucket, plan, now
+        )
+        keys = ["g", keys[0], keys[1], "n", *keys[2:]]
         within = "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds))
-        keys = ["g", bucket, bucket + ":r", "n", bucket + logs[0], bucket + logs[1]]
         argv = ["1", repr(now), repr(wall_clock[0]), *args]
         argv += [ban.after_rejections, within, repr(float(ban.duration_seconds)), 0, "", 0, ""]
         reply = script(keys=keys, args=argv)
-        verdict, retry_at, blocking, figures = reply_figures(reply)
-        got = limiter.decision(verdict, plan, now, retry_at, blocking, figures)
+        got = general.decision(limiter, reply, plan, now)
         note(f"#{index} {bucket} at {now!r}: python {expected} lua {got}")
         assert got == expected
+    # What Redis holds reads back as the bucket memory holds: the same standing.
+    for who in range(3):
+        bucket = f"b{who}"
+        fields = {
+            name.decode(): value for name, value in client.hgetall(PREFIX + "b:" + bucket).items()
+        }
+        logs = [client.lrange(PREFIX + "l:" + bucket + suffix, 0, -1) for suffix in (":m", ":d")]
+        read_back = restored(limiter, fields, logs) if fields else None
+        in_memory = limiter.usage(bucket, plan, now)
+        stood = limiter.standing(read_back, plan, now)
+        assert (stood.minute_remaining, stood.day_remaining, stood.banned_until) == (
+            in_memory.minute_remaining,
+            in_memory.day_remaining,
+            in_memory.banned_until,
+        )
