@@ -94,6 +94,7 @@ class ScenarioWatcher:
         from watchfiles import awatch
 
         log.info("watching %s for changes", self.display)
+        await self._catch_up()
         while True:
             folders = self.watched()
             # Not recursive: the file's siblings' subtrees are not ours.
@@ -132,6 +133,19 @@ class ScenarioWatcher:
                     )
                     return
                 log.info("%s now leads elsewhere; watching there (%s)", self.display, exc)
+
+    async def _catch_up(self) -> None:
+        """The file as it is at the watch's start: an edit made while nothing watched it
+        (a worker started again in place of the watching one that died) is put in service."""
+        try:
+            text = await asyncio.to_thread(read_limited, self.path)
+        except (OSError, UnicodeDecodeError, ScenarioTooLarge):
+            return  # said by the reload that the next change makes
+        if text != self._text:
+            try:
+                await self.reload()
+            except Exception:
+                log.exception("reloading %s failed; the running scenario stays", self.display)
 
     async def _try_again(self) -> bool:
         """True when an edit waits for the shared state, and it answers again."""
