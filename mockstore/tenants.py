@@ -238,8 +238,8 @@ class TenantRegistry:
             raise self._full(refused[1:])
         async with self._lock():
             await self._drop_now(tenant_id)  # a stale one, deleted elsewhere
+            await app.start()  # registered in the journal's streams before it serves
             tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
-            app.start_background()
         return tenant
 
     async def _join(self, tenant_id: str, incarnation: int) -> Tenant | None:
@@ -249,8 +249,7 @@ class TenantRegistry:
         assert self.shared is not None
         app = self._build(tenant_id)
         state = TenantState(self.shared.url, app.runtime, tenant_id, incarnation)
-        # The tenant's traffic before this process joined is its traffic too.
-        app.share(state, from_start=True)
+        app.share(state)
         try:
             await state.join()
         except TenantGone:
@@ -264,8 +263,8 @@ class TenantRegistry:
         except BaseException:
             await _stop(app)
             raise
+        await app.start()  # registered in the journal's streams before it serves
         tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
-        app.start_background()
         return tenant
 
     async def _drop(self, tenant_id: str) -> None:

@@ -47,14 +47,19 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from mockstore.faults import SharedRules
 from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
+from mockstore.runs import Run
+from mockstore.scenario import ScenarioError
 from mockstore.shared.batching import ScriptBatcher
 from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
+from mockstore.shared.config import BadConfig, Config, generation_of, parse, run_json, whole
+from mockstore.shared.deadline import bounded
 from mockstore.shared.scripts import CONTROL, REQUEST
 from mockstore.state import NO_BAN, Prepared, Runtime, release
 from mockstore.store import PetStore
@@ -65,6 +70,10 @@ PREFIX = "mockstore:"
 # The root mock's (``SharedState.generation_key`` and ``config_key`` are each state's own).
 GENERATION = PREFIX + "gen"
 CONFIG = PREFIX + "config"
+# Run numbers, one counter for the server and its tenants (``mockstore.runs``).
+RUNS = PREFIX + "runs"
+# After a mock's prefix: the last journal sequence number handed out (``streams``).
+JOURNAL_SEQ = "journal:seq"
 # The largest int64 and the text the id sequence holds once it is spent.
 MAX_ID = str(PetStore.MAX_ID)
 PAST_MAX_ID = str(PetStore.MAX_ID + 1)
@@ -116,6 +125,12 @@ class SharedState:
         self._sweeps: set[asyncio.Task[None]] = set()
         # The process's ``JournalSharing`` (``mockstore.shared.journal``), once its app runs one.
         self.journal: Any = None
+        # The journal sequence number the mock's journal starts after (its start's).
+        self.journal_from = 0
+        # A run begun before the mock was joined is this process's alone: forgotten then.
+        self._runs_shared = False
+        # Why this state's first run begins (a tenant's: its creation).
+        self.first_run = "start"
 
     # -- connection ----------------------------------------------------------
 
@@ -165,7 +180,7 @@ class SharedState:
         try:
             if script_of == "request":
                 return await self._request.call(keys, args)
-            return await self._control(keys=keys, args=args)
+            return await bounded(self._control(keys=keys, args=args))
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             await self._connections_lost()
             raise StateUnavailable(self._unreachable(exc)) from exc
@@ -185,7 +200,7 @@ class SharedState:
     async def ping(self) -> bool:
         """True when Redis answers (for ``/health``)."""
         try:
-            await self.client().ping()
+            await bounded(self.client().ping())
         except Exception:
             await self._connections_lost()
             return False
@@ -202,29 +217,101 @@ class SharedState:
         when Redis cannot be reached.
         """
         try:
-            await self.client().ping()
+            await bounded(self.client().ping())
         except Exception as exc:
             raise StateUnavailable(f"cannot reach the shared state at {self.url}: {exc}") from None
         fields, generation = await self._read()
         scenario = self.runtime.scenario
         ours = _digest(scenario.source, scenario.file)
-        if generation is not None and fields.get("digest") == ours:
-            await self._apply(fields, generation)
-            return
+        config = self._checked(fields, generation) if generation is not None else None
+        if config is not None and generation is not None and config.digest == ours:
+            try:
+                await self._apply(config, generation)
+            except BadConfig as exc:
+                self._say_bad(exc)
+            else:
+                self.journal_from = config.journal
+                return
         if not await self._start_over(expected=generation or "", new_run=False):
             await self.refresh()  # another process started it first: join theirs
 
     async def _start_over(self, expected: str, new_run: bool) -> bool:
         """Put this process's scenario in service in Redis, from its start (a new epoch)."""
         runtime = self.runtime
+        number = await self._next_run()
         if new_run:
-            runtime.reset()
+            runtime.reset(number)
+        else:
+            runtime.begin_run(self.first_run, number)
+        run = runtime.journal.runs[-1]
+        journal_from = whole(await self._get(self.prefix + JOURNAL_SEQ)) or 0
         fields, change = self._start(runtime.state)
+        fields["run"] = run_json(run)
+        fields["journal"] = str(journal_from)
         reply = await self._control_call(expected, fields, change)
         if reply is None:  # someone else got there first
             return False
+        self.journal_from = journal_from
+        self._adopt_run(run)
         self._adopt(fields, reply)
         return True
+
+    async def _get(self, key: str) -> Any:
+        try:
+            return await bounded(self.client().get(key))
+        except StateUnavailable:
+            raise
+        except Exception as exc:
+            await self._connections_lost()
+            raise StateUnavailable(self._unreachable(exc)) from exc
+
+    async def _next_run(self) -> int:
+        """The next run number of the server and its tenants, from Redis."""
+        client = self.client()
+        for _ in range(2):
+            try:
+                number = await bounded(client.incr(RUNS))
+            except StateUnavailable:
+                raise
+            except Exception as exc:
+                import redis.exceptions
+
+                if not isinstance(exc, redis.exceptions.ResponseError):
+                    await self._connections_lost()
+                    raise StateUnavailable(self._unreachable(exc)) from exc
+                number = None  # not a number: replaced below
+            if isinstance(number, int) and 1 <= number <= 2**53:
+                return number
+            log.warning("the run counter at %s was not valid: started again", self.url)
+            await bounded(client.delete(RUNS))
+        raise StateUnavailable("the run counter could not be read")
+
+    def _adopt_run(self, run: Run) -> None:
+        """Make the mock's run this process's (a run of its own from before is forgotten)."""
+        if not self._runs_shared:
+            self._runs_shared = True
+            self.runtime.journal.runs.clear()
+        self.runtime.adopt_run(run)
+
+    def _checked(self, fields: dict[Any, Any] | None, generation: str) -> Config | None:
+        """The configuration, checked; None (said in the log) when it is not valid."""
+        try:
+            if generation_of(generation) is None:
+                raise BadConfig(f"the generation {generation[:40]!r} is not a whole number")
+            if fields is None:
+                raise BadConfig("it is not a hash")
+            return parse(fields)
+        except BadConfig as exc:
+            self._say_bad(exc)
+            return None
+
+    def _say_bad(self, exc: Exception) -> None:
+        log.warning(
+            "the shared configuration at %s is not one mockstore wrote (%s); the scenario "
+            "starts again from this process's",
+            self.url,
+            exc,
+        )
 
     # -- requests ------------------------------------------------------------
 
@@ -280,18 +367,28 @@ class SharedState:
 
     # -- the configuration -----------------------------------------------------
 
-    async def _read(self) -> tuple[dict[str, str], str | None]:
+    async def _read(self) -> tuple[dict[Any, Any] | None, str | None]:
+        """The configuration's hash as read (None: not a hash) and its generation as text
+        (None: there is none; "" or another text that is not a number: not a valid one)."""
+        import redis.exceptions
+
         client = self.client()
         try:
             async with client.pipeline(transaction=True) as pipe:
                 pipe.get(self.generation_key)
                 pipe.hgetall(self.config_key)
-                generation, fields = await pipe.execute()
+                generation, fields = await bounded(pipe.execute(raise_on_error=False))
+        except StateUnavailable:
+            raise
         except Exception as exc:
             await self._connections_lost()
             raise StateUnavailable(self._unreachable(exc)) from exc
-        decoded = {k.decode(): v.decode() for k, v in fields.items()}
-        return decoded, generation.decode() if generation is not None else None
+        if isinstance(generation, redis.exceptions.ResponseError):
+            generation = b""  # not a string: the control script replaces it
+        if isinstance(fields, redis.exceptions.ResponseError) or not isinstance(fields, dict):
+            fields = None
+        text = generation.decode("utf-8", "replace") if generation is not None else None
+        return fields, text
 
     async def refresh(self, seen: str | None = None) -> None:
         """Reload the configuration if it changed; start it again if Redis lost it.
@@ -315,43 +412,61 @@ class SharedState:
                     if await self._start_over(expected="", new_run=True):
                         return
                     continue
-                if generation != self.generation:
-                    await self._apply(fields, generation)
-                return
+                if generation == self.generation:
+                    return
+                config = self._checked(fields, generation)
+                if config is not None:
+                    try:
+                        await self._apply(config, generation)
+                        return
+                    except BadConfig as exc:
+                        self._say_bad(exc)
+                # Not one a process wrote: started again here (a compare-and-set on
+                # that very generation), as when Redis comes back empty.
+                if await self._start_over(expected=generation, new_run=True):
+                    return
             raise StateUnavailable("the shared state kept changing while this process read it")
 
-    async def _apply(self, fields: dict[str, str], generation: str) -> None:
-        """Make this process's state the configuration's (another process changed it)."""
+    async def _apply(self, config: Config, generation: str) -> None:
+        """Make this process's state the configuration's (another process changed it).
+
+        ``BadConfig`` when its scenario does not load here (nothing changed then)."""
         runtime = self.runtime
-        if fields["digest"] != self.digest:
+        number = config.run.number if config.run is not None else None
+        if config.digest != self.digest:
             from mockstore.scenario import load_scenario
 
-            scenario = await asyncio.to_thread(load_scenario, fields["source"], fields["file"])
+            try:
+                scenario = await asyncio.to_thread(load_scenario, config.source, config.file)
+            except ScenarioError as exc:
+                raise BadConfig(f"its scenario does not load: {exc}") from None
             prepared = await asyncio.to_thread(runtime.prepare, scenario)
-            replaced = runtime.install(prepared)
+            replaced = runtime.install(prepared, number)
             await asyncio.to_thread(release, [replaced])
-        elif fields["epoch"] != self.epoch and self.epoch:
-            runtime.reset()
-        clock = json.loads(fields["clock"])
-        moved_back = clock["back"] > self.clock_moves_back and self.epoch == fields["epoch"]
+        elif config.epoch != self.epoch and self.epoch:
+            runtime.reset(number)
+        clock = config.clock
+        moved_back = clock.back > self.clock_moves_back and self.epoch == config.epoch
         state = runtime.state
-        target = clock["at"]
+        target = clock.at
         wall_now = state.clock.wall()
-        if clock.get("real") and state.clock.mode != "manual":
+        if clock.real and state.clock.mode != "manual":
             # Real time: the wall clock itself, in every process (an offset carried
             # over from another process's readings would be off by their gap).
             target = wall_now
         elif state.clock.mode != "manual":
-            target += wall_now - clock["wall"]
+            target += wall_now - clock.wall
         if moved_back:
-            runtime.move_clock(min(target, state.clock.now()))
+            runtime.move_clock(min(target, state.clock.now()), number)
         state.clock.set(target, wall_now=wall_now)
-        state.keys = KeyRing([ApiKey(*key) for key in json.loads(fields["keys"])])
-        state.plans = {**state.scenario.plans, **_plans(json.loads(fields["plans"]))}
+        state.keys = KeyRing([ApiKey(*key) for key in config.keys])
+        state.plans = {**state.scenario.plans, **_plans(config.plans)}
+        if config.run is not None:
+            self._adopt_run(config.run)
         self.generation = generation
-        self.epoch = fields["epoch"]
-        self.digest = fields["digest"]
-        self.clock_moves_back = clock["back"]
+        self.epoch = config.epoch
+        self.digest = config.digest
+        self.clock_moves_back = clock.back
 
     def _adopt(self, fields: dict[str, str], reply: list[Any]) -> None:
         """This process made the change: its state already is the configuration."""
@@ -433,19 +548,24 @@ class SharedState:
 
     async def reset(self) -> None:
         runtime = self.runtime
+        number = await self._next_run()
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             # Reset here first: the fresh clock and keys are what every process takes.
-            runtime.reset()
-            return self._start(runtime.state)
+            runtime.reset(number)
+            fields, change = self._start(runtime.state)
+            fields["run"] = run_json(runtime.journal.runs[-1])
+            return fields, change
 
         fields, reply = await self._change(build)
         self._adopt(fields, reply)
 
     async def install(self, prepared: Prepared) -> Prepared:
         """Put a prepared scenario in service everywhere; returns the state it replaced."""
-        fields, reply = await self._change(lambda: self._start(prepared.state))
-        replaced = self.runtime.install(prepared)
+        number = await self._next_run()
+        fields, reply = await self._change(lambda: self._started(prepared.state, number))
+        replaced = self.runtime.install(prepared, number)
+        self._adopt_run(_run_in(fields))
         self._adopt(fields, reply)
         return replaced
 
@@ -455,19 +575,37 @@ class SharedState:
         change is made on, so of replicas that each see one edit (``--watch`` on a
         ConfigMap) the first puts it in service, once, and the others join it."""
         digest = _digest(prepared.scenario.source, prepared.scenario.file)
+        number = await self._next_run()
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             if self.digest == digest:  # read again just before (``_change``)
                 raise _InService
-            return self._start(prepared.state)
+            return self._started(prepared.state, number)
 
         try:
             fields, reply = await self._change(build)
         except _InService:
             return None
-        replaced = self.runtime.install(prepared)
+        replaced = self.runtime.install(prepared, number)
+        self._adopt_run(_run_in(fields))
         self._adopt(fields, reply)
         return replaced
+
+    def _started(self, state: Any, number: int) -> tuple[dict[str, str], dict[str, Any]]:
+        """``_start``, with the run a new scenario begins (numbered ``number``)."""
+        fields, change = self._start(state)
+        scenario = state.scenario
+        run = Run(
+            number,
+            "scenario",
+            self.runtime.journal.last_seq + 1,
+            state.clock.now(),
+            state.clock.wall(),
+            scenario.name,
+            scenario.clock_headers,
+        )
+        fields["run"] = run_json(run)
+        return fields, change
 
     def _start(self, state: Any) -> tuple[dict[str, str], dict[str, Any]]:
         """A new epoch that starts ``state`` (a reset's, or a new scenario's)."""
@@ -480,17 +618,35 @@ class SharedState:
 
     async def move_clock(self, when: float) -> None:
         runtime = self.runtime
+        # Moving back begins a run: numbered before, as the change is built.
+        number = await self._next_run() if when < runtime.state.clock.now() else None
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
-            now = runtime.state.clock.now()
+            state = runtime.state
+            now = state.clock.now()
             change: dict[str, Any] = {}
+            fields = {}
             if when < now:
                 change["rebase"] = {"now": repr(now), "to": repr(when)}
+                run = Run(
+                    number or 0,
+                    "clock",
+                    runtime.journal.last_seq + 1,
+                    when,
+                    state.clock.wall(),
+                    state.scenario.name,
+                    state.scenario.clock_headers,
+                )
+                fields["run"] = run_json(run)
             back = self.clock_moves_back + (1 if when < now else 0)
-            return {"clock": self._clock_json(when, back)}, change
+            fields["clock"] = self._clock_json(when, back)
+            return fields, change
 
         fields, reply = await self._change(build)
-        runtime.move_clock(when)
+        if "run" in fields and runtime.move_clock(when, number):
+            self._adopt_run(_run_in(fields))
+        else:
+            runtime.move_clock(when)
         self._adopt(fields, reply)
 
     async def issue_key(self, key: ApiKey, plan: Plan, used: dict[str, int]) -> None:
@@ -542,10 +698,20 @@ class SharedState:
         keys = Operation("list", group, None, []).keys(self.prefix + self.epoch + ":")
         client = self.client()
         try:
-            ids = await client.lrange(keys[3], 0, -1)
-            return await client.hmget(keys[2], ids) if ids else []
+            ids = await bounded(client.lrange(keys[3], 0, -1))
+            found = await bounded(client.hmget(keys[2], ids)) if ids else []
+        except StateUnavailable:
+            raise
         except Exception as exc:
             raise StateUnavailable(self._unreachable(exc)) from exc
+        pets = [pet for pet in found if pet is not None and pet_json(pet) is not None]
+        if len(pets) != len(found):
+            log.warning(
+                "the shared state at %s holds %d created pet(s) that are not pets: skipped",
+                self.url,
+                len(found) - len(pets),
+            )
+        return pets
 
     async def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
         """A bucket's standing (the control API's keys), read without counting anything."""
@@ -555,21 +721,29 @@ class SharedState:
             async with client.pipeline(transaction=True) as pipe:
                 pipe.hmget(epoch + "b:" + bucket_id, "ms", "mu", "ds", "du", "bu")
                 pipe.llen(epoch + "r:" + bucket_id)
-                (ms, mu, ds, du, bu), rejections = await pipe.execute()
+                (ms, mu, ds, du, bu), rejections = await bounded(pipe.execute())
+        except StateUnavailable:
+            raise
         except Exception as exc:
             raise StateUnavailable(self._unreachable(exc)) from exc
         limiter = self.runtime.state.limiter
         if ms is None:
             return limiter.standing(None, plan, now)
+        figures = [_figure(value) for value in (ms, mu, ds, du)]
+        banned = _figure(bu) if bu is not None else 0.0
+        if None in figures or banned is None or not isinstance(rejections, int):
+            log.warning("the shared state at %s holds a bucket that is not one", self.url)
+            raise StateUnavailable(f"the bucket of {bucket_id!r} in the shared state is not valid")
+        minute_start, minute_used, day_start, day_used = figures
         bucket = Bucket()
         start = float if limiter._fractional else int
-        bucket.minute_start = start(float(ms))  # type: ignore[assignment]
-        bucket.minute_used = int(float(mu))
-        bucket.day_start = start(float(ds))  # type: ignore[assignment]
-        bucket.day_used = int(float(du))
+        bucket.minute_start = start(minute_start)  # type: ignore[assignment]
+        bucket.minute_used = int(minute_used)  # type: ignore[arg-type]
+        bucket.day_start = start(day_start)  # type: ignore[assignment]
+        bucket.day_used = int(day_used)  # type: ignore[arg-type]
         bucket.minute_end = bucket.minute_start + MINUTE
         bucket.day_end = bucket.day_start + DAY
-        bucket.banned_until = float(bu) if bu is not None else None
+        bucket.banned_until = banned if bu is not None else None
         bucket.rejections.extend([now] * rejections)  # only their number is shown
         return limiter.standing(bucket, plan, now)
 
@@ -621,6 +795,37 @@ def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) 
     return limiter._decision(verdict, plan, bucket, now, retry_at)  # type: ignore[arg-type]
 
 
+def _figure(value: Any) -> float | None:
+    """A bucket's figure read back: a finite number within 2**53, else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and abs(number) <= 2**53 else None
+
+
+def pet_json(raw: bytes) -> Any:
+    """A created pet read back (its JSON, as answered), or None when it is not a pet."""
+    try:
+        pet = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(pet, dict)
+        or not isinstance(pet.get("id"), int)
+        or not isinstance(pet.get("name"), str)
+    ):
+        return None
+    return pet
+
+
+def _run_in(fields: dict[str, str]) -> Run:
+    """The run a change's fields begin (written here: it is read back as it was written)."""
+    from mockstore.shared.config import run_of
+
+    return run_of(json.loads(fields["run"]))
+
+
 def _preload(
     bucket: str, now: float, minute_used: int, day_used: int, first_request: bool
 ) -> list[str]:
@@ -651,7 +856,7 @@ def _custom_plans_json(scenario: Any, plans: dict[str, Plan]) -> str:
     )
 
 
-def _plans(raw: dict[str, list[int]]) -> dict[str, Plan]:
+def _plans(raw: dict[str, Any]) -> dict[str, Plan]:
     return {name: Plan(name, minute, day) for name, (minute, day) in raw.items()}
 
 

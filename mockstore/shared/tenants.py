@@ -99,6 +99,7 @@ class TenantState(SharedState):
         self.tenant_id = tenant_id
         self.incarnation = incarnation
         self.gone = False
+        self.first_run = "tenant"
         # The runtime was built on this scenario (the server's): joining a tenant
         # that still serves it reads no scenario again.
         self.digest = _digest(runtime.scenario.source, runtime.scenario.file)
