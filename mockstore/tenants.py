@@ -188,13 +188,19 @@ class TenantRegistry:
 
     async def follow(self) -> None:
         """``sync`` every ``SYNC_EVERY`` seconds, until cancelled (the server's background)."""
+        warned = -60.0
         while True:
             try:
                 await self.sync()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # Redis away: the API says so; this tries again
+            except StateUnavailable as exc:  # Redis away: the API says so; this tries again
                 log.debug("tenants not followed: %s", exc)
+            except Exception:  # never silently: said, and tried again
+                now = asyncio.get_running_loop().time()
+                if now - warned >= 60:
+                    warned = now
+                    log.exception("following the tenants in the shared state failed")
             await asyncio.sleep(SYNC_EVERY)
 
     def _lock(self) -> asyncio.Lock:

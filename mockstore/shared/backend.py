@@ -81,6 +81,8 @@ PAST_MAX_ID = str(PetStore.MAX_ID + 1)
 Build = Callable[[], tuple[dict[str, str], dict[str, Any]]]
 # No fault rule to count or fire: no counters, the seed unused, no rules.
 _NO_RULES = (0, "", 0)
+# What the request script's error says of a value it dropped (``scripts.REQUEST``).
+BAD_VALUE = "mockstore-bad-value"
 # How often one request may find the configuration changed under it before it
 # is answered 503 (a storm of control calls).
 MAX_RELOADS = 8
@@ -185,6 +187,10 @@ class SharedState:
             await self._connections_lost()
             raise StateUnavailable(self._unreachable(exc)) from exc
         except (redis.exceptions.RedisError, ReplyError) as exc:
+            if BAD_VALUE in str(exc):
+                # A value no script wrote: the script dropped it; this request is 503.
+                log.warning("the shared state at %s held a value no mockstore wrote: %s",
+                            self.url, str(exc)[:300])  # fmt: skip
             raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
 
     async def _connections_lost(self) -> None:
@@ -361,7 +367,7 @@ class SharedState:
             args.extend(operation.args)
         reply = await self._call("request", keys, args)
         if reply[0] == b"stale":
-            await self.refresh(reply[1].decode())
+            await self.refresh(reply[1].decode("utf-8", "replace"))
             raise Stale
         return reply
 
