@@ -59,7 +59,7 @@ from mockstore.scenario import ScenarioError
 from mockstore.shared.batching import ScriptBatcher
 from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
 from mockstore.shared.config import BadConfig, Config, generation_of, parse, run_json, whole
-from mockstore.shared.deadline import bounded
+from mockstore.shared.deadline import StateUnavailable, bounded
 from mockstore.shared.scripts import CONTROL, REQUEST
 from mockstore.state import NO_BAN, Prepared, Runtime, release
 from mockstore.store import PetStore
@@ -86,10 +86,6 @@ BAD_VALUE = "mockstore-bad-value"
 # How often one request may find the configuration changed under it before it
 # is answered 503 (a storm of control calls).
 MAX_RELOADS = 8
-
-
-class StateUnavailable(Exception):
-    """Redis cannot be reached, or failed to answer: the mock cannot answer from its state."""
 
 
 class Stale(Exception):

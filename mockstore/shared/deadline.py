@@ -23,6 +23,14 @@ from typing import TypeVar
 # What a control call may spend waiting for Redis, in all.
 CONTROL_SECONDS = 4.0
 
+
+class StateUnavailable(Exception):
+    """Redis cannot be reached, or failed to answer: the mock cannot answer from its state.
+
+    (Defined here, where the deadline raises it; ``mockstore.shared.backend`` exports it.)
+    """
+
+
 _DEADLINE: ContextVar[float | None] = ContextVar("mockstore_shared_deadline", default=None)
 T = TypeVar("T")
 
@@ -50,8 +58,6 @@ async def bounded(awaitable: Awaitable[T]) -> T:
     except TimeoutError:
         if asyncio.iscoroutine(awaitable):
             awaitable.close()  # never started: nothing to wait for
-        from mockstore.shared.backend import StateUnavailable
-
         raise StateUnavailable(
             f"the shared state did not answer within {CONTROL_SECONDS:g} s"
         ) from None
