@@ -30,20 +30,16 @@ from mockstore.faults import SharedRules, shared_outcome, shared_rules
 from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
 from mockstore.service import OPERATIONS, Caller
-from mockstore.shared.backend import (
-    MAX_RELOADS,
-    Operation,
-    SharedState,
-    Stale,
-    StateUnavailable,
-    decision_of,
-    pet_json,
-)
+from mockstore.shared.backend import MAX_RELOADS, SharedState, Stale, StateUnavailable
+from mockstore.shared.buckets import decision_of
+from mockstore.shared.request import run_request
 from mockstore.shared.store import (
+    Operation,
     RequestStore,
     create_operation,
     get_operation,
     list_operation,
+    pets_only,
 )
 from mockstore.shared.tenants import TenantGone
 from mockstore.state import NO_BAN
@@ -122,7 +118,7 @@ async def admit(
                 rules = shared_rules(state.faults, facts)
     now = ex.now
     try:
-        reply = await shared.request(bucket, plan, now, state.clock.wall(), operation, rules)
+        reply = await run_request(shared, bucket, plan, now, state.clock.wall(), operation, rules)
     except Stale:
         restarts = ex.scope.get(RESTARTS, 0)
         if restarts >= MAX_RELOADS:
@@ -139,22 +135,9 @@ async def admit(
         if local is not None:
             result = reply[8]
             if operation is not None and operation.kind != "create" and result:
-                result = _pets_only(shared, result)
+                result = pets_only(shared.url, result)
             ex.shared = RequestStore(local, operation, result)
     return receive, caller
-
-
-def _pets_only(shared: SharedState, found: list[Any]) -> list[Any]:
-    """The created pets a listing or a get read back, but any that is not a pet (skipped,
-    said in the log): what Redis holds is input too."""
-    pets = [pet for pet in found if pet is not None and pet_json(pet) is not None]
-    if len(pets) != len(found):
-        log.warning(
-            "the shared state at %s holds %d created pet(s) that are not pets: skipped",
-            shared.url,
-            len(found) - len(pets),
-        )
-    return pets
 
 
 def _operation(ex: Any, group: str | None, local: PetStore) -> Operation | None:

@@ -27,8 +27,10 @@ Data layout (``PREFIX`` = ``mockstore:``)::
     mockstore:<epoch>:s:<n>:<group>:pets  hash: id -> the pet's JSON, as answered
     mockstore:<epoch>:s:<n>:<group>:ids   list: created ids in id order
     mockstore:<epoch>:s:<n>:<group>:ids:<status>  the same, of one status
-    mockstore:journals, mockstore:journal:<process>  every process's journal entries
-                                          (``mockstore.shared.journal``)
+    mockstore:runs                        the run counter of the mock and its tenants
+                                          (``runs``)
+    mockstore:journal, mockstore:journal:*  the mock's one journal stream and its
+                                          companions (``streams``, ``journal``)
 
 A tenant's mock has the same keys under a prefix of its own in place of
 ``mockstore:`` (``mockstore.shared.tenants``).
@@ -38,31 +40,44 @@ whatever the data holds; the old epoch's keys are swept in the background. The
 scenario's own pets are not copied into Redis: every process builds the same
 inventory from the scenario (it is deterministic, seeded), and Redis holds only
 what was created since.
+
+Beside this module: ``connection`` (the line to Redis and what a failure
+means), ``config`` (the configuration's fields, written and checked as they are
+read back), ``runs`` (run numbering), ``request`` (an API request's one round
+trip), ``buckets`` (rate-limit buckets read back), ``store`` (the created pets).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import json
 import logging
-import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from mockstore.faults import SharedRules
 from mockstore.keys import ApiKey, KeyRing, key_bucket
-from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
+from mockstore.ratelimit import Plan, Usage
 from mockstore.runs import Run
 from mockstore.scenario import ScenarioError
-from mockstore.shared.batching import ScriptBatcher
-from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
-from mockstore.shared.config import BadConfig, Config, generation_of, parse, run_json, whole
+from mockstore.shared.buckets import preload, preloads, read_usage
+from mockstore.shared.config import (
+    BadConfig,
+    Config,
+    clock_json,
+    custom_plans_json,
+    digest_of,
+    generation_of,
+    keys_json,
+    parse,
+    plans_of,
+    run_json,
+    whole,
+)
+from mockstore.shared.connection import Connection
 from mockstore.shared.deadline import StateUnavailable, bounded
-from mockstore.shared.scripts import CONTROL, REQUEST
-from mockstore.state import NO_BAN, Prepared, Runtime, release
-from mockstore.store import PetStore
+from mockstore.shared.runs import next_run, run_in
+from mockstore.shared.store import read_created
+from mockstore.state import Prepared, Runtime, release
 
 log = logging.getLogger("mockstore.shared")
 
@@ -70,19 +85,10 @@ PREFIX = "mockstore:"
 # The root mock's (``SharedState.generation_key`` and ``config_key`` are each state's own).
 GENERATION = PREFIX + "gen"
 CONFIG = PREFIX + "config"
-# Run numbers, one counter for the server and its tenants (``mockstore.runs``).
-RUNS = PREFIX + "runs"
 # After a mock's prefix: the last journal sequence number handed out (``streams``).
 JOURNAL_SEQ = "journal:seq"
-# The largest int64 and the text the id sequence holds once it is spent.
-MAX_ID = str(PetStore.MAX_ID)
-PAST_MAX_ID = str(PetStore.MAX_ID + 1)
 # A control call's change, built against the configuration as this process has it.
 Build = Callable[[], tuple[dict[str, str], dict[str, Any]]]
-# No fault rule to count or fire: no counters, the seed unused, no rules.
-_NO_RULES = (0, "", 0)
-# What the request script's error says of a value it dropped (``scripts.REQUEST``).
-BAD_VALUE = "mockstore-bad-value"
 # How often one request may find the configuration changed under it before it
 # is answered 503 (a storm of control calls).
 MAX_RELOADS = 8
@@ -96,16 +102,16 @@ class _InService(Exception):
     """The scenario to install is the one in service already (``install_unless_serving``)."""
 
 
-class SharedState:
+class SharedState(Connection):
     """A runtime's state in Redis at ``url`` (``redis://host:port/db``).
 
-    Connections are made on first use in the event loop that uses them, so a
-    process may ``open`` in one loop (at start, before serving or forking) and
-    serve in another.
+    Its connections are a ``Connection``'s (``mockstore.shared.connection``): made
+    on first use in the event loop that uses them, so a process may ``open`` in
+    one loop (at start, before serving or forking) and serve in another.
     """
 
     def __init__(self, url: str, runtime: Runtime, prefix: str = PREFIX) -> None:
-        self.url = url
+        super().__init__(url)
         self.runtime = runtime
         # Every key of this mock starts with it (a tenant's: ``mockstore.shared.tenants``).
         self.prefix = prefix
@@ -115,11 +121,6 @@ class SharedState:
         self.epoch = ""
         self.digest = ""
         self.clock_moves_back = 0
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._request: Any = None
-        self._control: Any = None
-        self._reloading: asyncio.Lock | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
         # The process's ``JournalSharing`` (``mockstore.shared.journal``), once its app runs one.
         self.journal: Any = None
@@ -130,83 +131,11 @@ class SharedState:
         # Why this state's first run begins (a tenant's: its creation).
         self.first_run = "start"
 
-    # -- connection ----------------------------------------------------------
-
-    def client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            import redis.asyncio as redis
-            from redis.asyncio.retry import Retry
-            from redis.backoff import NoBackoff
-
-            # No retries: a request finds Redis gone at once and is answered 503;
-            # the next one connects again (the pool reconnects by itself).
-            # A request waits for a connection rather than fail when all are busy.
-            pool = redis.BlockingConnectionPool.from_url(
-                self.url,
-                socket_connect_timeout=2,
-                socket_timeout=5,
-                retry=Retry(NoBackoff(), 0),
-                max_connections=64,
-                timeout=5,
-            )
-            self._client = redis.Redis(connection_pool=pool)
-            self._loop = loop
-            # The request script's own line (``channel``); redis-py's for a URL it cannot take.
-            self._request = channel_for(self.url, REQUEST) or ScriptBatcher(
-                self._client, self._client.register_script(REQUEST)
-            )
-            self._control = self._client.register_script(CONTROL)
-            self._reloading = asyncio.Lock()
-        return self._client
-
     async def close(self) -> None:
         """Close this loop's connections (before the loop ends, or the process forks)."""
-        client, self._client, self._loop = self._client, None, None
         for task in self._sweeps:
             task.cancel()
-        if isinstance(self._request, ScriptChannel):
-            self._request.close()
-        if client is not None:
-            await client.aclose()
-            await client.connection_pool.disconnect()
-
-    async def _call(self, script_of: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        import redis.exceptions
-
-        self.client()
-        try:
-            if script_of == "request":
-                return await self._request.call(keys, args)
-            return await bounded(self._control(keys=keys, args=args))
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
-            await self._connections_lost()
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        except (redis.exceptions.RedisError, ReplyError) as exc:
-            if BAD_VALUE in str(exc):
-                # A value no script wrote: the script dropped it; this request is 503.
-                log.warning("the shared state at %s held a value no mockstore wrote: %s",
-                            self.url, str(exc)[:300])  # fmt: skip
-            raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
-
-    async def _connections_lost(self) -> None:
-        """Close every pooled connection: Redis went away, and a connection made before
-        would fail one more request once it is back (each request tries once)."""
-        if self._client is not None:
-            with contextlib.suppress(Exception):
-                await self._client.connection_pool.disconnect()
-
-    def _unreachable(self, exc: BaseException) -> str:
-        return f"the shared state at {self.url} cannot be reached: {exc}"
-
-    async def ping(self) -> bool:
-        """True when Redis answers (for ``/health``)."""
-        try:
-            await bounded(self.client().ping())
-        except Exception:
-            await self._connections_lost()
-            return False
-        return True
+        await super().close()
 
     # -- start ---------------------------------------------------------------
 
@@ -224,7 +153,7 @@ class SharedState:
             raise StateUnavailable(f"cannot reach the shared state at {self.url}: {exc}") from None
         fields, generation = await self._read()
         scenario = self.runtime.scenario
-        ours = _digest(scenario.source, scenario.file)
+        ours = digest_of(scenario.source, scenario.file)
         config = self._checked(fields, generation) if generation is not None else None
         if config is not None and generation is not None and config.digest == ours:
             try:
@@ -240,13 +169,13 @@ class SharedState:
     async def _start_over(self, expected: str, new_run: bool) -> bool:
         """Put this process's scenario in service in Redis, from its start (a new epoch)."""
         runtime = self.runtime
-        number = await self._next_run()
+        number = await next_run(self)
         if new_run:
             runtime.reset(number)
         else:
             runtime.begin_run(self.first_run, number)
         run = runtime.journal.runs[-1]
-        journal_from = whole(await self._get(self.prefix + JOURNAL_SEQ)) or 0
+        journal_from = whole(await self.get(self.prefix + JOURNAL_SEQ)) or 0
         fields, change = self._start(runtime.state)
         fields["run"] = run_json(run)
         fields["journal"] = str(journal_from)
@@ -257,36 +186,6 @@ class SharedState:
         self._adopt_run(run)
         self._adopt(fields, reply)
         return True
-
-    async def _get(self, key: str) -> Any:
-        try:
-            return await bounded(self.client().get(key))
-        except StateUnavailable:
-            raise
-        except Exception as exc:
-            await self._connections_lost()
-            raise StateUnavailable(self._unreachable(exc)) from exc
-
-    async def _next_run(self) -> int:
-        """The next run number of the server and its tenants, from Redis."""
-        client = self.client()
-        for _ in range(2):
-            try:
-                number = await bounded(client.incr(RUNS))
-            except StateUnavailable:
-                raise
-            except Exception as exc:
-                import redis.exceptions
-
-                if not isinstance(exc, redis.exceptions.ResponseError):
-                    await self._connections_lost()
-                    raise StateUnavailable(self._unreachable(exc)) from exc
-                number = None  # not a number: replaced below
-            if isinstance(number, int) and 1 <= number <= 2**53:
-                return number
-            log.warning("the run counter at %s was not valid: started again", self.url)
-            await bounded(client.delete(RUNS))
-        raise StateUnavailable("the run counter could not be read")
 
     def _adopt_run(self, run: Run) -> None:
         """Make the mock's run this process's (a run of its own from before is forgotten)."""
@@ -315,58 +214,6 @@ class SharedState:
             exc,
         )
 
-    # -- requests ------------------------------------------------------------
-
-    async def request(
-        self,
-        bucket: str,
-        plan: Plan,
-        now: float,
-        wall: float,
-        operation: Operation | None,
-        rules: SharedRules | None = None,
-    ) -> list[Any]:
-        """Count the caller, number the request, fire ``rules`` and run ``operation``: one
-        round trip.
-
-        Returns the script's reply: ``[b"ok", verdict, minute used, day used,
-        minute start, day start, retry at, request number, operation's result,
-        rules fired]`` (``scripts.REQUEST``). ``Stale`` after reloading,
-        ``StateUnavailable`` when Redis is out of reach.
-        """
-        epoch = self.prefix + self.epoch + ":"
-        scenario = self.runtime.state.scenario
-        ban = scenario.ban or NO_BAN
-        keys = [self.generation_key, epoch + "b:" + bucket, epoch + "r:" + bucket, epoch + "n"]
-        first_request = scenario.behaviour.ratelimit_windows == "first_request"
-        args: list[Any] = [
-            self.generation,
-            repr(now),
-            repr(wall),
-            "f" if first_request else int(now // MINUTE) * MINUTE,
-            "f" if first_request else int(now // DAY) * DAY,
-            plan.per_minute,
-            plan.per_day,
-            ban.after_rejections,
-            "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds)),
-            repr(float(ban.duration_seconds)),
-        ]
-        if rules is None:
-            args += _NO_RULES
-        else:
-            keys.extend([epoch + counter for counter in rules.counters])
-            args += [len(rules.counters), scenario.seed, rules.rules, *rules.args]
-        if operation is None:
-            args.append("")
-        else:
-            keys.extend(operation.keys(epoch))
-            args.extend(operation.args)
-        reply = await self._call("request", keys, args)
-        if reply[0] == b"stale":
-            await self.refresh(reply[1].decode("utf-8", "replace"))
-            raise Stale
-        return reply
-
     # -- the configuration -----------------------------------------------------
 
     async def _read(self) -> tuple[dict[Any, Any] | None, str | None]:
@@ -383,8 +230,8 @@ class SharedState:
         except StateUnavailable:
             raise
         except Exception as exc:
-            await self._connections_lost()
-            raise StateUnavailable(self._unreachable(exc)) from exc
+            await self.connections_lost()
+            raise StateUnavailable(self.unreachable(exc)) from exc
         if isinstance(generation, redis.exceptions.ResponseError):
             generation = b""  # not a string: the control script replaces it
         if isinstance(fields, redis.exceptions.ResponseError) or not isinstance(fields, dict):
@@ -399,8 +246,8 @@ class SharedState:
         reloaded to it meanwhile (another request did), nothing is read again.
         """
         self.client()
-        assert self._reloading is not None
-        async with self._reloading:
+        assert self.reloading is not None
+        async with self.reloading:
             if seen and seen == self.generation:
                 return
             for _ in range(MAX_RELOADS):
@@ -462,7 +309,7 @@ class SharedState:
             runtime.move_clock(min(target, state.clock.now()), number)
         state.clock.set(target, wall_now=wall_now)
         state.keys = KeyRing([ApiKey(*key) for key in config.keys])
-        state.plans = {**state.scenario.plans, **_plans(config.plans)}
+        state.plans = {**state.scenario.plans, **plans_of(config.plans)}
         if config.run is not None:
             self._adopt_run(config.run)
         self.generation = generation
@@ -488,7 +335,7 @@ class SharedState:
         """Delete what an old epoch left in Redis, a page at a time (off the request path)."""
         client = self.client()
         try:
-            async for keys in _pages(client, f"{self.prefix}{epoch}:*"):
+            async for keys in key_pages(client, f"{self.prefix}{epoch}:*"):
                 await client.unlink(*keys)
         except Exception as exc:  # the next sweep, or Redis's own eviction, takes the rest
             log.warning("could not sweep epoch %s of the shared state: %s", epoch, exc)
@@ -496,35 +343,22 @@ class SharedState:
     def _fresh_fields(
         self, scenario: Any, keys: Any, now: float, real_time: bool = False
     ) -> dict[str, str]:
+        wall = self.runtime.state.clock.wall()
         return {
             "source": scenario.source,
             "file": scenario.file,
-            "digest": _digest(scenario.source, scenario.file),
-            "clock": self._clock_json(now, self.clock_moves_back, real_time),
-            "keys": _keys_json(keys),
+            "digest": digest_of(scenario.source, scenario.file),
+            "clock": clock_json(now, wall, self.clock_moves_back, real_time),
+            "keys": keys_json(keys),
             "plans": "{}",
         }
-
-    def _clock_json(self, at: float, back: int, real: bool = False) -> str:
-        """The shared clock: ``at`` on it is ``wall`` on the wall clock; ``real``: real time."""
-        wall = self.runtime.state.clock.wall()
-        return json.dumps({"at": at, "wall": wall, "back": back, "real": real})
-
-    def _preloads(self, scenario: Any, now: float) -> list[list[str]]:
-        """The scenario's keys that start with allowance spent (``used:``)."""
-        first_request = scenario.behaviour.ratelimit_windows == "first_request"
-        return [
-            _preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day, first_request)
-            for spec in scenario.keys
-            if spec.used_minute or spec.used_day
-        ]
 
     async def _control_call(
         self, expected: str, fields: dict[str, str], change: dict[str, Any]
     ) -> list[Any] | None:
         """Run a control change if the generation is still ``expected``; None if it is not."""
         change = {"prefix_base": self.prefix, **change}
-        reply = await self._call(
+        reply = await self.call(
             "control",
             [self.generation_key, self.config_key],
             [expected, json.dumps(fields), json.dumps(change)],
@@ -550,7 +384,7 @@ class SharedState:
 
     async def reset(self) -> None:
         runtime = self.runtime
-        number = await self._next_run()
+        number = await next_run(self)
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             # Reset here first: the fresh clock and keys are what every process takes.
@@ -564,10 +398,10 @@ class SharedState:
 
     async def install(self, prepared: Prepared) -> Prepared:
         """Put a prepared scenario in service everywhere; returns the state it replaced."""
-        number = await self._next_run()
+        number = await next_run(self)
         fields, reply = await self._change(lambda: self._started(prepared.state, number))
         replaced = self.runtime.install(prepared, number)
-        self._adopt_run(_run_in(fields))
+        self._adopt_run(run_in(fields))
         self._adopt(fields, reply)
         return replaced
 
@@ -576,8 +410,8 @@ class SharedState:
         text): then None, and nothing changes. Decided against the configuration the
         change is made on, so of replicas that each see one edit (``--watch`` on a
         ConfigMap) the first puts it in service, once, and the others join it."""
-        digest = _digest(prepared.scenario.source, prepared.scenario.file)
-        number = await self._next_run()
+        digest = digest_of(prepared.scenario.source, prepared.scenario.file)
+        number = await next_run(self)
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             if self.digest == digest:  # read again just before (``_change``)
@@ -589,7 +423,7 @@ class SharedState:
         except _InService:
             return None
         replaced = self.runtime.install(prepared, number)
-        self._adopt_run(_run_in(fields))
+        self._adopt_run(run_in(fields))
         self._adopt(fields, reply)
         return replaced
 
@@ -616,12 +450,12 @@ class SharedState:
         # A clock on real time (no start chosen, never moved) is the wall clock everywhere.
         real_time = state.clock.mode != "manual" and state.clock.wall_offset() == 0.0
         fields = self._fresh_fields(scenario, state.keys, now, real_time)
-        return fields, {"epoch": True, "preload": self._preloads(scenario, now)}
+        return fields, {"epoch": True, "preload": preloads(scenario, now)}
 
     async def move_clock(self, when: float) -> None:
         runtime = self.runtime
         # Moving back begins a run: numbered before, as the change is built.
-        number = await self._next_run() if when < runtime.state.clock.now() else None
+        number = await next_run(self) if when < runtime.state.clock.now() else None
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             state = runtime.state
@@ -641,12 +475,12 @@ class SharedState:
                 )
                 fields["run"] = run_json(run)
             back = self.clock_moves_back + (1 if when < now else 0)
-            fields["clock"] = self._clock_json(when, back)
+            fields["clock"] = clock_json(when, state.clock.wall(), back)
             return fields, change
 
         fields, reply = await self._change(build)
         if "run" in fields and runtime.move_clock(when, number):
-            self._adopt_run(_run_in(fields))
+            self._adopt_run(run_in(fields))
         else:
             runtime.move_clock(when)
         self._adopt(fields, reply)
@@ -656,8 +490,8 @@ class SharedState:
             state = self.runtime.state
             plans = {**state.plans, plan.name: plan}
             fields = {
-                "keys": _keys_json([*(k for k in state.keys if k.key != key.key), key]),
-                "plans": _custom_plans_json(state.scenario, plans),
+                "keys": keys_json([*(k for k in state.keys if k.key != key.key), key]),
+                "plans": custom_plans_json(state.scenario, plans),
             }
             change: dict[str, Any] = {}
             if used:
@@ -665,7 +499,7 @@ class SharedState:
                 first_request = state.scenario.behaviour.ratelimit_windows == "first_request"
                 day = used.get("day", minute)
                 change["preload"] = [
-                    _preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
+                    preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
                 ]
             return fields, change
 
@@ -682,7 +516,7 @@ class SharedState:
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             keys = list(self.runtime.state.keys)
             held[:] = [k for k in keys if k.key == key]
-            return {"keys": _keys_json([k for k in keys if k.key != key])}, {
+            return {"keys": keys_json([k for k in keys if k.key != key])}, {
                 "forget": [key_bucket(key)]
             }
 
@@ -697,172 +531,16 @@ class SharedState:
 
     async def created_pets(self, group: str | None) -> list[bytes]:
         """The JSON of every pet created in a store (``group``: per-key isolation), in id order."""
-        keys = Operation("list", group, None, []).keys(self.prefix + self.epoch + ":")
-        client = self.client()
-        try:
-            ids = await bounded(client.lrange(keys[3], 0, -1))
-            found = await bounded(client.hmget(keys[2], ids)) if ids else []
-        except StateUnavailable:
-            raise
-        except Exception as exc:
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        pets = [pet for pet in found if pet is not None and pet_json(pet) is not None]
-        if len(pets) != len(found):
-            log.warning(
-                "the shared state at %s holds %d created pet(s) that are not pets: skipped",
-                self.url,
-                len(found) - len(pets),
-            )
-        return pets
+        return await read_created(self, self.prefix + self.epoch + ":", group)
 
     async def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
         """A bucket's standing (the control API's keys), read without counting anything."""
         epoch = self.prefix + self.epoch + ":"
-        client = self.client()
-        try:
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.hmget(epoch + "b:" + bucket_id, "ms", "mu", "ds", "du", "bu")
-                pipe.llen(epoch + "r:" + bucket_id)
-                (ms, mu, ds, du, bu), rejections = await bounded(pipe.execute())
-        except StateUnavailable:
-            raise
-        except Exception as exc:
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        limiter = self.runtime.state.limiter
-        if ms is None:
-            return limiter.standing(None, plan, now)
-        figures = [_figure(value) for value in (ms, mu, ds, du)]
-        banned = _figure(bu) if bu is not None else 0.0
-        if None in figures or banned is None or not isinstance(rejections, int):
-            log.warning("the shared state at %s holds a bucket that is not one", self.url)
-            raise StateUnavailable(f"the bucket of {bucket_id!r} in the shared state is not valid")
-        minute_start, minute_used, day_start, day_used = figures
-        bucket = Bucket()
-        start = float if limiter._fractional else int
-        bucket.minute_start = start(minute_start)  # type: ignore[assignment]
-        bucket.minute_used = int(minute_used)  # type: ignore[arg-type]
-        bucket.day_start = start(day_start)  # type: ignore[assignment]
-        bucket.day_used = int(day_used)  # type: ignore[arg-type]
-        bucket.minute_end = bucket.minute_start + MINUTE
-        bucket.day_end = bucket.day_start + DAY
-        bucket.banned_until = banned if bu is not None else None
-        bucket.rejections.extend([now] * rejections)  # only their number is shown
-        return limiter.standing(bucket, plan, now)
+        return await read_usage(self, epoch, bucket_id, self.runtime.state.limiter, plan, now)
 
 
-class Operation:
-    """A store operation for the request script: its keys (after the epoch's) and arguments."""
-
-    __slots__ = ("args", "group", "kind", "status")
-
-    def __init__(self, kind: str, group: str | None, status: str | None, args: list[Any]) -> None:
-        self.kind = kind
-        self.group = group
-        self.status = status
-        self.args = [kind, *args]
-
-    def keys(self, epoch: str) -> list[str]:
-        group = self.group or ""
-        store = f"{epoch}s:{len(group)}:{group}:"
-        ids = store + "ids"
-        return [
-            store + "next",
-            store + "bytes",
-            store + "pets",
-            ids,
-            ids + ":" + self.status if self.status else ids,
-        ]
-
-
-def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) -> Decision:
-    """The limiter's ``Decision`` from the request script's reply, figures as in memory."""
-    bucket = Bucket()
-    bucket.minute_used = int(reply[2])
-    bucket.day_used = int(reply[3])
-    # Windows from a first request start at any instant (a float, as in memory).
-    start = float if limiter._fractional else int
-    bucket.minute_start = start(float(reply[4]))  # type: ignore[assignment]
-    bucket.day_start = start(float(reply[5]))  # type: ignore[assignment]
-    bucket.minute_end = bucket.minute_start + MINUTE
-    bucket.day_end = bucket.day_start + DAY
-    verdict = reply[1].decode()
-    if verdict == "allowed":
-        retry_at: float = 0.0
-    elif verdict == "key_banned":
-        retry_at = float(reply[6])
-    elif plan.per_day - bucket.day_used <= 0:
-        retry_at = bucket.day_start + DAY
-    else:
-        retry_at = bucket.minute_start + MINUTE
-    return limiter._decision(verdict, plan, bucket, now, retry_at)  # type: ignore[arg-type]
-
-
-def _figure(value: Any) -> float | None:
-    """A bucket's figure read back: a finite number within 2**53, else None."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) and abs(number) <= 2**53 else None
-
-
-def pet_json(raw: bytes) -> Any:
-    """A created pet read back (its JSON, as answered), or None when it is not a pet."""
-    try:
-        pet = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    if (
-        not isinstance(pet, dict)
-        or not isinstance(pet.get("id"), int)
-        or not isinstance(pet.get("name"), str)
-    ):
-        return None
-    return pet
-
-
-def _run_in(fields: dict[str, str]) -> Run:
-    """The run a change's fields begin (written here: it is read back as it was written)."""
-    from mockstore.shared.config import run_of
-
-    return run_of(json.loads(fields["run"]))
-
-
-def _preload(
-    bucket: str, now: float, minute_used: int, day_used: int, first_request: bool
-) -> list[str]:
-    """A bucket that starts with allowance spent, its windows begun at ``now`` (as in memory)."""
-    if first_request:
-        minute_start = day_start = repr(now)
-    else:
-        minute_start, day_start = str(int(now // MINUTE) * MINUTE), str(int(now // DAY) * DAY)
-    return [bucket, minute_start, str(minute_used), day_start, str(max(day_used, minute_used))]
-
-
-def _digest(source: str, file: str) -> str:
-    return hashlib.sha256(f"{file}\0{source}".encode()).hexdigest()
-
-
-def _keys_json(keys: Iterable[ApiKey]) -> str:
-    return json.dumps([[k.key, k.plan, k.tenant] for k in keys])
-
-
-def _custom_plans_json(scenario: Any, plans: dict[str, Plan]) -> str:
-    """The plans beyond the scenario's (a key issued with a plan of its own)."""
-    return json.dumps(
-        {
-            name: [plan.per_minute, plan.per_day]
-            for name, plan in plans.items()
-            if scenario.plans.get(name) != plan
-        }
-    )
-
-
-def _plans(raw: dict[str, Any]) -> dict[str, Plan]:
-    return {name: Plan(name, minute, day) for name, (minute, day) in raw.items()}
-
-
-async def _pages(client: Any, pattern: str):  # type: ignore[no-untyped-def]
+async def key_pages(client: Any, pattern: str):  # type: ignore[no-untyped-def]
+    """Every key matching ``pattern``, a SCAN page at a time."""
     cursor = 0
     while True:
         cursor, keys = await client.scan(cursor, match=pattern, count=1000)

@@ -13,12 +13,16 @@ in its log, rather than answering 500 on every request until someone repairs it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mockstore.keys import ApiKey
+from mockstore.ratelimit import Plan
 from mockstore.runs import REASONS, Run
 
 # The largest whole number read back (Lua computes with doubles).
@@ -191,3 +195,37 @@ def run_of(raw: Any) -> Run:
         _name(raw["scenario"]),
         header_clock,
     )
+
+
+# -- the fields as a process writes them (read back by ``parse`` above) ----------
+
+
+def clock_json(at: float, wall: float, back: int, real: bool = False) -> str:
+    """The shared clock: ``at`` on it is ``wall`` on the wall clock; ``real``: real time."""
+    return json.dumps({"at": at, "wall": wall, "back": back, "real": real})
+
+
+def digest_of(source: str, file: str) -> str:
+    """What tells one scenario from another (its file and its text)."""
+    return hashlib.sha256(f"{file}\0{source}".encode()).hexdigest()
+
+
+def keys_json(keys: Iterable[ApiKey]) -> str:
+    """The keys as the configuration holds them."""
+    return json.dumps([[k.key, k.plan, k.tenant] for k in keys])
+
+
+def custom_plans_json(scenario: Any, plans: dict[str, Plan]) -> str:
+    """The plans beyond the scenario's (a key issued with a plan of its own)."""
+    return json.dumps(
+        {
+            name: [plan.per_minute, plan.per_day]
+            for name, plan in plans.items()
+            if scenario.plans.get(name) != plan
+        }
+    )
+
+
+def plans_of(raw: dict[str, Any]) -> dict[str, Plan]:
+    """The plans a checked configuration holds, as the limiter takes them."""
+    return {name: Plan(name, minute, day) for name, (minute, day) in raw.items()}

@@ -35,10 +35,9 @@ from mockstore.shared.backend import (
     PREFIX,
     SharedState,
     StateUnavailable,
-    _digest,
-    _pages,
+    key_pages,
 )
-from mockstore.shared.config import whole
+from mockstore.shared.config import digest_of, whole
 from mockstore.shared.deadline import bounded
 from mockstore.state import Runtime
 from mockstore.urls import TENANT_ID
@@ -109,7 +108,7 @@ class TenantState(SharedState):
         self.first_run = "tenant"
         # The runtime was built on this scenario (the server's): joining a tenant
         # that still serves it reads no scenario again.
-        self.digest = _digest(runtime.scenario.source, runtime.scenario.file)
+        self.digest = digest_of(runtime.scenario.source, runtime.scenario.file)
 
     async def create(self) -> None:
         """Write this tenant's mock to Redis from this process's (its first: a new incarnation)."""
@@ -157,8 +156,8 @@ class TenantState(SharedState):
         try:
             found = await self.client().hget(TENANTS, self.tenant_id)
         except Exception as exc:
-            await self._connections_lost()
-            raise StateUnavailable(self._unreachable(exc)) from exc
+            await self.connections_lost()
+            raise StateUnavailable(self.unreachable(exc)) from exc
         return whole(found) if found is not None else None
 
 
@@ -194,9 +193,9 @@ class SharedTenants:
             try:
                 return await bounded(call(self.shared.client()))
             except lost as exc:
-                await self.shared._connections_lost()
+                await self.shared.connections_lost()
                 if attempt or not read:
-                    raise StateUnavailable(self.shared._unreachable(exc)) from exc
+                    raise StateUnavailable(self.shared.unreachable(exc)) from exc
             except redis.exceptions.RedisError as exc:
                 raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
 
@@ -283,7 +282,7 @@ class SharedTenants:
         """Delete what a deleted tenant left in Redis, a page at a time (off the request path)."""
         client = self.shared.client()
         try:
-            async for keys in _pages(client, tenant_prefix(tenant_id, incarnation) + "*"):
+            async for keys in key_pages(client, tenant_prefix(tenant_id, incarnation) + "*"):
                 await client.unlink(*keys)
         except Exception as exc:  # its journal streams expire by themselves; the rest stays
             log.warning("could not sweep tenant %r from the shared state: %s", tenant_id, exc)
