@@ -151,6 +151,13 @@ class TenantRegistry:
         """``delete``, in every process when the registry is in Redis; False: no such tenant."""
         if self.shared is None:
             return self.delete(tenant_id) is not None
+        built = self._tenants.get(tenant_id)
+        if built is not None:
+            # Its journal is kept for reports: first every answer any process gave it
+            # (read your writes, as a journal read), which the others ship on request.
+            sharing = built.app.runtime.shared.journal if built.app.runtime.shared else None
+            if sharing is not None:
+                await sharing.barrier()
         incarnation = await self.shared.unregister(tenant_id)
         await self._drop(tenant_id)
         if incarnation is None:

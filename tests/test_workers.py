@@ -109,7 +109,9 @@ def test_a_killed_worker_is_started_again_and_watch_goes_on_whichever_died(
                 "the killed worker is reaped and another takes its place",
             )
             assert _state(victim) is None, "the killed worker was reaped, not left a zombie"
-            assert f"(pid {victim}) ended with signal SIGKILL; starting it again" in server.log()
+            said = f"(pid {victim}) ended with signal SIGKILL; starting it again"
+            # (The log reaches the test through a pipe and a reader thread: polled.)
+            _until(lambda said=said: said in server.log(), "the restart said in the log")
         _until(lambda: server.log().count("Application startup complete") == 4, "replacements")
         _until(lambda: server.log().count(f"watching {watched} for changes") == 2, "watching")
         assert _every_worker_serves(server, "Rex")
@@ -117,7 +119,9 @@ def test_a_killed_worker_is_started_again_and_watch_goes_on_whichever_died(
         # Both original workers are gone: the watch goes on in the one started in their place.
         watched.write_text(SECOND)
         _until(lambda: _every_worker_serves(server, "Bella"), "the edit, served by every worker")
-        assert server.log().count("now serving scenario 'second' in every process") == 1
+        said = "now serving scenario 'second' in every process"
+        _until(lambda: said in server.log(), "the edit said in the log")
+        assert server.log().count(said) == 1
 
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(30) == 0, server.log()

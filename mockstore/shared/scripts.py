@@ -48,8 +48,16 @@ local function bad(key)
   redis.call('DEL', key)
   error('mockstore-bad-value ' .. key)
 end
+-- An error a value causes (its type, its text) drops it; any other (OOM) is Redis's own,
+-- raised as it is, and the value is kept.
+local function value_error(reply)
+  local e = reply.err
+  if string.find(e, 'WRONGTYPE', 1, true) or string.find(e, 'not an integer', 1, true)
+    or string.find(e, 'overflow', 1, true) then return true end
+  error(reply)
+end
 local function checked(reply, key)
-  if type(reply) == 'table' and reply.err then bad(key) end
+  if type(reply) == 'table' and reply.err and value_error(reply) then bad(key) end
   return reply
 end
 local function num(value, key, whole)
@@ -237,9 +245,12 @@ local function fresh()
 end
 -- A bucket key of another type (written by someone else) is replaced.
 local function hset(key, ...)
-  if type(redis.pcall('HSET', key, ...)) == 'table' then
+  local reply = redis.pcall('HSET', key, ...)
+  if type(reply) == 'table' and string.find(reply.err, 'WRONGTYPE', 1, true) then
     redis.call('DEL', key)
     redis.call('HSET', key, ...)
+  elseif type(reply) == 'table' then
+    error(reply)  -- not the value's fault (OOM): raised, nothing replaced
   end
 end
 local change = cjson.decode(ARGV[3])
