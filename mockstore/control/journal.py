@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from mockstore.control.http import (
+    INTEGER_TEXT,
     JSON,
     STREAMED,
     PiecewiseResponse,
@@ -51,7 +52,6 @@ from mockstore.control.journal_bodies import (
     VERIFICATION,
 )
 from mockstore.control.operations import (
-    INTEGER,
     STRING,
     Answer,
     Body,
@@ -59,6 +59,7 @@ from mockstore.control.operations import (
     Operation,
     Param,
     described,
+    query_integer,
 )
 from mockstore.errors import ApiError
 from mockstore.journal import Entry, Journal
@@ -100,11 +101,10 @@ def run_param(request: Request, runtime: Runtime) -> int | None:
         return None
     if raw == "current":
         return runtime.run
-    try:
-        return int(raw)
-    except ValueError:
+    if not INTEGER_TEXT.fullmatch(raw):
         message = f"query parameter 'run' must be a run number, 'current' or 'all', got {raw!r}"
-        raise ApiError("invalid_request", message, status=400) from None
+        raise ApiError("invalid_request", message, status=400)
+    return int(raw)
 
 
 def tenant_journal(tenants: TenantRegistry | None, tenant_id: str) -> Journal:
@@ -140,7 +140,7 @@ class JournalEndpoints:
             params=(
                 Param("operation", STRING, "Only this operationId"),
                 Param("key", STRING, "Only requests with this (full) key"),
-                Param("status", INTEGER, "Only answers of this status"),
+                Param("status", query_integer(), "Only answers of this status"),
                 SINCE,
                 RUN_PARAM,
                 JOURNAL_TENANT,
@@ -214,7 +214,10 @@ class JournalEndpoints:
                 SINCE,
                 Param(
                     "mask",
-                    {"type": "boolean"},
+                    {
+                        "type": "string",
+                        "enum": ["", "true", "false", "1", "0", "yes", "no", "on", "off"],
+                    },
                     "false: the clients' raw keys (a token holder or a caller on this machine)",
                 ),
             ),

@@ -21,6 +21,7 @@ from mockstore.control.operations import (
     doc,
     nullable,
     obj,
+    query_integer,
 )
 from mockstore.reports.model import SEVERITIES
 from mockstore.reports.report import TIMELINE_COLUMNS
@@ -100,12 +101,24 @@ _COUNTS = {name: {"type": "integer", "minimum": 0} for name in COUNTS}
 EXPECTATION = Schema(
     "Expectation",
     obj(
-        {**_CRITERIA, **_COUNTS, "since": doc(INTEGER, "Only requests after this seq")},
+        {
+            name: doc(nullable(schema), schema.get("description", "") + " (null: as if absent)")
+            for name, schema in {
+                **_CRITERIA,
+                **_COUNTS,
+                "since": doc(INTEGER, "Only requests after this seq"),
+            }.items()
+        },
         optional=(*FIELDS, *COUNTS, "since"),
         description="Requests to count: every condition given must hold; count, or "
         "at_least/at_most (neither: at least one)",
     )
-    | {"additionalProperties": False},
+    | {
+        "additionalProperties": False,
+        "dependentSchemas": {
+            "count": {"not": {"anyOf": [{"required": ["at_least"]}, {"required": ["at_most"]}]}}
+        },
+    },
 )
 VERIFICATION = Schema(
     "Verification",
@@ -281,10 +294,10 @@ HAR = Schema(
     ),
 )
 
-SINCE = Param("since", INTEGER, "Only entries after this sequence number")
+SINCE = Param("since", query_integer(), "Only entries after this sequence number")
 RUN_PARAM = Param(
     "run",
-    {"type": "string", "pattern": r"^(all|current|[+-]?[0-9]+)$"},
-    "One run: its number, or current (the one the next request joins); all by default",
+    {"type": "string", "pattern": r"^(|all|current|[+-]?[0-9]+)$"},
+    "One run: its number, or current (the one the next request joins); all (or empty) by default",
 )
 JOURNAL_TENANT = Param("tenant", STRING, "A tenant's journal (a deleted one's, kept, too)")

@@ -82,6 +82,11 @@ def doc(schema: Any, description: str) -> JsonSchema:
     return {**schema, "description": description}
 
 
+def query_integer() -> JsonSchema:
+    """An integer query parameter: digits with an optional sign; empty is as if absent."""
+    return {"anyOf": [INTEGER, {"const": ""}]}
+
+
 def setting(*names: str) -> JsonSchema:
     """The scenario JSON Schema's setting at ``names`` (``setting("clock", "mode")``), a copy.
 

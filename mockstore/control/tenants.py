@@ -16,6 +16,7 @@ from mockstore.control.operations import (
     array,
     described,
     doc,
+    nullable,
     obj,
 )
 from mockstore.shared.backend import StateUnavailable
@@ -37,7 +38,13 @@ CREATE = Body(
     "The tenant's id, or none for a generated one",
     {
         "application/json": obj(
-            {"id": {"type": "string", "pattern": f"^{TENANT_ID.pattern}$"}}, optional=("id",)
+            {
+                "id": doc(
+                    nullable({"type": "string", "pattern": f"^{TENANT_ID.pattern}$"}),
+                    "1-64 letters, digits, '.', '_' or '-'; absent or null: generated",
+                )
+            },
+            optional=("id",),
         )
         | {"additionalProperties": False}
     },
