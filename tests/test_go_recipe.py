@@ -14,10 +14,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support import live_server
 
-RECIPE = Path(__file__).resolve().parent.parent / "examples" / "go"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+RECIPE = EXAMPLES / "go"
+# What a team's CI runs (examples/github-actions-other-languages.yml too).
+VET = "go vet ./..."
+TEST = "go test -v -count=1 ./..."
 
 
 def _go() -> str:
@@ -42,13 +47,13 @@ def test_the_go_recipe_passes_against_mockstore_serve(tmp_path: Path) -> None:
         "MOCKSTORE_REPORT_DIR": str(reports),
     }
     vetted = subprocess.run(
-        [go, "vet", "./..."], cwd=project, env=env, capture_output=True, text=True, timeout=600
+        [go, *VET.split()[1:]], cwd=project, env=env, capture_output=True, text=True, timeout=600
     )
     assert vetted.returncode == 0, vetted.stdout + vetted.stderr
     with live_server() as server:
         env["MOCKSTORE_URL"] = server.url
         done = subprocess.run(
-            [go, "test", "-v", "-count=1", "./..."],
+            [go, *TEST.split()[1:]],
             cwd=project,
             env=env,
             capture_output=True,
@@ -63,3 +68,12 @@ def test_the_go_recipe_passes_against_mockstore_serve(tmp_path: Path) -> None:
     report = json.loads((reports / "mockstore-report.json").read_text())
     assert report["summary"]["requests"] >= 5
     assert (reports / "mockstore-report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_ci_workflow_runs_the_recipe_as_this_test_does() -> None:
+    workflow = yaml.safe_load((EXAMPLES / "github-actions-other-languages.yml").read_text())
+    job = workflow["jobs"]["go"]
+    assert job["defaults"]["run"]["working-directory"] == "examples/go"
+    assert [step["run"] for step in job["steps"] if "run" in step] == [VET, TEST]
+    assert job["env"]["MOCKSTORE_URL"] == "http://localhost:8080"
+    assert "/__mockstore/health" in job["services"]["mockstore"]["options"]

@@ -18,10 +18,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support import live_server
 
-RECIPE = Path(__file__).resolve().parent.parent / "examples" / "typescript"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+RECIPE = EXAMPLES / "typescript"
+# What a team's CI runs, in order (examples/github-actions-other-languages.yml too).
+COMMANDS = ("npm ci", "npm run generate", "npm run typecheck", "npm run build", "npm test")
 COPIED = ("package.json", "package-lock.json", "tsconfig.json", "scripts", "src")
 
 
@@ -54,15 +58,17 @@ def test_the_typescript_recipe_passes_against_mockstore_serve(tmp_path: Path) ->
         else:
             shutil.copy(source, project / name)
     env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
-    _run([npm, "ci", "--no-audit"], project, env, timeout=600)
+    install, *steps = (command.split() for command in COMMANDS)
+    _run([npm, *install[1:], "--no-audit"], project, env, timeout=600)
+    outputs = []
     with live_server() as server:
         env["MOCKSTORE_URL"] = server.url
-        generated = _run([npm, "run", "generate"], project, env, timeout=300)
-        assert "src/generated/control.ts" in generated
-        # tsc --strict (tsconfig.json) over the suite and both generated clients.
-        _run([npm, "run", "typecheck"], project, env, timeout=300)
-        _run([npm, "run", "build"], project, env, timeout=300)
-        output = _run([npm, "test"], project, env, timeout=600)
+        # generate: types from the running server's documents; typecheck: tsc --strict
+        # (tsconfig.json) over the suite and both generated clients; then build, test.
+        for command in steps:
+            outputs.append(_run([npm, *command[1:]], project, env, timeout=600))
+    assert "src/generated/control.ts" in outputs[0]
+    output = outputs[-1]
     assert re.search(r"^\S fail 0$", output, re.MULTILINE), output[-6000:]
     passed = re.search(r"^\S pass (\d+)$", output, re.MULTILINE)
     assert passed is not None and int(passed.group(1)) >= 6, output[-6000:]
@@ -81,3 +87,14 @@ def test_the_typescript_recipe_passes_against_mockstore_serve(tmp_path: Path) ->
     kept = os.environ.get("MOCKSTORE_KEEP_REPORTS")
     if kept:
         shutil.copytree(project / "reports", Path(kept) / "typescript", dirs_exist_ok=True)
+
+
+def test_the_ci_workflow_runs_the_recipe_as_this_test_does() -> None:
+    workflow = yaml.safe_load((EXAMPLES / "github-actions-other-languages.yml").read_text())
+    job = workflow["jobs"]["typescript"]
+    assert job["defaults"]["run"]["working-directory"] == "examples/typescript"
+    assert tuple(step["run"] for step in job["steps"] if "run" in step) == COMMANDS
+    assert job["env"]["MOCKSTORE_URL"] == "http://localhost:8080"
+    assert "/__mockstore/health" in job["services"]["mockstore"]["options"]
+    [upload] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert upload["with"]["path"] == "examples/typescript/reports/"
