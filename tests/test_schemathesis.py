@@ -61,15 +61,15 @@ def test_schemathesis_finds_nothing_against_the_control_document(tmp_path: Path)
             *("--checks", "all", "--mode", "all"),
             *("--header", "X-Mockstore-Client: schemathesis"),
             *("--exclude-operation-id", "dashboardEvents"),
-            # A scenario of 200,000 generated pets takes seconds to build, and loads
-            # take turns: the next one waits (no error: the server answers).
+            # Any answer within a minute, on a loaded machine; loadScenario is given
+            # longer in control.toml (building the largest scenarios takes a while).
             *("--request-timeout", "60"),
             *NO_TIME_LIMIT,
             *("--max-examples", "20", "--seed", "20261123"),
             *("--generation-database", "none", "--workers", "1", "--no-color"),
         ]
         done = subprocess.run(
-            command, cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False
+            command, cwd=tmp_path, capture_output=True, text=True, timeout=1800, check=False
         )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
