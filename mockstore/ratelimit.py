@@ -247,23 +247,27 @@ def escalate(
 # ``escalate`` in the request script of a shared state (``mockstore.shared.scripts``):
 # KEYS[3] is the bucket's list of refusals; ``bu``, ``tu``, ``tw`` (its ban's end and the
 # wait it was told, on both clocks), ``now``, ``wall`` and ``retry_at`` are the script's
-# locals; ARGV[B], [B + 1], [B + 2] the ban's threshold, window ('c': in a row) and length.
+# locals, ``num``, ``bad`` and ``fmt`` its checks of values read back and its writing of
+# numbers; ARGV[B], [B + 1], [B + 2] the ban's threshold, window ('c': in a row), length.
 BAN_LUA = r"""
 local function escalate(admitted)
+  -- The refusals' list, read back: of our type, each entry a number, or dropped (``bad``).
+  local kind = redis.call('TYPE', KEYS[3])['ok']
+  if kind ~= 'list' and kind ~= 'none' then bad(KEYS[3]) end
   local waited = tu ~= nil and now < tu and wall >= tw
   tu = retry_at; tw = wall + (retry_at - now)
   if waited then return end
   if ARGV[B + 1] == 'c' then
     local mark = -admitted - 1
     local first = redis.call('LINDEX', KEYS[3], 0)
-    if first and tonumber(first) ~= mark then redis.call('DEL', KEYS[3]) end
+    if first and num(first, KEYS[3]) ~= mark then redis.call('DEL', KEYS[3]) end
     redis.call('RPUSH', KEYS[3], fmt(mark))
   else
     redis.call('RPUSH', KEYS[3], fmt(now))
     local horizon = now - tonumber(ARGV[B + 1])
     while true do
       local first = redis.call('LINDEX', KEYS[3], 0)
-      if first and tonumber(first) <= horizon then redis.call('LPOP', KEYS[3]) else break end
+      if first and num(first, KEYS[3]) <= horizon then redis.call('LPOP', KEYS[3]) else break end
     end
   end
   if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[B]) then bu = now + tonumber(ARGV[B + 2]) end

@@ -536,7 +536,7 @@ def _preload(replayer: Replayer, key: str, item: Recorded, report: DriftReport) 
     if spent is None or spent == (0, 0):
         return
     minute, day = spent
-    state.limiter.preload(key_bucket(key), item.time, minute, day)
+    state.limiter.preload(key_bucket(key), item.time, minute, day, plan)
     report.reconstructed.append(
         f"rate-limit-state: {key_alias(key)} had spent {minute} of its minute and {day} of its "
         "day allowance before the recording (from its first answer's headers); the mock "

@@ -392,9 +392,9 @@ local names = {'bu', 'tu', 'tw', 'n'}
 for _, w in ipairs({'m', 'd'}) do
   for _, f in ipairs({'s', 'e', 'u', 'c', 'p', 'k', 'a', 't'}) do names[#names + 1] = w .. f end
 end
-local b = redis.call('HMGET', KEYS[2], unpack(names))
-local bu, tu, tw = tonumber(b[1]), tonumber(b[2]), tonumber(b[3]) or 0
-local admitted = tonumber(b[4]) or 0
+local b = checked(redis.pcall('HMGET', KEYS[2], unpack(names)), KEYS[2])
+local bu, tu, tw = num(b[1], KEYS[2]), num(b[2], KEYS[2]), num(b[3], KEYS[2]) or 0
+local admitted = num(b[4], KEYS[2], true) or 0
 """
     + BAN_LUA
     + r"""
@@ -416,9 +416,14 @@ for i = 0, 1 do
     slots[#slots + 1] = {w = (i == 0) and 'm' or 'd', kind = ARGV[a], L = tonumber(ARGV[a + 1]),
       q = tonumber(ARGV[a + 2]), gs = tonumber(ARGV[a + 3]), ge = tonumber(ARGV[a + 4]),
       gn = tonumber(ARGV[a + 5]), key = KEYS[5 + i],
-      s = tonumber(b[o + 1]) or -1, e = tonumber(b[o + 2]) or -1, u = tonumber(b[o + 3]) or 0,
-      c = tonumber(b[o + 4]) or 0, p = tonumber(b[o + 5]) or 0, k = tonumber(b[o + 6]),
-      a = tonumber(b[o + 7]), t = tonumber(b[o + 8])}
+      s = num(b[o + 1], KEYS[2]) or -1, e = num(b[o + 2], KEYS[2]) or -1,
+      u = num(b[o + 3], KEYS[2], true) or 0, c = num(b[o + 4], KEYS[2], true) or 0,
+      p = num(b[o + 5], KEYS[2], true) or 0, k = num(b[o + 6], KEYS[2]),
+      a = num(b[o + 7], KEYS[2]), t = num(b[o + 8], KEYS[2])}
+    if ARGV[a] == 'l' then  -- a log read back: a list of ours, or dropped
+      local kind = redis.call('TYPE', KEYS[5 + i])['ok']
+      if kind ~= 'list' and kind ~= 'none' then bad(KEYS[5 + i]) end
+    end
   end
 end
 for _, st in ipairs(slots) do A[st.kind].roll(st, now) end

@@ -92,19 +92,20 @@ class SlidingLog:
         state.entries.extend(values)
 
 
-# The log lives in a list of its own (``st.key``); ``st.n`` is its length once rolled.
+# The log lives in a list of its own (``st.key``); ``st.n`` is its length once rolled;
+# every instant read back is checked (``num``: not a number, and the log is dropped).
 SLIDING_LOG_LUA = r"""
 A.l = {}
 function A.l.roll(st, now)
   while true do
     local first = redis.call('LINDEX', st.key, 0)
-    if first and tonumber(first) + st.L <= now then redis.call('LPOP', st.key) else break end
+    if first and num(first, st.key) + st.L <= now then redis.call('LPOP', st.key) else break end
   end
   st.n = redis.call('LLEN', st.key)
 end
 function A.l.at(st, now)
   if st.n < st.q then return now end
-  return tonumber(redis.call('LINDEX', st.key, st.n - st.q)) + st.L
+  return num(redis.call('LINDEX', st.key, st.n - st.q), st.key) + st.L
 end
 function A.l.count(st, now)
   redis.call('RPUSH', st.key, fmt(now))
@@ -113,7 +114,7 @@ function A.l.count(st, now)
 end
 function A.l.figures(st, now)
   local reset = now
-  if st.n > 0 then reset = tonumber(redis.call('LINDEX', st.key, -1)) + st.L end
+  if st.n > 0 then reset = num(redis.call('LINDEX', st.key, -1), st.key) + st.L end
   local left = st.q - st.n
   if left < 0 then left = 0 end
   return left, reset

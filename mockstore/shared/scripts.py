@@ -10,6 +10,13 @@ store operation unless a firing rule answers in its place. Control calls run
 ``CONTROL``: a compare-and-set on the generation together with what the call
 changes in the data.
 
+Nothing read back is trusted: a value no script wrote (a key of another type, a
+counter or a window that is not a number in range, a pet id that is not one) is
+deleted and the request that met it fails (``bad``: answered ``503
+state_unavailable``, said in the log), so the next one starts that key afresh;
+the control script replaces a generation or an epoch that is not a whole number
+with one from Redis's clock, and a bucket of another type.
+
 Numbers cross the boundary as text: Redis turns a Lua number into an integer
 in a reply, and ``tostring`` keeps only 14 digits, so every float is written
 with ``%.17g`` (which reads back as the same double) and read with
@@ -35,29 +42,56 @@ from mockstore.ratelimit import BAN_LUA
 #       'd' answers but runs it, 'n' fires without answering), its index;
 #       then the operation ('' | create | list | get) and its arguments.
 # The parts every request script shares. ``PROLOGUE``: the generation check, the
-# request's number. Then a limiter (``CLASSIC_LIMITER`` here, or the general one of
+# checks of every value read back (``bad``, ``checked``, ``num``), the request's number.
+# Then a limiter (``CLASSIC_LIMITER`` here, or the general one of
 # ``mockstore.limiter.limiter``) sets ``verdict``, ``retry_at`` and ``head`` (the reply
-# so far); ``ban.BAN_LUA`` is the ban both escalate with. ``EPILOGUE``: the fault rules
-# and the store operation of an admitted request; its arguments begin at ARGV[F], its
-# counters' keys after KEYS[KF] (each limiter sets both).
+# so far); ``ratelimit.BAN_LUA`` is the ban both escalate with. ``EPILOGUE``: the fault
+# rules and the store operation of an admitted request; its arguments begin at ARGV[F],
+# its counters' keys after KEYS[KF] (each limiter sets both).
 PROLOGUE = r"""
-local generation = redis.call('GET', KEYS[1])
+
+local generation = redis.pcall('GET', KEYS[1])
+if type(generation) == 'table' then return {'stale', ''} end
 if generation ~= ARGV[1] then return {'stale', generation or ''} end
 local function fmt(x) return string.format('%.17g', x) end
+  -- A value read back that no script wrote: dropped, and this request answered 503.
+local function bad(key)
+  redis.call('DEL', key)
+  error('mockstore-bad-value ' .. key)
+end
+-- An error a value causes (its type, its text) drops it; any other (OOM) is Redis's own,
+-- raised as it is, and the value is kept.
+local function value_error(reply)
+  local e = reply.err
+  if string.find(e, 'WRONGTYPE', 1, true) or string.find(e, 'not an integer', 1, true)
+    or string.find(e, 'overflow', 1, true) then return true end
+  error(reply)
+end
+local function checked(reply, key)
+  if type(reply) == 'table' and reply.err and value_error(reply) then bad(key) end
+  return reply
+end
+local function num(value, key, whole)
+  if not value then return nil end
+  local n = tonumber(value)
+  if n == nil or n ~= n or n > 9007199254740992 or n < -9007199254740992
+    or (whole and (n < 0 or n ~= math.floor(n))) then bad(key) end
+  return n
+end
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
-local number = redis.call('INCR', KEYS[4])
+local number = checked(redis.pcall('INCR', KEYS[4]), KEYS[4])
 """
 
 # mockstore.ratelimit.RateLimiter's two fixed windows (a clock minute and a UTC day, or
-# both from a first request).
+# both from a first request): KEYS and ARGV as above (B = 8, F = 11, KF = 4).
 CLASSIC_LIMITER = (
     r"""
 local B, F, KF = 8, 11, 4
-local b = redis.call('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw')
-local ms, mu = tonumber(b[1]) or -1, tonumber(b[2]) or 0
-local ds, du = tonumber(b[3]) or -1, tonumber(b[4]) or 0
-local bu, tu, tw = tonumber(b[5]), tonumber(b[6]), tonumber(b[7]) or 0
+local b = checked(redis.pcall('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw'), KEYS[2])
+local ms, mu = num(b[1], KEYS[2]) or -1, num(b[2], KEYS[2], true) or 0
+local ds, du = num(b[3], KEYS[2]) or -1, num(b[4], KEYS[2], true) or 0
+local bu, tu, tw = num(b[5], KEYS[2]), num(b[6], KEYS[2]), num(b[7], KEYS[2]) or 0
 """
     + BAN_LUA
     + r"""
@@ -105,7 +139,7 @@ local counters = tonumber(ARGV[F])
 local stop = false
 if counters > 0 then
   local counts = {}
-  for i = 1, counters do counts[i] = redis.call('INCR', KEYS[KF + i]) end
+  for i = 1, counters do counts[i] = checked(redis.pcall('INCR', KEYS[KF + i]), KEYS[KF + i]) end
   local fault, answered, seed = head[10], false, ARGV[F + 1]
   for r = 0, tonumber(ARGV[F + 2]) - 1 do
     local a = F + 2 + 9 * r
@@ -139,11 +173,19 @@ local k = KF + counters
 if op == 'create' then
   -- ARGV: o+1 inventory's next id, o+2 largest id, o+3 one past it, o+4 the pet's
   -- JSON after its id, o+5 byte budget ('' none), o+6 status ('' none), o+7 cost per pet
-  local id = redis.call('GET', KEYS[k + 1]) or ARGV[o + 1]
+  local id = checked(redis.pcall('GET', KEYS[k + 1]), KEYS[k + 1]) or ARGV[o + 1]
+  local past = ARGV[o + 3]
+  if not string.match(id, '^[1-9]%d*$') or #id > #past or (#id == #past and id > past) then
+    bad(KEYS[k + 1])
+  end
+  for i = 3, 5 do
+    local kind = redis.call('TYPE', KEYS[k + i])['ok']
+    if kind ~= (i == 3 and 'hash' or 'list') and kind ~= 'none' then bad(KEYS[k + i]) end
+  end
   if id == ARGV[o + 3] then head[9] = {'full_id'}; return head end
   local encoded = '{"id":' .. id .. ',' .. ARGV[o + 4]
   local cost = tonumber(ARGV[o + 7]) + 2 * #encoded
-  local used = tonumber(redis.call('GET', KEYS[k + 2]) or '0')
+  local used = num(checked(redis.pcall('GET', KEYS[k + 2]), KEYS[k + 2]), KEYS[k + 2], true) or 0
   if ARGV[o + 5] ~= '' and used + cost > tonumber(ARGV[o + 5]) then
     head[9] = {'full_bytes', fmt(used), fmt(cost)}; return head
   end
@@ -161,16 +203,18 @@ elseif op == 'list' then
   local count = tonumber(ARGV[o + 1])
   local ids
   if ARGV[o + 2] == 'desc' then
-    local last = redis.call('LRANGE', KEYS[k + 5], -count, -1)
+    local last = checked(redis.pcall('LRANGE', KEYS[k + 5], -count, -1), KEYS[k + 5])
     ids = {}
     for i = #last, 1, -1 do ids[#ids + 1] = last[i] end
   else
-    ids = redis.call('LRANGE', KEYS[k + 5], 0, count - 1)
+    ids = checked(redis.pcall('LRANGE', KEYS[k + 5], 0, count - 1), KEYS[k + 5])
   end
-  if #ids > 0 then head[9] = redis.call('HMGET', KEYS[k + 3], unpack(ids)) end
+  if #ids > 0 then
+    head[9] = checked(redis.pcall('HMGET', KEYS[k + 3], unpack(ids)), KEYS[k + 3])
+  end
 elseif op == 'get' then
   -- ARGV: o+1 the pet's id
-  local found = redis.call('HGET', KEYS[k + 3], ARGV[o + 1])
+  local found = checked(redis.pcall('HGET', KEYS[k + 3], ARGV[o + 1]), KEYS[k + 3])
   if found then head[9] = {found} end
 end
 return head
@@ -185,35 +229,63 @@ GENERAL_REQUEST = PROLOGUE + GENERAL_LIMITER_LUA + EPILOGUE
 # ARGV: 1 the generation the caller read (compare-and-set; '' to create the state),
 #       2 the new configuration as field/value pairs in JSON,
 #       3 what else changes, in JSON: {"epoch": true} starts a new epoch (reset,
-#       scenario), "preload": [[bucket key, minute start, used, day start, used]],
+#       scenario), "preload": [[bucket key, minute start, used, day start, used]] (a
+#       general limiter's: [bucket key, "g", [field, value, ...], minute log, day log]),
 #       "forget": [keys], "lift": bucket key (its rejections key follows),
 #       "rebase": {"prefix": bucket keys' prefix, "now": t, "to": t}
 # Returns {'stale', generation} or {'ok', generation, epoch, lifted}.
 CONTROL = r"""
+-- Keys of another type than ours, written by someone else: replaced.
+for i, kind in ipairs({'string', 'hash'}) do
+  local found = redis.call('TYPE', KEYS[i])['ok']
+  if found ~= kind and found ~= 'none' then redis.call('DEL', KEYS[i]) end
+end
 local gen = redis.call('GET', KEYS[1])
 if (gen or '') ~= ARGV[1] then return {'stale', gen or ''} end
 local function fmt(x) return string.format('%.17g', x) end
+-- A generation or an epoch that is not a whole number within 2**53 is started again
+-- from Redis's clock in ms: a number no process holds (bounded, never reused).
+local function whole(value)
+  local n = tonumber(value)
+  return n and n >= 0 and n <= 9007199254740992 and n == math.floor(n)
+end
+local function fresh()
+  local t = redis.call('TIME')
+  return string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+-- A bucket key of another type (written by someone else) is replaced.
+local function hset(key, ...)
+  local reply = redis.pcall('HSET', key, ...)
+  if type(reply) == 'table' and string.find(reply.err, 'WRONGTYPE', 1, true) then
+    redis.call('DEL', key)
+    redis.call('HSET', key, ...)
+  elseif type(reply) == 'table' then
+    error(reply)  -- not the value's fault (OOM): raised, nothing replaced
+  end
+end
 local change = cjson.decode(ARGV[3])
 local fields = cjson.decode(ARGV[2])
 for name, value in pairs(fields) do redis.call('HSET', KEYS[2], name, value) end
 local epoch = redis.call('HGET', KEYS[2], 'epoch') or '0'
+if not whole(epoch) then epoch = fresh(); redis.call('HSET', KEYS[2], 'epoch', epoch) end
 if change.epoch then epoch = tostring(redis.call('HINCRBY', KEYS[2], 'epoch', 1)) end
 local prefix = change.prefix_base .. epoch .. ':'
 if change.preload then
   for _, p in ipairs(change.preload) do
     if p[2] == 'g' then
       -- A general limiter's bucket (mockstore.limiter.limiter.stored): fields, then logs.
-      redis.call('HSET', prefix .. 'b:' .. p[1], unpack(p[3]))
+      redis.call('DEL', prefix .. 'b:' .. p[1])
+      hset(prefix .. 'b:' .. p[1], unpack(p[3]))
       for i, suffix in ipairs({':m', ':d'}) do
         local log = prefix .. 'l:' .. p[1] .. suffix
         redis.call('DEL', log)
-        local log_entries = p[3 + i]
-        for first = 1, #log_entries, 1000 do  -- unpack has a stack to fit in
-          redis.call('RPUSH', log, unpack(log_entries, first, math.min(first + 999, #log_entries)))
+        local entries = p[3 + i]
+        for first = 1, #entries, 1000 do  -- unpack has a stack to fit in
+          redis.call('RPUSH', log, unpack(entries, first, math.min(first + 999, #entries)))
         end
       end
     else
-      redis.call('HSET', prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
+      hset(prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
     end
   end
 end
@@ -226,7 +298,7 @@ end
 local lifted = '0'
 if change.lift then
   local key = prefix .. 'b:' .. change.lift
-  if redis.call('HEXISTS', key, 'bu') == 1 then
+  if redis.pcall('HEXISTS', key, 'bu') == 1 then
     lifted = '1'
     redis.call('HDEL', key, 'bu')
     redis.call('DEL', prefix .. 'r:' .. change.lift)
@@ -240,19 +312,26 @@ if change.rebase then
     local page = redis.call('SCAN', cursor, 'MATCH', prefix .. 'b:*', 'COUNT', 500)
     cursor = page[1]
     for _, key in ipairs(page[2]) do
-      -- Every window of either limiter starts afresh (a general one's logs emptied).
+      hset(key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
+      -- And a general limiter's windows: ends, counts, buckets, and its logs emptied.
+      redis.call('HDEL', key, 'tu', 'me', 'mc', 'mp', 'mk', 'ma', 'mt', 'de', 'dc', 'dp', 'dk',
+        'da', 'dt')
+      local name = string.sub(key, #prefix + 3)
+      redis.call('DEL', prefix .. 'l:' .. name .. ':m', prefix .. 'l:' .. name .. ':d')
       local bu = tonumber(redis.call('HGET', key, 'bu'))
-      local bucket = string.sub(key, #prefix + 3)
-      redis.call('DEL', key, prefix .. 'r:' .. bucket, prefix .. 'l:' .. bucket .. ':m',
-        prefix .. 'l:' .. bucket .. ':d')
-      redis.call('HSET', key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
+      if bu and (bu ~= bu or bu == math.huge or bu == -math.huge) then bu = nil end
       if bu then
         local left = bu - now
-        if left > 0 then redis.call('HSET', key, 'bu', fmt(to + left)) end
+        if left > 0 then redis.call('HSET', key, 'bu', fmt(to + left))
+        else redis.call('HDEL', key, 'bu') end
       end
+      redis.call('DEL', prefix .. 'r:' .. string.sub(key, #prefix + 3))
     end
   until cursor == '0'
 end
-if change.bump ~= false then gen = tostring(redis.call('INCR', KEYS[1])) end
+if change.bump ~= false then
+  if gen and not whole(gen) then redis.call('SET', KEYS[1], fresh()) end
+  gen = string.format('%d', redis.call('INCR', KEYS[1]))
+end
 return {'ok', gen or '', epoch, lifted}
 """
