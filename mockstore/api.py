@@ -34,7 +34,7 @@ from mockstore import sharing, transport
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
-from mockstore.keys import ApiKey, parse_authorization
+from mockstore.keys import ApiKey, client_bucket, parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
 from mockstore.profile import AnswerProfile
@@ -109,13 +109,24 @@ class Compiled:
     its headers.
     """
 
-    __slots__ = ("base", "deprecation_on", "headers", "profile", "scenario", "service", "slots")
+    __slots__ = (
+        "base",
+        "deprecation_on",
+        "gives_back",
+        "headers",
+        "profile",
+        "scenario",
+        "service",
+        "slots",
+    )
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.base = scenario.base_path
         self.service = PetStoreService(scenario)
         self.headers = ResponseHeaders(scenario)
+        # Some answers give back what their request took (ratelimit.not_counted).
+        self.gives_back = bool(scenario.ratelimit.not_counted)
         # What the scenario's answers carry beyond mockstore's own (None: nothing).
         self.profile = AnswerProfile.of(scenario)
         # Which answers to a deprecated operation announce it (behaviour.deprecation_on).
@@ -527,6 +538,8 @@ class PetStoreAPI:
         number = ex.number
         request_id = state.next_request_id() if number is None else state.request_id(number)
         compiled = ex.compiled
+        if compiled.gives_back:  # ratelimit.not_counted: some answers give back their count
+            await self._give_back(ex, answer.status)
         profile = compiled.profile
         if profile is None:
             extra = answer.extra
@@ -569,6 +582,24 @@ class PetStoreAPI:
             await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, tuple(headers), sent, "response")
         return request_id
+
+    async def _give_back(self, ex: Exchange, status: int) -> None:
+        """An answer that does not count (``ratelimit.not_counted``) gives back what the
+        limiter counted for its request."""
+        caller = ex.caller
+        if not PetStoreService.counted(caller) or not ex.compiled.scenario.ratelimit.gives_back(
+            status
+        ):
+            return
+        if caller.key is not None:
+            bucket = caller.key.bucket
+        else:
+            client = ex.scope.get("client")
+            bucket = client_bucket(client[0] if client else "unknown")
+        if self.runtime.shared is None:
+            ex.state.limiter.refund(bucket, caller.plan, ex.now)  # type: ignore[union-attr]
+        else:
+            await sharing.give_back(self, ex, bucket, caller.plan)
 
     async def _respond_held(
         self, send: Send, ex: Exchange, answer: Answer, connections: Account

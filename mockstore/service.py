@@ -63,6 +63,13 @@ class Caller:
         self.admitted = key is not None and decision.verdict == "allowed"
 
 
+class Bystander(Caller):
+    """A caller the limiter did not count: where it stands, for the answer's headers only
+    (a request that failed before its caller was known, or the shared state out of reach)."""
+
+    __slots__ = ()
+
+
 class ShutOut(Caller):
     """A caller the limiter could not count: the memory budget had no room for its counters.
 
@@ -258,9 +265,18 @@ class PetStoreService:
         """
         plan = state.plans[self._anonymous_plan]
         if not self._anonymous_counted:
-            return Caller(MISSING, None, plan, UNCOUNTED)
+            return Bystander(MISSING, None, plan, UNCOUNTED)
         decision = state.limiter.peek(client_bucket(client), plan, now)
-        return Caller(MISSING, None, plan, decision)
+        return Bystander(MISSING, None, plan, decision)
+
+    @staticmethod
+    def counted(caller: Caller) -> bool:
+        """Whether the limiter counted ``caller``'s request (so an answer may give it back)."""
+        return (
+            type(caller) is Caller
+            and caller.decision.verdict == "allowed"
+            and bool(caller.decision.limit)
+        )
 
     def refusal(self, caller: Caller, unrouted: ApiError | None = None) -> ApiError:
         """Why a caller that is not ``admitted`` is refused: 429 first, then 401.

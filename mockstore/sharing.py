@@ -29,10 +29,10 @@ from mockstore.errors import ApiError
 from mockstore.faults import SharedRules, shared_outcome, shared_rules
 from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
-from mockstore.service import OPERATIONS, UNCOUNTED, Caller
+from mockstore.service import OPERATIONS, UNCOUNTED, Bystander, Caller
 from mockstore.shared.backend import MAX_RELOADS, SharedState, Stale, StateUnavailable
 from mockstore.shared.buckets import decision_of
-from mockstore.shared.request import run_request
+from mockstore.shared.request import run_refund, run_request
 from mockstore.shared.store import (
     Operation,
     RequestStore,
@@ -215,7 +215,16 @@ def _unavailable(
     # Where the caller stands is not known: a decision that counts nothing, and
     # the answer states no rate-limit figures (api.py leaves them out).
     decision = RateLimiter(NO_BAN).peek(bucket, plan, ex.now)
-    ex.caller = Caller(credentials, None, plan, decision)
+    ex.caller = Bystander(credentials, None, plan, decision)
     if isinstance(reason, TenantGone):  # deleted through another process
         return Unavailable(ApiError("not_found", str(reason), status=404))
     return Unavailable(_state_unavailable(str(reason)))
+
+
+async def give_back(api: Any, ex: Any, bucket: str, plan: Any) -> None:
+    """Give back in Redis what an admitted request took (an answer that does not count:
+    ``ratelimit.not_counted``). Redis out of reach: the request stays counted."""
+    try:
+        await run_refund(api.runtime.shared, bucket, plan, ex.now)
+    except StateUnavailable as exc:
+        log.warning("could not give back a request that does not count: %s", exc)

@@ -250,6 +250,18 @@ def test_a_day_of_twenty_three_hours_when_the_clocks_move_forward(serve: Any) ->
     )
 
 
+def test_answers_that_do_not_count_give_back_what_they_took(serve: Any) -> None:
+    mock = serve(scenario("ratelimit: {minute: {algorithm: sliding_log}, not_counted: [4xx]}\n"))
+    for _ in range(5):  # refused for their query: counted nowhere
+        bad = mock.get(path="/v1/pets?limit=0")
+        assert bad.status_code == 400
+    # The answer still states the figures its request met; the next one has it back.
+    assert figures(bad)[1] == 2
+    assert [mock.get().status_code for _ in range(4)] == [200, 200, 200, 429]
+    keys = {key["key"]: key for key in mock.http.get("/__mockstore/keys").json()}
+    assert keys["k"]["minute"]["remaining"] == 0
+
+
 # -- callers, refusals, headers ----------------------------------------------------------------
 
 

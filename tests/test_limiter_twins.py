@@ -10,8 +10,10 @@ sends each request to both: to ``Limiter.check`` and to the request script
 on a real ``redis-server`` started on a free loopback port. Every field of
 every decision must be the same, to the last bit of every instant. Some
 callers start with allowance spent (a scenario's ``used:``), written to Redis
-by the control script as a shared state writes them; and at the end what
-Redis holds, read back, stands as memory stands.
+by the control script as a shared state writes them; some admitted requests
+are given back (an answer that does not count, ``ratelimit.not_counted``) by
+each twin's refund; and at the end what Redis holds, read back, stands as
+memory stands.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from mockstore.limiter.limiter import Limiter, restored
 from mockstore.limiter.model import ALGORITHMS, Limits, Window
 from mockstore.ratelimit import BanPolicy, Plan
 from mockstore.shared import general
-from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST
+from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REFUND
 from tests.redis_server import RedisServer, redis_available
 
 redis = pytest.importorskip("redis")
@@ -53,7 +55,12 @@ def server() -> Iterator[Any]:
     running = RedisServer().start()
     client = redis.Redis.from_url(running.url)
     try:
-        yield client, client.register_script(GENERAL_REQUEST), client.register_script(CONTROL)
+        yield (
+            client,
+            client.register_script(GENERAL_REQUEST),
+            client.register_script(CONTROL),
+            client.register_script(REFUND),
+        )
     finally:
         client.close()
         running.stop()
@@ -92,7 +99,10 @@ _steps = st.one_of(
     st.floats(0, 120, allow_nan=False),
     st.sampled_from([900.0, 3600.0, 86_400.0]),
 )
-requests = st.lists(st.tuples(st.integers(0, 2), _steps, st.booleans()), min_size=1, max_size=40)
+# (caller, step, the wall moves with the clock, its answer gives back what it took)
+requests = st.lists(
+    st.tuples(st.integers(0, 2), _steps, st.booleans(), st.booleans()), min_size=1, max_size=40
+)
 
 
 # The control script's prefix for the epoch a fresh state starts in (no epoch yet: 0).
@@ -115,7 +125,7 @@ def test_python_and_lua_decide_every_request_alike(
     offset: float,
     used: list[tuple[int, int]],
 ) -> None:
-    client, script, control = server
+    client, script, control, refund = server
     client.flushdb()
     client.set("g", "1")
     limits, ban, plan = drawn
@@ -132,7 +142,7 @@ def test_python_and_lua_decide_every_request_alike(
         )
     change = json.dumps({"prefix_base": "t:", "preload": preloads, "bump": False})
     assert control(keys=["g", "config"], args=["1", "{}", change])[0] == b"ok"
-    for index, (who, step, wall_moves) in enumerate(sent):
+    for index, (who, step, wall_moves, given_back) in enumerate(sent):
         now += step
         if wall_moves:  # a running clock; else a manual one, the wall moving on alone
             wall_clock[0] = now
@@ -151,6 +161,10 @@ def test_python_and_lua_decide_every_request_alike(
         got = general.decision(limiter, reply, plan, now)
         note(f"#{index} {bucket} at {now!r}: python {expected} lua {got}")
         assert got == expected
+        if given_back and expected.verdict == "allowed":  # an answer that does not count
+            limiter.refund(bucket, plan, now)
+            back = ["1", repr(now), *args[1:]]
+            assert refund(keys=["g", keys[1], keys[4], keys[5]], args=back) == b"ok"
     # What Redis holds reads back as the bucket memory holds: the same standing.
     for who in range(3):
         bucket = f"b{who}"

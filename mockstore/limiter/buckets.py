@@ -87,6 +87,10 @@ class TokenBucket:
         if fresh or now > state.last:
             state.last = now
 
+    def uncount(self, state: TokenState, now: float, quota: int) -> None:
+        if state.tokens is not None:
+            state.tokens = min(quota, state.tokens + 1)
+
     def figures(self, state: TokenState, now: float, quota: int) -> tuple[int, float]:
         level = self._level(state, now, quota)
         left = math.floor(level + _HAIR * quota / self.seconds + 1e-9)
@@ -119,6 +123,9 @@ function A.t.count(st, now)
   local k = level(st, now) - 1
   if k > 0 then st.k = k else st.k = 0 end
   if st.a == nil or now > st.a then st.a = now end
+end
+function A.t.uncount(st, now)
+  if st.k ~= nil then st.k = math.min(st.q, st.k + 1) end
 end
 function A.t.figures(st, now)
   local k = level(st, now)
@@ -171,6 +178,11 @@ class LeakyBucket:
         limit = now + self.seconds
         state.tat = tat if tat < limit else limit
 
+    def uncount(self, state: LeakyState, now: float, quota: int) -> None:
+        if state.tat is not None:
+            tat = state.tat - self.seconds / quota
+            state.tat = tat if tat > now else now
+
     def figures(self, state: LeakyState, now: float, quota: int) -> tuple[int, float]:
         tat = state.tat
         if tat is None or tat < now:
@@ -204,6 +216,12 @@ function A.g.count(st, now)
   tat = tat + st.L / st.q
   local limit = now + st.L
   if tat < limit then st.t = tat else st.t = limit end
+end
+function A.g.uncount(st, now)
+  if st.t ~= nil then
+    local tat = st.t - st.L / st.q
+    if tat > now then st.t = tat else st.t = now end
+  end
 end
 function A.g.figures(st, now)
   local tat = st.t

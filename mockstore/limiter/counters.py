@@ -10,8 +10,10 @@ The contract every rule keeps (``mockstore.limiter.rules`` for the others):
 ``at`` is the instant from which a request is allowed (at or before ``now``:
 allowed now), computed from the stored state alone, so a client that comes
 back at exactly that instant is allowed; ``count`` counts one request
-(admitted, or a refused attempt where attempts count); ``figures`` gives the
-requests left and the instant the whole allowance is back (the reset).
+(admitted, or a refused attempt where attempts count), ``uncount`` gives one
+counted at an instant back (an answer that does not count); ``figures``
+gives the requests left and the instant the whole allowance is back (the
+reset).
 
 **Fixed window.** ``used`` requests from ``start`` to ``end``. On the clock's
 grid (``mockstore.limiter.grid``) a window only moves forward: a process whose
@@ -74,6 +76,11 @@ class FixedWindow:
     def figures(self, state: FixedState, now: float, quota: int) -> tuple[int, float]:
         return max(0, int(quota - state.used)), state.end
 
+    def uncount(self, state: FixedState, now: float, quota: int) -> None:
+        """Give back one request counted at ``now`` (while its window lasts)."""
+        if state.start <= now < state.end and state.used > 0:
+            state.used -= 1
+
     def preload(self, state: FixedState, now: float, quota: int, used: int) -> None:
         state.used = float(used)
 
@@ -103,7 +110,10 @@ function A.f.figures(st, now)
   if left < 0 then left = 0 end
   return left, st.e
 end
-A.r.at = A.f.at; A.r.count = A.f.count; A.r.figures = A.f.figures
+function A.f.uncount(st, now)
+  if st.s <= now and now < st.e and st.u > 0 then st.u = st.u - 1 end
+end
+A.r.at = A.f.at; A.r.count = A.f.count; A.r.figures = A.f.figures; A.r.uncount = A.f.uncount
 """
 
 
@@ -170,6 +180,10 @@ class SlidingWindow:
             reset = now
         return left, reset
 
+    def uncount(self, state: SlidingState, now: float, quota: int) -> None:
+        if state.start <= now < state.end and state.current > 0:
+            state.current -= 1
+
     def preload(self, state: SlidingState, now: float, quota: int, used: int) -> None:
         state.current = float(used)
 
@@ -194,6 +208,9 @@ function A.w.at(st, now)
   return st.e - (st.e - st.s) * (st.q - 1 - st.c) / st.p
 end
 function A.w.count(st, now) st.c = st.c + 1 end
+function A.w.uncount(st, now)
+  if st.s <= now and now < st.e and st.c > 0 then st.c = st.c - 1 end
+end
 function A.w.figures(st, now)
   local most = st.q - st.c
   local left = 0

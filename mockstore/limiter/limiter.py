@@ -168,6 +168,17 @@ class Limiter:
         escalate(self.ban, self._consecutive, self.wall, bucket, now, retry_at, bucket.admitted)
         return self._figures("rate_limited", plan, now, retry_at, blocking, slots)
 
+    def refund(self, bucket_id: str, plan: Plan, now: float) -> None:
+        """Give back what a request admitted at ``now`` took (its answer does not count:
+        ``ratelimit.not_counted``). Its twin is ``GENERAL_REFUND_LUA``."""
+        bucket = self._buckets.get(bucket_id)
+        if bucket is None:
+            return
+        minute, day = self.rules
+        minute.uncount(bucket.minute, now, plan.per_minute)
+        if plan.has_day:
+            day.uncount(bucket.day, now, plan.per_day)
+
     def peek(self, bucket_id: str, plan: Plan, now: float) -> Decision:
         """Where a bucket stands, as a Decision that counts nothing (for a 500's headers)."""
         bucket = self._buckets.get(bucket_id) or Bucket(self.rules)
@@ -385,19 +396,9 @@ _FIELDS = ("s", "e", "u", "c", "p", "k", "a", "t")
 #       row), 19 ban duration (B = 17); the fault rules from ARGV[20] (F = 20).
 # Reply head: {'ok', verdict, {each window's requests left and reset}, blocking window
 # ('m' or 'd'), '', '', retry at, number, ...}.
-GENERAL_LIMITER_LUA = (
+# Every rule's Lua, and what each keeps in the bucket's hash (after the window's letter).
+_RULES_LUA = (
     r"""
-local B, F, KF = 17, 20, 6
-local names = {'bu', 'tu', 'tw', 'n'}
-for _, w in ipairs({'m', 'd'}) do
-  for _, f in ipairs({'s', 'e', 'u', 'c', 'p', 'k', 'a', 't'}) do names[#names + 1] = w .. f end
-end
-local b = checked(redis.pcall('HMGET', KEYS[2], unpack(names)), KEYS[2])
-local bu, tu, tw = num(b[1], KEYS[2]), num(b[2], KEYS[2]), num(b[3], KEYS[2]) or 0
-local admitted = num(b[4], KEYS[2], true) or 0
-"""
-    + BAN_LUA
-    + r"""
 local A = {}
 """
     + FIXED_LUA
@@ -408,24 +409,84 @@ local A = {}
     + r"""
 local FIELDS = {f = {'s', 'e', 'u'}, r = {'s', 'e', 'u'}, w = {'s', 'e', 'c', 'p'}, l = {},
   t = {'k', 'a'}, g = {'t'}}
+"""
+)
+
+
+def _slots_lua(arguments: int, logs: int, bucket: int) -> str:
+    """Lua that reads a bucket's hash (KEYS[bucket]) into ``b``, its ban and admissions,
+    and each window the plan has into ``slots``: per window six arguments from
+    ARGV[arguments] (rule letter, seconds, allowance or '', the grid's start, end, next
+    end), its log at KEYS[logs] and KEYS[logs + 1]. Every value read back is checked."""
+    return (
+        (
+            r"""
+local names = {'bu', 'tu', 'tw', 'n'}
+for _, w in ipairs({'m', 'd'}) do
+  for _, f in ipairs({'s', 'e', 'u', 'c', 'p', 'k', 'a', 't'}) do names[#names + 1] = w .. f end
+end
+local b = checked(redis.pcall('HMGET', KEYS[@B], unpack(names)), KEYS[@B])
+local bu, tu, tw = num(b[1], KEYS[@B]), num(b[2], KEYS[@B]), num(b[3], KEYS[@B]) or 0
+local admitted = num(b[4], KEYS[@B], true) or 0
 local slots = {}
 for i = 0, 1 do
-  local a = 5 + 6 * i
+  local a = @A + 6 * i
   if ARGV[a + 2] ~= '' then
     local o = 4 + 8 * i
     slots[#slots + 1] = {w = (i == 0) and 'm' or 'd', kind = ARGV[a], L = tonumber(ARGV[a + 1]),
       q = tonumber(ARGV[a + 2]), gs = tonumber(ARGV[a + 3]), ge = tonumber(ARGV[a + 4]),
-      gn = tonumber(ARGV[a + 5]), key = KEYS[5 + i],
-      s = num(b[o + 1], KEYS[2]) or -1, e = num(b[o + 2], KEYS[2]) or -1,
-      u = num(b[o + 3], KEYS[2], true) or 0, c = num(b[o + 4], KEYS[2], true) or 0,
-      p = num(b[o + 5], KEYS[2], true) or 0, k = num(b[o + 6], KEYS[2]),
-      a = num(b[o + 7], KEYS[2]), t = num(b[o + 8], KEYS[2])}
+      gn = tonumber(ARGV[a + 5]), key = KEYS[@L + i],
+      s = num(b[o + 1], KEYS[@B]) or -1, e = num(b[o + 2], KEYS[@B]) or -1,
+      u = num(b[o + 3], KEYS[@B], true) or 0, c = num(b[o + 4], KEYS[@B], true) or 0,
+      p = num(b[o + 5], KEYS[@B], true) or 0, k = num(b[o + 6], KEYS[@B]),
+      a = num(b[o + 7], KEYS[@B]), t = num(b[o + 8], KEYS[@B])}
     if ARGV[a] == 'l' then  -- a log read back: a list of ours, or dropped
-      local kind = redis.call('TYPE', KEYS[5 + i])['ok']
-      if kind ~= 'list' and kind ~= 'none' then bad(KEYS[5 + i]) end
+      local kind = redis.call('TYPE', KEYS[@L + i])['ok']
+      if kind ~= 'list' and kind ~= 'none' then bad(KEYS[@L + i]) end
     end
   end
 end
+"""
+        )
+        .replace("@B", str(bucket))
+        .replace("@A", str(arguments))
+        .replace("@L", str(logs))
+    )
+
+
+# Lua that writes each window's state back into the bucket's hash (``fields``, begun by
+# the caller) and, where ``figures`` is a table, each window's requests left and reset.
+_SAVE_LUA = r"""
+for _, st in ipairs(slots) do
+  for _, f in ipairs(FIELDS[st.kind]) do
+    if st[f] ~= nil then fields[#fields + 1] = st.w .. f; fields[#fields + 1] = fmt(st[f]) end
+  end
+  if figures then
+    local left, reset = A[st.kind].figures(st, now)
+    figures[#figures + 1] = fmt(left); figures[#figures + 1] = fmt(reset)
+  end
+end
+"""
+
+# The limiter part of ``GENERAL_REQUEST`` (``mockstore.shared.scripts``), ``check`` in Lua.
+# KEYS: 2 the bucket's hash, 3 its refusals, 5 and 6 the minute's and the day's log
+#       (a sliding log's instants), 7 .. the fault rules' counters (KF = 6).
+# ARGV: 4 what counts ('a' attempts, 's' served), then per window (minute from 5, day
+#       from 11) its rule's letter (f fixed on the grid, r fixed from a first request,
+#       w sliding window, l sliding log, t token bucket, g leaky bucket), its seconds,
+#       the plan's allowance ('' for a plan without a day), and the grid's start, end
+#       and next end at now ('' off the grid); 17 ban after, 18 ban within ('c': in a
+#       row), 19 ban duration (B = 17); the fault rules from ARGV[20] (F = 20).
+# Reply head: {'ok', verdict, {each window's requests left and reset}, blocking window
+# ('m' or 'd'), '', '', retry at, number, ...}.
+GENERAL_LIMITER_LUA = (
+    r"""
+local B, F, KF = 17, 20, 6
+"""
+    + _slots_lua(arguments=5, logs=5, bucket=2)
+    + BAN_LUA
+    + _RULES_LUA
+    + r"""
 for _, st in ipairs(slots) do A[st.kind].roll(st, now) end
 local blocking = 'm'
 if bu and now < bu then
@@ -453,18 +514,39 @@ else
 end
 local fields = {'tw', fmt(tw), 'n', fmt(admitted)}
 local figures = {}
-for _, st in ipairs(slots) do
-  for _, f in ipairs(FIELDS[st.kind]) do
-    if st[f] ~= nil then fields[#fields + 1] = st.w .. f; fields[#fields + 1] = fmt(st[f]) end
-  end
-  local left, reset = A[st.kind].figures(st, now)
-  figures[#figures + 1] = fmt(left); figures[#figures + 1] = fmt(reset)
-end
+"""
+    + _SAVE_LUA
+    + r"""
 redis.call('HSET', KEYS[2], unpack(fields))
 if bu then redis.call('HSET', KEYS[2], 'bu', fmt(bu))
 elseif b[1] then redis.call('HDEL', KEYS[2], 'bu') end
 if tu then redis.call('HSET', KEYS[2], 'tu', fmt(tu)) end
 local head = {'ok', verdict, figures, blocking, '', '', fmt(retry_at), number, {}, {-1}}
+"""
+)
+
+# ``Limiter.refund`` in Lua: the script ``mockstore.shared.scripts.REFUND`` runs after the
+# request checks (``bad``, ``checked``, ``num``, ``fmt``). KEYS: 1 generation, 2 the
+# bucket's hash, 3 and 4 its logs. ARGV: 1 the generation, 2 the admission's instant,
+# then per window six arguments as ``GENERAL_LIMITER_LUA``'s (from 3). A configuration
+# changed since (a reset) gives nothing back: the request was counted in another epoch.
+GENERAL_REFUND_LUA = (
+    r"""
+local generation = redis.pcall('GET', KEYS[1])
+if type(generation) == 'table' or generation ~= ARGV[1] then return 'stale' end
+local now = tonumber(ARGV[2])
+"""
+    + _slots_lua(arguments=3, logs=3, bucket=2)
+    + _RULES_LUA
+    + r"""
+for _, st in ipairs(slots) do A[st.kind].uncount(st, now) end
+local fields = {'n', fmt(admitted)}
+local figures = nil
+"""
+    + _SAVE_LUA
+    + r"""
+redis.call('HSET', KEYS[2], unpack(fields))
+return 'ok'
 """
 )
 

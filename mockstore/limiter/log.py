@@ -82,6 +82,14 @@ class SlidingLog:
         reset = entries[-1] + self.seconds if entries else now
         return max(0, quota - len(entries)), reset
 
+    def uncount(self, state: LogState, now: float, quota: int) -> None:
+        """Give back the latest request counted at ``now``."""
+        entries = state.entries
+        for index in range(len(entries) - 1, -1, -1):
+            if entries[index] == now:
+                del entries[index]
+                return
+
     def preload(self, state: LogState, now: float, quota: int, used: int) -> None:
         state.entries.extend([now] * min(used, quota))
 
@@ -111,6 +119,10 @@ function A.l.count(st, now)
   redis.call('RPUSH', st.key, fmt(now))
   st.n = st.n + 1
   if st.n > st.q then redis.call('LTRIM', st.key, st.n - st.q, -1); st.n = st.q end
+end
+function A.l.uncount(st, now)
+  redis.call('LREM', st.key, -1, fmt(now))
+  st.n = redis.call('LLEN', st.key)
 end
 function A.l.figures(st, now)
   local reset = now

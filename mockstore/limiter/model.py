@@ -116,7 +116,8 @@ class Limits:
     answer) or ``attempts`` (every request, refused ones too). ``anonymous``:
     ``per_address`` (callers without a valid key are counted per client address
     on the scenario's anonymous plan) or ``none`` (never counted: answered 401
-    with no rate-limit headers).
+    with no rate-limit headers). ``not_counted``: the statuses, and classes of
+    them, whose answers give back what their request took.
     """
 
     minute: Window = Window(60)
@@ -125,6 +126,12 @@ class Limits:
     counts: str = "served"
     anonymous: str = "per_address"
     headers: Announcement = Announcement()
+    # Statuses (304) and classes of them ("5xx") whose answers give back what they took.
+    not_counted: tuple[int | str, ...] = ()
+
+    def gives_back(self, status: int) -> bool:
+        """Whether an answer of ``status`` gives back what its request took."""
+        return status in self.not_counted or f"{status // 100}xx" in self.not_counted
 
     @property
     def windows(self) -> tuple[tuple[str, Window], ...]:
@@ -142,6 +149,7 @@ class Limits:
             and minute.align == day.align
             and (self.time_zone == "UTC" or minute.align == "first_request")
             and self.counts == "served"
+            and not self.not_counted
             # Callers not counted at all: the general limiter's script numbers their
             # requests in Redis without counting them (the classic one counts everyone).
             and self.anonymous == "per_address"

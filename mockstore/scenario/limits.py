@@ -135,6 +135,7 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
         counts=reader.get(("ratelimit", "counts")),
         anonymous=reader.get(("ratelimit", "anonymous")),
         headers=headers,
+        not_counted=tuple(reader.get(("ratelimit", "not_counted"))),
     )
 
 

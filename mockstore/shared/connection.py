@@ -20,7 +20,7 @@ from typing import Any
 from mockstore.shared.batching import ScriptBatcher
 from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
 from mockstore.shared.deadline import StateUnavailable, bounded
-from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REQUEST
+from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REFUND, REQUEST
 
 log = logging.getLogger("mockstore.shared")
 
@@ -39,6 +39,7 @@ class Connection:
         # The request script of a general limiter (``mockstore.limiter``), made on first use.
         self._general: Any = None
         self._control: Any = None
+        self._refund: Any = None
         # This loop's lock for work that must not run twice at once (a reload).
         self.reloading: asyncio.Lock | None = None
 
@@ -68,6 +69,7 @@ class Connection:
                 self._client, self._client.register_script(REQUEST)
             )
             self._control = self._client.register_script(CONTROL)
+            self._refund = self._client.register_script(REFUND)
             self._general = None
             self.reloading = asyncio.Lock()
         return self._client
@@ -103,6 +105,8 @@ class Connection:
                 return await self._request.call(keys, args)
             if script_of == "general":
                 return await self._general_line().call(keys, args)
+            if script_of == "refund":
+                return await bounded(self._refund(keys=keys, args=args))
             return await bounded(self._control(keys=keys, args=args))
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             await self.connections_lost()

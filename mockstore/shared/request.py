@@ -86,3 +86,16 @@ async def run_request(
         await shared.refresh(reply[1].decode("utf-8", "replace"))
         raise Stale
     return reply
+
+
+async def run_refund(shared: SharedState, bucket: str, plan: Plan, now: float) -> None:
+    """Give back what a request admitted at ``now`` took (``scripts.REFUND``, a general
+    limiter's; nothing when the configuration changed since)."""
+    limiter = shared.runtime.state.limiter
+    if not isinstance(limiter, Limiter):
+        return
+    epoch = shared.prefix + shared.epoch + ":"
+    keys, counted = general.request(
+        limiter, [shared.generation_key, epoch + "b:" + bucket], epoch, bucket, plan, now
+    )
+    await shared.call("refund", keys, [shared.generation, repr(now), *counted[1:]])

@@ -25,7 +25,7 @@ with ``%.17g`` (which reads back as the same double) and read with
 
 from __future__ import annotations
 
-from mockstore.limiter.limiter import GENERAL_LIMITER_LUA
+from mockstore.limiter.limiter import GENERAL_LIMITER_LUA, GENERAL_REFUND_LUA
 from mockstore.ratelimit import BAN_LUA
 
 # KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 the epoch's
@@ -48,11 +48,9 @@ from mockstore.ratelimit import BAN_LUA
 # so far); ``ratelimit.BAN_LUA`` is the ban both escalate with. ``EPILOGUE``: the fault
 # rules and the store operation of an admitted request; its arguments begin at ARGV[F],
 # its counters' keys after KEYS[KF] (each limiter sets both).
-PROLOGUE = r"""
-
-local generation = redis.pcall('GET', KEYS[1])
-if type(generation) == 'table' then return {'stale', ''} end
-if generation ~= ARGV[1] then return {'stale', generation or ''} end
+# The checks of every value read back (``bad``, ``checked``, ``num``), and numbers
+# written as text (``fmt``): the request scripts' and the refund's.
+CHECKS = r"""
 local function fmt(x) return string.format('%.17g', x) end
   -- A value read back that no script wrote: dropped, and this request answered 503.
 local function bad(key)
@@ -78,10 +76,20 @@ local function num(value, key, whole)
     or (whole and (n < 0 or n ~= math.floor(n))) then bad(key) end
   return n
 end
+"""
+PROLOGUE = (
+    r"""
+local generation = redis.pcall('GET', KEYS[1])
+if type(generation) == 'table' then return {'stale', ''} end
+if generation ~= ARGV[1] then return {'stale', generation or ''} end
+"""
+    + CHECKS
+    + r"""
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
 local number = checked(redis.pcall('INCR', KEYS[4]), KEYS[4])
 """
+)
 
 # mockstore.ratelimit.RateLimiter's two fixed windows (a clock minute and a UTC day, or
 # both from a first request): KEYS and ARGV as above (B = 8, F = 11, KF = 4).
@@ -224,6 +232,8 @@ REQUEST = PROLOGUE + CLASSIC_LIMITER + EPILOGUE
 # The request script of a scenario whose limiter is not the classic one
 # (``mockstore.limiter``: any window length, algorithm, time zone, what counts).
 GENERAL_REQUEST = PROLOGUE + GENERAL_LIMITER_LUA + EPILOGUE
+# A general limiter's refund of a request whose answer does not count (ratelimit.not_counted).
+REFUND = CHECKS + GENERAL_REFUND_LUA
 
 # Control calls. KEYS: 1 generation, 2 configuration hash.
 # ARGV: 1 the generation the caller read (compare-and-set; '' to create the state),

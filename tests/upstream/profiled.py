@@ -355,6 +355,8 @@ class Gateway:
     reset's decimals, and the IETF draft ``RateLimit-Policy``/``RateLimit``
     headers (``draft``: on ``all`` answers or 2xx ones only, ``policies`` naming
     each window). X-RateLimit-Reset is when the described window is whole again.
+    ``not_counted``: the classes of answers that give back what their request took
+    (after the answer is written: its own figures still count it).
     """
 
     minute_algorithm: Algorithm = "fixed"
@@ -372,6 +374,10 @@ class Gateway:
         ("minute", "minute"),
         ("day", "day"),
     )
+    not_counted: tuple[Literal["4xx", "5xx"], ...] = ()
+
+    def gives_back(self, status: int) -> bool:
+        return f"{status // 100}xx" in self.not_counted
 
 
 @dataclass(frozen=True)
@@ -892,6 +898,10 @@ class FixedWindow:
     def left(self, now: float, limit: int) -> int:
         return max(0, limit - self.used)
 
+    def give_back(self, now: float, limit: int) -> None:
+        if self.start is not None and self.start <= now < self.end and self.used:
+            self.used -= 1
+
     def full_at(self, now: float, limit: int) -> float:
         return self.end
 
@@ -915,6 +925,12 @@ class SlidingLog:
 
     def left(self, now: float, limit: int) -> int:
         return max(0, limit - len(self.log))
+
+    def give_back(self, now: float, limit: int) -> None:
+        for index in range(len(self.log) - 1, -1, -1):
+            if self.log[index] == now:
+                del self.log[index]
+                return
 
     def full_at(self, now: float, limit: int) -> float:
         return self.log[-1] + self.length if self.log else now
@@ -961,6 +977,10 @@ class SlidingCounter:
         margin = 1e-6 * self.previous / (self.end - self.start) + 1e-9
         return max(0, math.floor(limit - self._estimate(now) + margin))
 
+    def give_back(self, now: float, limit: int) -> None:
+        if self.start is not None and self.start <= now < self.end and self.current:
+            self.current -= 1
+
     def full_at(self, now: float, limit: int) -> float:
         if self.current:
             return window_at(self.end, self.length, self.zone)[1]
@@ -994,6 +1014,10 @@ class TokenBucket:
         margin = 1e-6 * limit / self.length + 1e-9
         return max(0, math.floor(self._refill(now, limit) + margin))
 
+    def give_back(self, now: float, limit: int) -> None:
+        if self.tokens is not None:
+            self.tokens = min(limit, self.tokens + 1)
+
     def full_at(self, now: float, limit: int) -> float:
         return now + (limit - self._refill(now, limit)) * self.length / limit
 
@@ -1020,6 +1044,10 @@ class LeakyBucket:
         margin = 1e-6 * limit / self.length + 1e-9
         left = math.floor((now + self.length - tat) * limit / self.length + margin)
         return min(limit, max(0, left))
+
+    def give_back(self, now: float, limit: int) -> None:
+        if self.tat is not None:
+            self.tat = max(self.tat - self.length / limit, now)
 
     def full_at(self, now: float, limit: int) -> float:
         return max(self.tat if self.tat is not None else now, now)
@@ -1149,6 +1177,13 @@ class RateLimiter:
             "rate_limited", blocking.limit, blocking.left, blocking.full_at, name, retry_at,
             windows,
         )  # fmt: skip
+
+    def give_back(self, bucket_id: Hashable, plan: Plan, now: float) -> None:
+        """An answer that does not count: what its request took goes back."""
+        bucket = self._bucket(bucket_id)
+        bucket.minute.give_back(now, plan.per_minute)
+        if plan.per_day is not None:
+            bucket.day.give_back(now, plan.per_day)
 
     @staticmethod
     def _windows(
@@ -1381,6 +1416,9 @@ class ProfiledPetStore:
             b"" if answer.body is None else json.dumps(answer.body, separators=(",", ":")).encode()
         )
         headers = self._headers(request, exchange, answer, body)
+        gateway = self.profile.rate_limits.gateway
+        if verdict.outcome == "admitted" and verdict.limit and gateway.gives_back(answer.status):
+            self._limiter.give_back(bucket, plan, now)
         raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
         raw.append((b"content-length", str(len(body)).encode()))
         return answer.status, raw, body

@@ -323,6 +323,7 @@ def _gateway(draw: st.DrawFn, reset: str) -> Gateway:
             ("minute", draw(st.sampled_from(POLICY_NAMES["minute"]))),
             ("day", draw(st.sampled_from(POLICY_NAMES["day"]))),
         ),
+        not_counted=draw(st.sampled_from([(), (), ("4xx",), ("5xx",), ("4xx", "5xx")])),
     )
 
 
@@ -481,6 +482,7 @@ GATEWAY = Profile(
             retry_after_decimals=2,
             draft="success",
             policies=(("minute", "burst"), ("day", "daily")),
+            not_counted=("5xx",),
         ),
     ),
     semantics=Semantics(
@@ -563,6 +565,7 @@ LEGACY = Profile(
             retry_after_decimals=3,
             draft="all",
             policies=(("minute", "default"), ("day", "quota")),
+            not_counted=("4xx",),
         ),
     ),
     semantics=Semantics(

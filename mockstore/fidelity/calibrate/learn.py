@@ -23,7 +23,7 @@ from typing import Any
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.calibrate.limiter import learn_limiter
-from mockstore.fidelity.calibrate.rate_figures import allowances_shown
+from mockstore.fidelity.calibrate.rate_figures import allowances_shown, other_allowance
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -343,6 +343,9 @@ class _Learner:
                     cite(s, "X-RateLimit-Limit", "X-RateLimit-Reset", code=False,
                          note="the day's allowance")
                 )  # fmt: skip
+        if day is None and minute is not None:  # Kong's per-window limit of another window
+            day, shown_by = other_allowance(members, minute)
+            evidence.extend([shown_by] if shown_by else [])
         if minute is None and day is not None:
             found = self._minute_from_refusal(members)
             if found is not None:

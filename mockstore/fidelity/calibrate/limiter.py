@@ -70,6 +70,7 @@ class Fit:
     misfits: int
     first: Sample | None  # the first answer it did not reproduce
     shown: int  # the answers whose figures it was held to
+    given_back: tuple[str, ...] = ()  # classes of answers that give back what they took
 
 
 def learn_limiter(seen: list[Seen], result: Calibration, cite: Any) -> None:
@@ -79,14 +80,21 @@ def learn_limiter(seen: list[Seen], result: Calibration, cite: Any) -> None:
     learn_forms(seen, result, cite)
     # What counts is one choice for both windows: each fitted under each, the fewer
     # misfits kept (served, mockstore's own, on a tie).
+    # And which answers give back what they took (classes of the statuses admitted).
+    classes = sorted(
+        {f"{s.seen.status // 100}xx" for members in samples.values() for s in members
+         if s.verdict == "allowed" and s.seen.status >= 400}
+    )  # fmt: skip
+    given_back = [(), *((c,) for c in classes), *([tuple(classes)] if len(classes) > 1 else [])]
     chosen: dict[str, Fit] = {}
     for counts in ("served", "attempts"):
-        fits = {name: _fit(name, samples, quotas, counts) for name in ("minute", "day")}
-        found = {name: fit for name, fit in fits.items() if fit is not None}
-        if not chosen or sum(f.misfits for f in found.values()) < sum(
-            f.misfits for f in chosen.values()
-        ):
-            chosen = found
+        for back in given_back:
+            fits = {name: _fit(name, samples, quotas, counts, back) for name in ("minute", "day")}
+            found = {name: fit for name, fit in fits.items() if fit is not None}
+            if not chosen or sum(f.misfits for f in found.values()) < sum(
+                f.misfits for f in chosen.values()
+            ):
+                chosen = found
     _write(chosen, samples, quotas, result, cite)
 
 
@@ -179,6 +187,7 @@ def _fit(
     samples: dict[str, list[Sample]],
     quotas: dict[str, tuple[int, int | None]],
     counts: str,
+    given_back: tuple[str, ...] = (),
 ) -> Fit | None:
     """The first candidate for window ``name`` that reproduces the most answers."""
     shown = sum(1 for members in samples.values() for s in members if name in s.windows)
@@ -191,7 +200,7 @@ def _fit(
             if window.gridded and DAY_SECONDS % length:
                 continue
             for zone in _zones(name, samples, length) if window.gridded else ["UTC"]:
-                fit = _replay(name, window, zone, counts, samples, quotas)
+                fit = _replay(name, window, zone, counts, samples, quotas, given_back)
                 if best is None or fit.misfits < best.misfits:
                     best = fit
                 if best.misfits == 0:
@@ -206,8 +215,10 @@ def _replay(
     counts: str,
     samples: dict[str, list[Sample]],
     quotas: dict[str, tuple[int, int | None]],
+    given_back: tuple[str, ...] = (),
 ) -> Fit:
-    """How many answers ``window`` (in ``zone``, counting ``counts``) does not reproduce."""
+    """How many answers ``window`` (in ``zone``, counting ``counts``, the ``given_back``
+    classes of answers giving back what they took) does not reproduce."""
     rule: Rule = rule_for(window, zone)
     misfits, first, held = 0, None, 0
     for bucket, members in samples.items():
@@ -216,6 +227,9 @@ def _replay(
         if quota is None:
             continue
         state = rule.new()
+        # A bucket refills continuously: what the provider's instant (up to SKEW from the
+        # recorder's) adds may show as requests left; the other rules count whole requests.
+        slack = int(quota * SKEW / window.seconds) + 1 if rule.kind in ("t", "g") else 0
         for sample in members:
             now = sample.now
             grid = rule.grid
@@ -237,7 +251,7 @@ def _replay(
             if shown is not None:
                 held += 1
                 left, reset = rule.figures(state, now, quota)
-                if shown.remaining is not None and shown.remaining != left:
+                if shown.remaining is not None and abs(shown.remaining - left) > slack:
                     wrong = True
                 if shown.reset is not None and not (
                     shown.reset - shown.precision - SKEW <= reset <= shown.reset + SKEW
@@ -246,7 +260,9 @@ def _replay(
             if wrong:
                 misfits += 1
                 first = first or sample
-    return Fit(window, zone, counts, misfits, first, held)
+            if sample.verdict == "allowed" and f"{sample.seen.status // 100}xx" in given_back:
+                rule.uncount(state, now, quota)  # after its answer, which still counts it
+    return Fit(window, zone, counts, misfits, first, held, given_back)
 
 
 def _near(at: float, retry: float | None, sample: Sample, name: str) -> bool:
@@ -276,12 +292,20 @@ def _write(
                 f"{'clock minute' if name == 'minute' else 'UTC day'} kept"
             )
     aligns = {fit.window.align for fit in chosen.values()}
-    classic = len(aligns) <= 1 and all(
-        fit.window.seconds == _DEFAULT_SECONDS[name]
-        and fit.window.algorithm == "fixed"
-        and fit.zone == "UTC"
-        and fit.counts == "served"
-        for name, fit in chosen.items()
+    back = next((fit.given_back for fit in chosen.values() if fit.given_back), ())
+    if back:
+        name, fit = next((n, f) for n, f in chosen.items() if f.given_back)
+        result.set("ratelimit.not_counted", list(back), _evidence(fit, samples, name, cite))
+    classic = (
+        not back
+        and len(aligns) <= 1
+        and all(
+            fit.window.seconds == _DEFAULT_SECONDS[name]
+            and fit.window.algorithm == "fixed"
+            and fit.zone == "UTC"
+            and fit.counts == "served"
+            for name, fit in chosen.items()
+        )
     )
     if classic:
         return  # the older settings say it all (learn's behaviour.ratelimit_windows)
@@ -317,8 +341,9 @@ def _evidence(fit: Fit, samples: dict[str, list[Sample]], name: str, cite: Any) 
     what = fit.window.algorithm.replace("_", " ")
     if fit.window.algorithm == "fixed":
         what += f" window from {'the clock' if fit.window.align == 'clock' else 'a first request'}"
+    back = f" ({', '.join(fit.given_back)} given back)" if fit.given_back else ""
     note = (
-        f"a {what} of {fit.window.seconds} s, {fit.counts} counted, reproduces "
+        f"a {what} of {fit.window.seconds} s, {fit.counts} counted{back}, reproduces "
         f"{fit.shown - fit.misfits} of {fit.shown} answers showing the {name}'s figures"
     )
     return cite(
@@ -346,7 +371,7 @@ def _alternatives(
         window = Window(fit.window.seconds, algorithm, align)
         if window == fit.window or (window.gridded and DAY_SECONDS % window.seconds):
             continue
-        other = _replay(name, window, fit.zone, fit.counts, samples, quotas)
+        other = _replay(name, window, fit.zone, fit.counts, samples, quotas, fit.given_back)
         if other.misfits == 0:
             alike.append(algorithm if algorithm != "fixed" else f"fixed ({align})")
     if alike:

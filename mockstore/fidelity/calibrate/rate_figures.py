@@ -234,3 +234,17 @@ def allowances_shown(members: list[Seen]) -> tuple[tuple[int | None, int | None]
         if len(values) == 2:
             return (values[0], values[1]), s
     return None
+
+
+def other_allowance(members: list[Seen], minute: int) -> tuple[int | None, str]:
+    """The day's allowance a per-window header states beside the minute's (Kong's
+    ``X-RateLimit-Limit-<name>`` of a value other than ``minute``), and a note citing it."""
+    for s in members:
+        for name, value in s.headers.items():
+            if (
+                name.startswith("x-ratelimit-limit-")
+                and value.strip().isdigit()
+                and int(value) != minute
+            ):
+                return int(value), f"recorded #{s.index + 1}: {name}: {value.strip()}"
+    return None, ""

@@ -78,9 +78,11 @@ def _anonymous(seen: list[Seen], result: Calibration, cite: Any) -> None:
 
 
 def _per_window(seen: list[Seen], result: Calibration, cite: Any) -> None:
-    """Kong's per-window headers: each name's window, by its allowance (one name each)."""
+    """Kong's per-window headers: each name's window, by its allowance; a name whose
+    allowance is both windows' takes the window no other name does."""
     quotas = quotas_of(result)
-    named: dict[str, str] = {}  # suffix -> window
+    named: dict[str, tuple[str, Seen, str]] = {}  # suffix -> (window, example, header)
+    ambiguous: dict[str, tuple[Seen, str]] = {}
     for s in seen:
         minute, day = quota_of(s.bucket if s.keyed else "", quotas)
         for header, value in s.item.response_headers:
@@ -88,13 +90,21 @@ def _per_window(seen: list[Seen], result: Calibration, cite: Any) -> None:
             if not match or match.group(1) != "limit" or not value.strip().isdigit():
                 continue
             suffix, limit = match.group(2), int(value)
-            if suffix in named or minute == day:
+            if suffix in named:
+                continue
+            if minute == day and limit == minute:
+                ambiguous.setdefault(suffix, (s, header))
                 continue
             window = "minute" if limit == minute else "day" if limit == day else None
-            path = f"ratelimit.headers.per_window.{window}"
-            if window is None or result.settled(path):
-                continue
-            named[suffix] = window
+            if window is not None:
+                named[suffix] = (window, s, header)
+    for suffix, (s, header) in ambiguous.items():
+        free = {"minute", "day"} - {window for window, _, _ in named.values()}
+        if suffix not in named and len(free) == 1:
+            named[suffix] = (free.pop(), s, header)
+    for window, s, header in named.values():
+        path = f"ratelimit.headers.per_window.{window}"
+        if not result.settled(path):
             result.set(path, header[len("x-ratelimit-limit-") :], cite(s, header, code=False))
 
 
