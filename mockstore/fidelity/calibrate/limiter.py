@@ -307,6 +307,14 @@ def _write(
             for name, fit in chosen.items()
         )
     )
+    # Each window fitted is settled, its settings at mockstore's defaults too (so that what
+    # the probes see of a window, fewer answers, does not write over what the recording did).
+    for name in chosen:
+        for setting in ("seconds", "algorithm", "align"):
+            result.confirm(f"ratelimit.{name}.{setting}")
+    if chosen:
+        for setting in ("counts", "not_counted", "time_zone"):
+            result.confirm(f"ratelimit.{setting}")
     if classic:
         return  # the older settings say it all (learn's behaviour.ratelimit_windows)
     # behaviour.ratelimit_windows said both windows' alignment: ratelimit: says it now.
