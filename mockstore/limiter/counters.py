@@ -2,11 +2,11 @@
 
 Each rule is written twice, side by side: in Python for a state in memory, and
 in Lua for the request script of a shared state in Redis
-(``mockstore.limiter.script``). Both do the same operations on doubles in the
+(``mockstore.limiter.limiter``). Both do the same operations on doubles in the
 same order, so they decide alike to the last bit; ``tests/test_limiter_twins.py``
 drives both with the same requests and compares every figure.
 
-The contract every rule keeps (``mockstore.limiter.rules`` for the others):
+The contract every rule keeps (``log`` and ``buckets`` hold the others to it):
 ``at`` is the instant from which a request is allowed (at or before ``now``:
 allowed now), computed from the stored state alone, so a client that comes
 back at exactly that instant is allowed; ``count`` counts one request
