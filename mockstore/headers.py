@@ -223,7 +223,10 @@ class ResponseHeaders:
     ) -> list[Header]:
         """The headers, in a stable order; ``extra`` ones last (they replace if ``replaces``).
 
-        Positional: it runs once per request, and named arguments cost more.
+        ``ratelimit`` is falsy for an answer that states no rate-limit figures, else
+        its status (``True``: one not told), for the headers some statuses carry only
+        (``ratelimit.headers.draft: success``). Positional: it runs once per request,
+        and named arguments cost more.
         """
         offset = clock.wall_offset() if self.on_wall_clock else 0.0
         moment = now + offset
