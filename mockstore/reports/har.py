@@ -292,6 +292,9 @@ class Recorded:
     outcome: str
     request_truncated: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # Seconds from the request to its answer (HAR's ``time``; None: not recorded): the
+    # answering service's own instant lies within it.
+    latency: float | None = None
 
     @property
     def wall(self) -> float:
@@ -402,7 +405,17 @@ def _entry(index: int, raw: Any, where: str) -> Recorded:
         outcome=str(outcome),
         request_truncated=bool(extra.get("request_truncated", False)),
         extra=extra,
+        latency=_seconds(raw.get("time")),
     )
+
+
+def _seconds(milliseconds: Any) -> float | None:
+    """HAR's ``time`` (milliseconds) as seconds, when it is a finite number from 0 to a day."""
+    if isinstance(milliseconds, bool) or not isinstance(milliseconds, int | float):
+        return None
+    if not math.isfinite(milliseconds) or not 0 <= milliseconds <= 86_400_000:
+        return None
+    return milliseconds / 1000
 
 
 def har_meta(document: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,8 @@ from mockstore.fidelity.formats import sf_list
 from mockstore.limiter.limiter import Rule, rule_for
 from mockstore.limiter.model import DAY_SECONDS, Window
 
-# Between the recorder's instant and the provider's: the figures may differ by this much.
+# Between the recorder's instant and the provider's: the figures may differ by this much,
+# or by an exchange's latency where it was longer (the provider answered within it).
 SKEW = 0.25
 # The candidates, in the order of preference when several fit (mockstore's own first).
 _VARIANTS = (
@@ -229,7 +230,10 @@ def _replay(
         state = rule.new()
         # A bucket refills continuously: what the provider's instant (up to SKEW from the
         # recorder's) adds may show as requests left; the other rules count whole requests.
-        slack = int(quota * SKEW / window.seconds) + 1 if rule.kind in ("t", "g") else 0
+        latest = max((m.seen.item.latency or 0.0 for m in members), default=0.0)
+        slack = (
+            int(quota * max(SKEW, latest) / window.seconds) + 1 if rule.kind in ("t", "g") else 0
+        )
         for sample in members:
             now = sample.now
             grid = rule.grid
@@ -237,8 +241,10 @@ def _replay(
             if sample.verdict == "key_banned":
                 continue  # nothing counts during a ban
             wrong = False
+            # The provider's instant lies within the exchange's latency after the recorder's.
+            skew = max(SKEW, (sample.seen.item.latency or 0.0) + 0.05)
             if sample.verdict == "allowed":
-                wrong = rule.at(state, now, quota) > now + SKEW
+                wrong = rule.at(state, now, quota) > now + skew
                 rule.count(state, now, quota)
             else:
                 if counts == "attempts":
@@ -246,7 +252,7 @@ def _replay(
                 shown = sample.windows.get(name)
                 if shown is not None and shown.blocking:
                     at = rule.at(state, now, quota)
-                    wrong = at <= now - SKEW or not _near(at, sample.retry, sample, name)
+                    wrong = at <= now - skew or not _near(at, sample.retry, sample, name, skew)
             shown = sample.windows.get(name)
             if shown is not None:
                 held += 1
@@ -254,7 +260,7 @@ def _replay(
                 if shown.remaining is not None and abs(shown.remaining - left) > slack:
                     wrong = True
                 if shown.reset is not None and not (
-                    shown.reset - shown.precision - SKEW <= reset <= shown.reset + SKEW
+                    shown.reset - shown.precision - skew <= reset <= shown.reset + skew
                 ):
                     wrong = True
             if wrong:
@@ -265,14 +271,14 @@ def _replay(
     return Fit(window, zone, counts, misfits, first, held, given_back)
 
 
-def _near(at: float, retry: float | None, sample: Sample, name: str) -> bool:
+def _near(at: float, retry: float | None, sample: Sample, name: str, skew: float) -> bool:
     """Whether ``Retry-After`` (when it is this window's to say) names ``at``."""
     if retry is None:
         return True
     others = [w for w, shown in sample.windows.items() if w != name and shown.blocking]
     if others:
         return True  # another window may hold out longer: its wait is the one told
-    return retry - sample.retry_precision - SKEW <= at <= retry + SKEW
+    return retry - sample.retry_precision - skew <= at <= retry + skew
 
 
 # -- writing ----------------------------------------------------------------------------------
