@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mockstore.shared.deadline import CONTROL_SECONDS
 from mockstore.tenants import MAX_TENANTS
 from tests.redis_server import RedisServer
 from tests.support import TOOL, live_server
@@ -238,6 +239,26 @@ def test_a_tenants_traffic_through_every_process_is_in_each_report(
             return {"tenant": "audit", "deleted": True, "requests": 3} in journals
 
         _eventually(lambda: kept(a.url) and kept(b.url), "each report keeps the deleted journal")
+
+
+def test_a_tenant_made_by_a_control_call_ships_its_journal_after_the_calls_deadline(
+    state: tuple[str, ...],
+) -> None:
+    # A control call waits for Redis at most CONTROL_SECONDS; the tenant it makes
+    # runs background work (its journal's shipping) that must not inherit that
+    # deadline: it outlives the call. Once the call's deadline has passed, what A
+    # answers for the tenant is still in a journal read through B (read your writes).
+    with live_server(*state) as a, live_server(*state) as b:
+        assert _make(a.url, "later").status_code == 201
+        time.sleep(CONTROL_SECONDS + 1)  # the create's deadline is over (a lower bound)
+        in_a = a.url + "/__mockstore/tenants/later"
+        assert httpx.get(in_a + "/v1/pets", headers=PRO).status_code == 200
+        seen = httpx.get(b.url + "/__mockstore/tenants/later/__mockstore/requests", timeout=30)
+        assert seen.status_code == 200, seen.text
+        assert [e["request"]["path"] for e in seen.json()["entries"]] == ["/v1/pets"], (
+            seen.text,
+            a.log()[-3000:],
+        )
 
 
 def test_a_redis_back_empty_has_no_tenants_and_a_new_one_can_be_made(
