@@ -9,7 +9,9 @@ the server's own mock in one Redis database; a deleted tenant's keys leave Redis
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,7 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
+from mockstore import MockServer
 from mockstore.shared.deadline import CONTROL_SECONDS
+from mockstore.shared.journal import JournalSharing
 from mockstore.tenants import MAX_TENANTS
 from tests.redis_server import RedisServer
 from tests.support import TOOL, live_server
@@ -259,6 +263,44 @@ def test_a_tenant_made_by_a_control_call_ships_its_journal_after_the_calls_deadl
             seen.text,
             a.log()[-3000:],
         )
+
+
+def test_a_report_read_while_a_deleted_tenant_stops_still_covers_it(
+    redis_server: RedisServer, state: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A deleted tenant leaves the live ones and joins the kept ones in one step: a
+    # report read while its background stops (here held open until the report is
+    # read) never finds it in neither list. A is a MockServer in this process, so
+    # its tenant's close can be held; B a process of its own.
+    closing, release = threading.Event(), threading.Event()
+    close = JournalSharing.close
+
+    async def held_close(self: JournalSharing) -> None:
+        if getattr(self.shared, "tenant_id", None) == "held":
+            closing.set()
+            await asyncio.to_thread(release.wait, 60)
+        await close(self)
+
+    monkeypatch.setattr(JournalSharing, "close", held_close)
+    scenario = Path(state[1])
+    with MockServer(scenario, state=redis_server.url) as mock, live_server(*state) as b:
+        a = mock.base_url
+        try:
+            assert _make(a, "held").status_code == 201
+            in_a = a + "/__mockstore/tenants/held"
+            assert httpx.get(in_a + "/v1/pets", headers=PRO).status_code == 200
+            # Read through A (read your writes): its journal of the tenant holds the answer.
+            live = httpx.get(a + "/__mockstore/report", timeout=30).json()["summary"]
+            assert {"tenant": "held", "deleted": False, "requests": 1} in live["journals"]
+            assert httpx.delete(b.url + "/__mockstore/tenants/held").status_code == 204
+            # A lets it go (its next sync, or this request's look in Redis).
+            assert httpx.get(in_a + "/v1/pets", headers=PRO, timeout=60).status_code == 404
+            assert closing.wait(60), "A never stopped the deleted tenant"
+            report = httpx.get(a + "/__mockstore/report", timeout=30).json()
+            journals = report["summary"].get("journals", [])
+            assert {"tenant": "held", "deleted": True, "requests": 1} in journals, report["summary"]
+        finally:
+            release.set()
 
 
 def test_a_redis_back_empty_has_no_tenants_and_a_new_one_can_be_made(
