@@ -9,6 +9,7 @@ subprocess and reads its banner: only for tests about the command line itself
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -37,6 +38,22 @@ KEYS = {
 # What a tool adds to a control API POST that has no JSON body (mockstore.Control
 # sends it too): the server refuses body-less POSTs a web page could send cross-site.
 TOOL = {"X-Mockstore-Client": "mockstore-tests"}
+
+
+# How long a test waits for an answer: httpx's default (5 s) is a verdict on how loaded
+# the machine is (at load 25 on 2 cores an answer has taken longer), never the mock's.
+PATIENT = 120.0
+
+
+class _Patient:
+    """httpx's top-level calls (``patient.get(url, ...)``: a fresh connection each), waiting
+    ``PATIENT`` seconds for an answer unless given a ``timeout`` of their own."""
+
+    def __getattr__(self, method: str) -> Callable[..., httpx.Response]:
+        return functools.partial(getattr(httpx, method), timeout=PATIENT)
+
+
+patient = _Patient()
 
 
 def auth(plan_or_key: str = "pro") -> dict[str, str]:
