@@ -431,6 +431,11 @@ class Comparison:
 
 COMPARISONS = (
     Comparison(
+        "floor", "#29", "mockstore / floor (raw ASGI, same bytes), `GET /v1/pets?limit=20`",
+        "mockstore", "floor", 0.75, "≥ 75% of the floor by server CPU (#29)",
+        instructions=0.75, instructions_text="≥ 75% of the floor (#29)",
+    ),
+    Comparison(
         "stack", "#2, #21", "mockstore / ceiling, `GET /v1/pets?limit=20`",
         "mockstore", "ceiling", 0.80, "≥ 80% of the ceiling (#21; #2: ≥ 60%)",
         instructions=0.85, instructions_text="≥ 85% of the ceiling (#21)",
