@@ -7,7 +7,9 @@ per request. Served with the settings of ``mockstore serve`` (httptools,
 uvloop, access log, server and date headers off, lifespan off), it is what
 the interpreter, uvicorn and the socket cost on their own, so
 ``floor's CPU per request / mockstore's`` is the share of the request that is
-the stack's rather than mockstore's (issue 29: at least 75%).
+the stack's rather than mockstore's (issue 29: at least 75%). It imports no
+Starlette (``ceiling.py`` takes its body and settings from here), so its cold
+start is the stack's too (``cold_start.py``).
 
 The bare Starlette app (``ceiling.py``) is kept beside it: it measures the
 framework mockstore no longer goes through, the floor measures the stack.
@@ -24,8 +26,6 @@ from typing import Any
 
 import uvicorn
 
-from ceiling import constant_body, settings
-
 # The headers mockstore's answer carries, with values of the same lengths
 # (``bench/run.py`` checks the floor's answer is as long as mockstore's).
 HEADER_VALUES: tuple[tuple[bytes, bytes], ...] = (
@@ -36,6 +36,33 @@ HEADER_VALUES: tuple[tuple[bytes, bytes], ...] = (
     (b"x-ratelimit-reset", b"1795943940"),
     (b"x-request-id", b"req-000001"),
 )
+
+
+def constant_body(size: int) -> bytes:
+    """A valid JSON document (a string) of exactly ``size`` bytes (at least 2)."""
+    if size < 2:
+        raise ValueError("the body must be at least 2 bytes (a JSON string)")
+    return b'"' + b"x" * (size - 2) + b'"'
+
+
+def settings(host: str, port: int) -> dict[str, object]:
+    """uvicorn's settings for the floor and the ceiling (also used by bench/stages.py).
+
+    The same as mockstore's own (``mockstore.server.uvicorn_config``), so the
+    only difference between the sides is the application.
+    """
+    return {
+        "host": host,
+        "port": port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "off",
+        "access_log": False,
+        "server_header": False,
+        "date_header": False,
+        "log_level": "warning",
+    }
+
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
