@@ -1,7 +1,7 @@
 """Cold start against the floor: process launch to the first 200, side by side (issue 29).
 
     .venv/bin/python bench/cold_start.py                          # floor, ceiling, mockstore
-    .venv/bin/python bench/cold_start.py --before ../main/.venv/bin/python   # and main's mockstore
+    .venv/bin/python bench/cold_start.py --before ../base   # and another checkout's mockstore
     .venv/bin/python bench/cold_start.py --rounds 15
 
 Each side is a fresh interpreter, pinned to the server CPU (``taskset -c 0``),
@@ -12,9 +12,10 @@ CPU time (user + system, from ``/proc/PID/stat``) at that moment: the CPU time
 is what the start costs, the wall time what a test suite waits. The floor is
 ``floor.py`` (a raw ASGI app on the same uvicorn, no framework, no scenario),
 the ceiling ``ceiling.py`` (bare Starlette); mockstore is ``mockstore serve``
-on the bench's ``baseline`` scenario, as a user starts it. ``--before PYTHON``
-adds the same mockstore launch with another tree's interpreter (a checkout of
-main, for a before/after in one run).
+on the bench's ``baseline`` scenario, as a user starts it. ``--before DIR``
+adds the same mockstore launch run from another checkout (of main, say: ``git
+worktree add ../base main``), by this interpreter from that directory, so its
+``mockstore`` package is the one imported: a before/after in one run.
 
 Rounds are interleaved (every side once per round, the order rotating), the
 report gives the median of each side and the ratio of the medians, mockstore
@@ -50,6 +51,7 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 class Side:
     name: str
     command: tuple[str, ...]
+    cwd: Path = ROOT
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Start:
     cpu_ms: float
 
 
-def sides(python: str, before: str | None) -> list[Side]:
+def sides(python: str, before: Path | None) -> list[Side]:
     bench_app = ("--body-bytes", str(LIST_20_BYTES))
     serve = ("-m", "mockstore", "serve", "--log-level", "warning")
     scenario = ("--scenario", str(SCENARIOS / "baseline.yaml"))
@@ -68,7 +70,7 @@ def sides(python: str, before: str | None) -> list[Side]:
         Side("mockstore", (python, *serve, *scenario)),
     ]
     if before is not None:
-        found.append(Side("before", (before, *serve, *scenario)))
+        found.append(Side("before", (python, *serve, *scenario), before))
     return found
 
 
@@ -89,7 +91,7 @@ def launch(side: Side, workdir: Path) -> Start:
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            cwd=ROOT,
+            cwd=side.cwd,
         )
     try:
         deadline = launched + 60
@@ -113,14 +115,16 @@ def launch(side: Side, workdir: Path) -> Start:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default=sys.executable, help="this tree's interpreter")
-    parser.add_argument("--before", help="another tree's interpreter (its mockstore: 'before')")
+    parser.add_argument("--before", type=Path, help="another checkout (its mockstore: 'before')")
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--output", default=str(HERE / "results" / "cold_start.json"))
     args = parser.parse_args(argv)
     if {SERVER_CPU, LOAD_CPU} - os.sched_getaffinity(0):
         raise SystemExit(f"CPUs {SERVER_CPU} and {LOAD_CPU} must both be available")
     os.sched_setaffinity(0, {LOAD_CPU})  # the poller stays off the server's CPU
-    measured = sides(args.python, args.before)
+    if args.before is not None and not (args.before / "mockstore" / "__init__.py").is_file():
+        raise SystemExit(f"--before {args.before}: not a mockstore checkout")
+    measured = sides(args.python, args.before.resolve() if args.before else None)
     figures: dict[str, list[Start]] = {side.name: [] for side in measured}
     with tempfile.TemporaryDirectory(prefix="mockstore-cold-") as tmp:
         workdir = Path(tmp)
