@@ -39,7 +39,7 @@ def test_the_first_mockstore_dist_info_on_the_path_wins(tmp_path: Path) -> None:
         first,
         "mockstore-2.3.4.dist-info",
         "Metadata-Version: 2.1\nName: mockstore\nVersion: 2.3.4\n\nBody: Version: 9\n",
-    )  # noqa: E501
+    )
     _dist_info(second, "mockstore-1.0.0.dist-info", "Name: mockstore\nVersion: 1.0.0\n")
     assert version_module._from_dist_info([str(first), str(second)]) == "2.3.4"
 
