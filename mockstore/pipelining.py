@@ -55,6 +55,12 @@ READ_BYTES = 256 * 1024
 QUEUED_BODY_BYTES = HIGH_WATER_LIMIT + READ_BYTES
 # The shortest request ("GET / HTTP/1.1" and a blank line, bare line feeds).
 MIN_REQUEST_BYTES = 16
+# With nothing queued, a read longer than this may hold more requests than the
+# queue has room for, and is parsed a slice at a time; a shorter one (almost
+# every read) is parsed whole, as uvicorn does.
+SLICE_ABOVE = MIN_REQUEST_BYTES * MAX_QUEUED
+# While a read is being sliced: its slices are parsed whole.
+_NEVER = 2**62
 
 
 class Connection(Protocol):
@@ -62,7 +68,7 @@ class Connection(Protocol):
 
     memory: Account
     pipeline: deque
-    flow: FlowControl
+    flow: HeldFlow
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
     headers: list[tuple[bytes, bytes]]
@@ -75,25 +81,28 @@ class Connection(Protocol):
 
 
 class HeldFlow(FlowControl):
-    """uvicorn's flow control, whose ``resume_reading`` asks the queue while it holds reading."""
+    """uvicorn's flow control, whose ``resume_reading`` asks the queue while it holds reading.
+
+    ``slice_above``: the protocol parses a read longer than this a slice at a
+    time (``Queue.feed``): ``SLICE_ABOVE`` with nothing queued, 0 while requests
+    are queued or bytes held (every read then goes through the queue).
+    """
 
     def __init__(self, transport: asyncio.Transport) -> None:
         super().__init__(transport)
         self.holder: Queue | None = None
+        self.slice_above = SLICE_ABOVE
 
     def resume_reading(self) -> None:
+        holder = self.holder
+        if holder is not None:
+            # Requests wait (or bytes are held): the queue decides, and settles
+            # the charges of those that left it.
+            holder.wanted()
+            return
         if self.read_paused:
-            holder = self.holder
-            if holder is not None:
-                holder.wanted()
-                return
             self.read_paused = False
             self._transport.resume_reading()
-
-
-def needs_slicing(connection: Connection, data: bytes) -> bool:
-    """Whether ``data`` could hold more requests than the queue has room for."""
-    return len(data) > MIN_REQUEST_BYTES * (MAX_QUEUED - len(connection.pipeline))
 
 
 class Queue:
@@ -126,6 +135,7 @@ class Queue:
             return False
         self.charges.appendleft(cost)
         self._hold_reading()
+        self._slice_from_now()
         return True
 
     def _settle(self) -> None:
@@ -149,7 +159,9 @@ class Queue:
         transport = connection.transport
         view = memoryview(data)
         size = len(data)
+        flow = connection.flow
         self.slicing = True
+        flow.slice_above = _NEVER
         try:
             while start < size:
                 room = MAX_QUEUED - len(queue)
@@ -168,6 +180,7 @@ class Queue:
                 start = end
         finally:
             self.slicing = False
+            flow.slice_above = 0 if queue or self.held is not None else SLICE_ABOVE
 
     def _hold(self, data: bytes, start: int) -> None:
         if not self.connection.memory.reserve(len(data)):
@@ -175,6 +188,7 @@ class Queue:
             return
         self.held, self.held_at = data, start
         self._hold_reading()
+        self._slice_from_now()
 
     def _take_held(self) -> bytes:
         held, at = self.held, self.held_at
@@ -185,9 +199,13 @@ class Queue:
 
     def _hold_reading(self) -> None:
         flow = self.connection.flow
-        if isinstance(flow, HeldFlow):
-            flow.holder = self
+        flow.holder = self
         flow.pause_reading()
+
+    def _slice_from_now(self) -> None:
+        """Every read goes through ``feed`` while requests wait or bytes are held."""
+        if not self.slicing:
+            self.connection.flow.slice_above = 0
 
     def wanted(self) -> None:
         """uvicorn would resume reading (an answer went out, or the app reads): look soon.
@@ -212,10 +230,12 @@ class Queue:
             if self.held is not None or self.stopped or connection.transport.is_closing():
                 return
         flow = connection.flow
-        if not connection.pipeline and isinstance(flow, HeldFlow):
+        if not connection.pipeline:
             flow.holder = None  # nothing queued: uvicorn's own flow control again
-        flow.read_paused = False
-        connection.transport.resume_reading()
+            flow.slice_above = SLICE_ABOVE
+        if flow.read_paused:
+            flow.read_paused = False
+            connection.transport.resume_reading()
 
     def stop(self, what: str) -> None:
         """The budget has no room for ``what``: answer what is queued, then close; read no more."""
@@ -232,6 +252,4 @@ class Queue:
         if self.held is not None:
             memory.release(len(self.held))
             self.held = None
-        flow = self.connection.flow
-        if isinstance(flow, HeldFlow):
-            flow.holder = None
+        self.connection.flow.holder = None

@@ -59,7 +59,7 @@ from mockstore.errors import error_body
 from mockstore.fast_answer import EXTENSIONS, Fit, probe, send_answer
 from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
 from mockstore.memory import Account, MemoryBudget, format_size
-from mockstore.pipelining import MAX_QUEUED, MIN_REQUEST_BYTES, HeldFlow, Queue
+from mockstore.pipelining import HeldFlow, Queue
 from mockstore.urls import CONTROL_PREFIX
 
 # The dashboard's event stream, the server's or a tenant's.
@@ -144,6 +144,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     extensions: ClassVar[dict[str, dict[str, Any]]] = {}
     fast: ClassVar[bool] = False
     close_by_hand: ClassVar[bool] = False
+    plain: ClassVar[bool] = True  # not fast, or closing by hand: one check a request
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -154,7 +155,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         # Reading resumes only while the pipelined queue has room (``pipelining``).
-        self.flow = HeldFlow(transport)
+        self.flow: HeldFlow = HeldFlow(transport)  # type: ignore[assignment]
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         if len(self.connections) > self.limits.max_connections and not self._make_room():
             self._refuse(503, "server_busy", "every connection is busy; retry shortly")
@@ -250,13 +251,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         wait = self._wait
-        queue = wait.queue
-        if (queue is None or not queue.slicing) and (
-            len(data) > MIN_REQUEST_BYTES * (MAX_QUEUED - len(self.pipeline))
-            or (queue is not None and queue.held is not None)
-        ):
-            # More requests than the queue has room for may end in this read.
-            (queue or self._queue()).feed(data)
+        if len(data) > self.flow.slice_above:
+            # More requests than the queue has room for may end in this read
+            # (or some are queued already, or bytes are held): a slice at a time.
+            (wait.queue or self._queue()).feed(data)
             return
         if wait.phase == IDLE:
             # Any byte starts a head, even the blank lines a parser skips.
@@ -330,10 +328,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         HttpToolsProtocol.on_headers_complete(self)
         cycle = self.cycle
         if cycle is not previous:
-            if self.close_by_hand and not self.parser.should_keep_alive():
-                # This uvicorn keeps the connection after a request that asked to close it.
-                cycle.keep_alive = False
-            if not self.fast:
+            if self.plain:
+                self._plain_cycle(cycle)
                 return
             # uvicorn made the cycle (of a class it names) and its task has not
             # run yet: the app will be handed this ``send``. An attribute of the
@@ -341,6 +337,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # every later attribute read of the cycle slower (CPython 3.11's
             # attribute caches are per class), about 3,000 instructions a request.
             cycle.send = MethodType(send_answer, cycle)  # type: ignore[method-assign]
+
+    def _plain_cycle(self, cycle: Any) -> None:
+        """A new cycle where the installed uvicorn does not fit the fast path, or ignores close."""
+        if self.close_by_hand and not self.parser.should_keep_alive():
+            # This uvicorn keeps the connection after a request that asked to close it.
+            cycle.keep_alive = False
+        if self.fast:
+            cycle.send = MethodType(send_answer, cycle)
 
     def _queue(self) -> Queue:
         """This connection's queue of pipelined requests, made the first time it is needed."""
@@ -526,6 +530,7 @@ def protocol_class(
         "fast": fit.fast,
         "extensions": EXTENSIONS if fit.fast else {},
         "close_by_hand": not fit.honours_close,
+        "plain": not fit.fast or not fit.honours_close,
     }
     if budget is not None:
         attributes["memory"] = budget.connections

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from mockstore.control.http import (
     JSON,
@@ -32,7 +32,7 @@ from mockstore.control.http import (
     PiecewiseResponse,
     encode_json,
     error_response,
-    in_worker,
+    held_stream,
     int_param,
     json_object,
     json_response,
@@ -42,7 +42,7 @@ from mockstore.control.http import (
 )
 from mockstore.errors import ApiError
 from mockstore.journal import Entry, Journal
-from mockstore.memory import OverBudget, budget_of
+from mockstore.memory import Account, OverBudget, budget_of
 from mockstore.reports.har import HarMeta, har_entry, har_shell
 from mockstore.reports.model import ReportContext
 from mockstore.reports.report import Journal as ReportedJournal
@@ -115,9 +115,22 @@ class JournalEndpoints:
             "run": "all" if run is None else run,
             "current_run": journal.run,
         }
-        return StreamingResponse(
-            in_worker(json_stream(document, entries, Entry.to_dict)), media_type=JSON
+        return held_stream(
+            json_stream(document, entries, Entry.to_dict),
+            self._reports(),
+            journal.bytes if entries else 0,
+            "this list of requests",
         )
+
+    def _reports(self) -> Account | None:
+        """The budget's share for reports: a stream's entries are charged to it while it lasts.
+
+        What a stream holds is its snapshot of the journal, which outlives the
+        entries the journal drops meanwhile: charged as the journal's bytes
+        (the most it can be), as a report is.
+        """
+        budget = budget_of(self.runtime.account)
+        return budget.reports if budget is not None else None
 
     async def clear(self, request: Request) -> Response:
         shared = self.runtime.shared
@@ -164,9 +177,11 @@ class JournalEndpoints:
         )
         shell = har_shell(entries, meta)
         shell["log"]["entries"] = STREAMED
-        return StreamingResponse(
-            in_worker(json_stream(shell, entries, lambda entry: har_entry(entry, meta.mask))),
-            media_type=JSON,
+        return held_stream(
+            json_stream(shell, entries, lambda entry: har_entry(entry, meta.mask)),
+            self._reports(),
+            self.runtime.journal.bytes if entries else 0,
+            "this HAR",
             headers={"content-disposition": 'inline; filename="mockstore.har"'},
         )
 
