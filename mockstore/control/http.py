@@ -31,6 +31,10 @@ _TRUE = {"1", "true", "yes", "on"}
 # share of the memory budget: what a large answer is charged while a client
 # takes its time reading it.
 HOLDS = "mockstore.holds"
+# The scope key under which ``ControlAPI`` says whether this caller may see
+# clients' keys whole: a holder of the token, or a caller on this machine (the
+# same callers who may have a HAR with raw keys).
+RAW_KEYS = "mockstore.raw_keys"
 
 
 class PiecewiseResponse(Response):

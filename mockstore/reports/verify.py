@@ -37,6 +37,7 @@ def parse_cost(raw: bytes) -> int:
     marks = raw.count(b"{") + raw.count(b"[") + raw.count(b",") + raw.count(b":")
     return 4 * len(raw) + 100 * marks + 1024
 
+
 FIELDS = ("operation", "method", "path", "key", "status", "body_contains")
 COUNTS = ("count", "at_least", "at_most")
 
