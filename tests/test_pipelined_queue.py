@@ -11,6 +11,7 @@ servers.
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ def server() -> Iterator[LiveServer]:
 
 
 def _create(host: str, name: str) -> bytes:
-    body = ('{"name": "%s", "categoryId": 1}' % name).encode()
+    body = json.dumps({"name": name, "categoryId": 1}).encode()
     return (
         f"POST /v1/pets HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer soak-key\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
