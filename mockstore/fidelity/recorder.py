@@ -15,10 +15,12 @@ the limit get 431, slow heads 408, and past the connection cap the connection
 idle longest is closed, before the proxy sees anything.
 
 Only paths under the base path are forwarded, with their dot segments
-resolved first (``forwarded_path``): ``/v1/../../admin`` would reach the
-upstream's ``/admin``, outside what the recording is of. A path that leaves the
-base path, or hides a dot, slash or backslash in percent-encoding, is answered
-by the proxy itself (404, journaled as ``not_forwarded``, never replayed).
+resolved first (``forwarding.forwarded_path``): ``/v1/../../admin`` would reach
+the upstream's ``/admin``, outside what the recording is of. A path that leaves
+the base path, or holds anything a server might decode into a dot segment
+(percent-encoded, double-encoded or overlong dots and slashes, backslashes,
+``..;``), is answered by the proxy itself (404, journaled as ``not_forwarded``,
+never replayed).
 
 Every exchange is journaled with ``Journal.record``, so the control API's
 ``/requests``, ``/requests.har`` and ``/report`` work during a recording, and
@@ -40,7 +42,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import ssl
 import time
 import zlib
@@ -68,6 +69,7 @@ from mockstore.fidelity.aliases import (
     is_secret_header,
     secret_of,
 )
+from mockstore.fidelity.forwarding import forwarded_path
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
 from mockstore.limits import Limits
@@ -96,37 +98,6 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-# A dot, slash or backslash hidden in percent-encoding: an upstream may decode it into a
-# path segment, after the proxy decided the path stays under the base path.
-_HIDDEN_SEPARATOR = re.compile(rb"%(2e|2f|5c)", re.IGNORECASE)
-
-
-def forwarded_path(raw_path: bytes, base: str) -> bytes | None:
-    """``raw_path`` with its dot segments resolved (RFC 3986 5.2.4), if it stays under ``base``.
-
-    None for a path outside ``base`` after resolution, or one with a backslash
-    or a percent-encoded dot, slash or backslash (which an upstream may resolve
-    differently).
-    """
-    if b"\\" in raw_path or _HIDDEN_SEPARATOR.search(raw_path):
-        return None
-    segments: list[bytes] = []
-    parts = raw_path.split(b"/")[1:]
-    for segment in parts:
-        if segment == b"..":
-            if segments:
-                segments.pop()
-        elif segment != b".":
-            segments.append(segment)
-    resolved = b"/" + b"/".join(segments)
-    if parts and parts[-1] in (b".", b"..") and not resolved.endswith(b"/"):
-        resolved += b"/"
-    prefix = base.encode()
-    if resolved != prefix and not resolved.startswith(prefix + b"/"):
-        return None
-    return resolved
-
-
 ROUTER = Router(operations().values())
 # Credentials headers that hold no API key of their own (a cookie, a scheme's pair).
 _NOT_KEYS = frozenset({b"cookie", b"authorization", b"proxy-authorization"})
