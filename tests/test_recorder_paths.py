@@ -44,9 +44,7 @@ def hostile_paths(draw: st.DrawFn) -> str:
         if kind == "plain":
             segments.append(draw(st.sampled_from(PLAIN)))
         elif kind == "slash":
-            segments.append(
-                draw(st.sampled_from(PLAIN)) + draw(st.sampled_from(SLASHES)) + ".."
-            )
+            segments.append(draw(st.sampled_from(PLAIN)) + draw(st.sampled_from(SLASHES)) + "..")
         else:
             count = 1 if kind == "dot" else 2
             dots = "".join(draw(st.sampled_from(DOTS)) for _ in range(count))

@@ -3,7 +3,7 @@
 On main each body was parsed after a depth check whose regular expression
 took 270 ms a MiB holding the GIL (3.7 s a call over 1 MiB bodies; eight at
 once stalled the API 3.6 s), uncharged (120 MiB more). Now the check is 20
-times faster, each parse is charged its most (``parse_cost``) to the reports'
+times faster, each parse is charged its most (``json_parse_cost``) to the reports'
 share before it runs (507 when it cannot be), and body scans take turns.
 """
 
@@ -19,8 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mockstore.reports.verify import parse_cost
-from mockstore.validation import json_depth_over
+from mockstore.validation import json_depth_over, json_parse_cost
 from tests.attacks import BIG_NAME, big_journal, budget_env, create_big_pets
 from tests.support import LiveServer, live_server
 
@@ -64,7 +63,7 @@ def test_a_parse_holds_no_more_than_its_cost(value: Any) -> None:
     finally:
         tracemalloc.stop()
     del parsed
-    assert peak <= parse_cost(text)
+    assert peak <= json_parse_cost(text)
 
 
 @pytest.fixture(scope="module")

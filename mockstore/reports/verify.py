@@ -19,23 +19,10 @@ from typing import Any
 
 from mockstore.journal import Entry, mask
 from mockstore.memory import Account, OverBudget
-from mockstore.validation import loads_bounded
+from mockstore.validation import json_parse_cost, loads_bounded
 
 CLOSEST = 3  # near misses shown in a failure message
 SHOWN = 5  # matched requests shown in a failure message
-
-
-def parse_cost(raw: bytes) -> int:
-    """The most parsing ``raw`` (JSON) may hold: a bound counted in C-speed passes.
-
-    Measured with tracemalloc, a parsed value holds 2 to 3 bytes for each byte
-    of a string, and up to 29 for small containers in arrays ({"a":[1]} over
-    and over): each container, member and item costs tens of bytes whatever its
-    text. So 4 a byte (a character is at most 4), and 100 for each bracket,
-    comma and colon (counted inside strings too: more, never less).
-    """
-    marks = raw.count(b"{") + raw.count(b"[") + raw.count(b",") + raw.count(b":")
-    return 4 * len(raw) + 100 * marks + 1024
 
 
 FIELDS = ("operation", "method", "path", "key", "status", "body_contains")
@@ -207,7 +194,7 @@ def conditions(
             if not raw:
                 return "there is no request body"
             # One body parsed at a time, charged its most before it is parsed.
-            cost = parse_cost(raw)
+            cost = json_parse_cost(raw)
             if scratch is not None and not scratch.reserve(cost):
                 raise OverBudget(f"body_contains over a body of {len(raw)} bytes", cost, scratch)
             try:
