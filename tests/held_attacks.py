@@ -14,8 +14,12 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+import httpx
+
+from tests.attacks import slow_readers
+from tests.budget_soak import BudgetSoak
 from tests.rawhttp import address
 
 
@@ -87,3 +91,42 @@ def pipelining_clients(
     finally:
         for thread in threads:
             thread.join(seconds + 30)
+
+
+class HeldMix(BudgetSoak):
+    """Issue 19's soak (``BudgetSoak``) with issue 27's attacks on top, and the good client.
+
+    On top: ``pipeliners`` (four connections at a time writing small requests
+    and reading nothing, renewed every 5 s), ``journal_readers`` (twenty
+    connections asking for the HAR or the request list and never reading,
+    renewed every 5 s) and ``scans`` (``verify`` with ``body_contains`` over
+    the journal's 1 MiB bodies, one after another).
+    """
+
+    def pipeliners(self) -> None:
+        while not self.stop.is_set():
+            with contextlib.suppress(OSError), pipelining_clients(self.url, "soak-key", 4, 5.0):
+                pass
+
+    def journal_readers(self) -> None:
+        targets = ["/__mockstore/requests.har", "/__mockstore/requests"]
+        turn = 0
+        while not self.stop.is_set():
+            turn += 1
+            target = targets[turn % 2]
+            with contextlib.suppress(OSError), slow_readers(self.url, 20, target, "soak-key"):
+                self.stop.wait(5.0)
+
+    def scans(self, client: httpx.Client) -> str:
+        answer = client.post(
+            self.control + "/verify",
+            json={"operation": "createPet", "body_contains": {"name": "nobody"}},
+        )
+        time.sleep(0.2)
+        return f"verify {answer.status_code}"
+
+    def extra_steps(self) -> list[Callable[[httpx.Client], str]]:
+        return [self.scans]
+
+    def extra_threads(self) -> list[Callable[[], None]]:
+        return [self.pipeliners, self.journal_readers]
