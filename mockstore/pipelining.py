@@ -168,12 +168,12 @@ class Queue:
                 if room <= 0:
                     self._hold(data, start)
                     return
-                end = start
-                for _ in range(2 * room):
-                    end = data.find(b"\n", end) + 1
-                    if end == 0:
-                        end = size
-                        break
+                if data.count(b"\n", start) <= 2 * room:
+                    end = size  # the rest cannot end more heads than there is room for
+                else:
+                    end = start
+                    for _ in range(2 * room):
+                        end = data.find(b"\n", end) + 1
                 connection.data_received(view[start:end])  # type: ignore[arg-type]
                 if self.stopped or transport.is_closing():
                     return

@@ -179,6 +179,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             wait.charged = 0
         if wait.queue is not None:
             wait.queue.close()
+            wait.queue = None  # the queue refers to this protocol: no cycle left behind
         super().connection_lost(exc)
 
     def shutdown(self) -> None:
