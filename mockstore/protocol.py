@@ -23,6 +23,12 @@ connection, for what the server is waiting on:
   once that is full the client must read within ``write_timeout`` or the
   connection is dropped (unsent bytes discarded).
 
+Requests a client pipelines ahead of its answers wait in uvicorn's queue:
+at most ``pipelining.MAX_QUEUED`` of them, each charged to the budget, a read
+parsed no further than the queue has room for (``pipelining.Queue``). The
+answer in one message and the check that the installed uvicorn fits it are
+``fast_answer.py``.
+
 The head limit holds per request whatever the framing: a head that begins
 after another request in the same read (pipelining) is measured, not
 assumed to start with the read. What a connection holds beyond a request of
