@@ -47,6 +47,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.service",
         "mockstore.state",
         "mockstore.store",
+        "mockstore.ordering",
+        "mockstore.pages",
+        "mockstore.intake",
         "mockstore.urls",
         "mockstore.validation",
         "mockstore.scenario.*",  # model, build, loader, source
