@@ -255,6 +255,87 @@ def _offset_page(
     return page
 
 
+# -- the same page from a store in Redis ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What ``read_page`` will ask of the created members, worked out before it runs: the
+    request script answers it in the same round trip that counts the caller.
+
+    ``mode``: ``up`` / ``down`` (``count`` members past ``bound``), ``rank`` (``count``
+    from ``start``, in the listing's order), ``head`` (the same from ``min(start, size)``:
+    the created pets come first), ``split`` (the offset ``start`` into a listing where the
+    two interleave: ``window`` holds the inventory's members from index ``low`` to
+    ``high - 1`` in the listing's order, for the search; the script refuses to run when
+    more than ``guess`` pets were created, so the window is sure to hold the answer).
+    """
+
+    mode: str
+    bound: bytes = b""
+    count: int = 0
+    descending: bool = False
+    start: int = 0
+    low: int = 0
+    high: int = 0
+    window: tuple[bytes, ...] = ()
+    guess: int = 0
+
+
+def page_query(
+    inventory: list[bytes], ordering: Ordering, position: Position, limit: int, guess: int
+) -> Query:
+    """The one query ``read_page`` makes of the created members for ``position``."""
+    descending = ordering.descending
+    kind = position.kind
+    if kind in ("first", "after", "before", "end"):
+        bound = position.member if kind in ("after", "before") else b""
+        forward = kind in ("first", "after")
+        return Query("up" if forward != descending else "down", bound, limit + 1, descending)
+    offset = position.offset
+    if ordering.order.by_position:
+        if descending:
+            return Query("head", count=limit, descending=True, start=offset)
+        return Query("rank", count=limit, start=max(0, offset - len(inventory)))
+    size = len(inventory)
+    low, high = max(0, offset - guess), min(offset, size)
+    window = tuple(
+        inventory[size - 1 - a] if descending else inventory[a] for a in range(low, high)
+    )
+    return Query("split", b"", limit, descending, offset, low, high, window, guess)
+
+
+class Fetched:
+    """``CreatedMembers`` from the request script's answer to one ``Query``."""
+
+    __slots__ = ("before", "members", "query", "total")
+
+    def __init__(self, query: Query, total: int, before: int, members: list[bytes]) -> None:
+        self.query = query
+        self.total = total
+        self.before = before
+        self.members = members
+
+    def size(self) -> int:
+        return self.total
+
+    def up(self, bound: bytes | None, count: int) -> list[bytes]:
+        assert self.query.mode == "up", self.query
+        return self.members
+
+    def down(self, bound: bytes | None, count: int) -> list[bytes]:
+        assert self.query.mode == "down", self.query
+        return self.members
+
+    def from_rank(self, start: int, count: int, descending: bool) -> list[bytes]:
+        assert self.query.mode in ("rank", "head", "split"), self.query
+        return self.members
+
+    def split(self, inventory: list[bytes], offset: int, descending: bool) -> int:
+        assert self.query.mode == "split", self.query
+        return self.before
+
+
 # -- what a request asks for ---------------------------------------------------------
 
 

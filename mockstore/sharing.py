@@ -32,16 +32,19 @@ from mockstore.service import OPERATIONS, Caller
 from mockstore.shared.backend import (
     MAX_RELOADS,
     Operation,
+    Resize,
     SharedState,
     Stale,
     StateUnavailable,
     decision_of,
 )
 from mockstore.shared.store import (
+    FIRST_GUESS,
     RequestStore,
     create_operation,
     get_operation,
     list_operation,
+    page_operation,
 )
 from mockstore.shared.tenants import TenantGone
 from mockstore.state import NO_BAN
@@ -119,7 +122,7 @@ async def admit(
                 rules = shared_rules(state.faults, facts)
     now = ex.now
     try:
-        reply = await shared.request(bucket, plan, now, state.clock.wall(), operation, rules)
+        reply, operation = await _request(shared, ex, bucket, plan, operation, rules, local)
     except Stale:
         restarts = ex.scope.get(RESTARTS, 0)
         if restarts >= MAX_RELOADS:
@@ -138,13 +141,44 @@ async def admit(
     return receive, caller
 
 
-def _operation(ex: Any, group: str | None, local: PetStore) -> Operation | None:
+async def _request(
+    shared: SharedState,
+    ex: Any,
+    bucket: str,
+    plan: Any,
+    operation: Operation | None,
+    rules: SharedRules | None,
+    local: PetStore | None,
+) -> tuple[Any, Operation | None]:
+    """``shared.request`` and the operation it ran; a page whose search window was too
+    narrow is asked again, wider (nothing was counted the first time: ``scripts.REQUEST``)."""
+    for _ in range(MAX_RELOADS):
+        try:
+            reply = await shared.request(
+                bucket, plan, ex.now, ex.state.clock.wall(), operation, rules
+            )
+            return reply, operation
+        except Resize as resize:
+            assert operation is not None and local is not None
+            # Room for the pets created since the script counted them, too.
+            operation = _operation(ex, operation.group, local, resize.size + FIRST_GUESS)
+    raise StateUnavailable("a page's listing kept growing while it was read")
+
+
+def _operation(
+    ex: Any, group: str | None, local: PetStore, guess: int = FIRST_GUESS
+) -> Operation | None:
     """What the request does to the store if admitted (None: nothing, or it is refused)."""
     name = ex.operation
     try:
         if name == "listPets":
-            query = ex.compiled.service.list_query(ex)
-            return list_operation(group, local, query["limit"], query["status"])
+            service = ex.compiled.service
+            query = service.list_query(ex)
+            limit, status = query["limit"], query["status"]
+            if service.pager is not None:
+                position = service.pager.position(ex.query, status, limit)
+                return page_operation(group, local, position, limit, status, guess)
+            return list_operation(group, local, limit, status)
         if name == "getPet":
             pet_id = path_parameters(_GET, ex.params)["petId"]
             return get_operation(group, local, pet_id)

@@ -27,6 +27,9 @@ Data layout (``PREFIX`` = ``mockstore:``)::
     mockstore:<epoch>:s:<n>:<group>:pets  hash: id -> the pet's JSON, as answered
     mockstore:<epoch>:s:<n>:<group>:ids   list: created ids in id order
     mockstore:<epoch>:s:<n>:<group>:ids:<status>  the same, of one status
+    mockstore:<epoch>:s:<n>:<group>:ord   sorted set: created pets' members (a scenario
+                                          that pages: ``mockstore.ordering``)
+    mockstore:<epoch>:s:<n>:<group>:ord:<status>  the same, of one status
     mockstore:journals, mockstore:journal:<process>  every process's journal entries
                                           (``mockstore.shared.journal``)
 
@@ -276,6 +279,8 @@ class SharedState:
         if reply[0] == b"stale":
             await self.refresh(reply[1].decode())
             raise Stale
+        if reply[0] == b"resize":
+            raise Resize(int(reply[1]))
         return reply
 
     # -- the configuration -----------------------------------------------------
@@ -575,27 +580,51 @@ class SharedState:
 
 
 class Operation:
-    """A store operation for the request script: its keys (after the epoch's) and arguments."""
+    """A store operation for the request script: its keys (after the epoch's) and arguments.
 
-    __slots__ = ("args", "group", "kind", "status")
+    ``ordered``: the scenario's listings page (``mockstore.pages``), so the store keeps
+    its created pets' members too (two more keys).
+    """
 
-    def __init__(self, kind: str, group: str | None, status: str | None, args: list[Any]) -> None:
+    __slots__ = ("args", "group", "kind", "ordered", "query", "status")
+
+    def __init__(
+        self,
+        kind: str,
+        group: str | None,
+        status: str | None,
+        args: list[Any],
+        ordered: bool = False,
+    ) -> None:
         self.kind = kind
         self.group = group
         self.status = status
         self.args = [kind, *args]
+        self.ordered = ordered
+        self.query: Any = None  # a page's (mockstore.pages.Query)
 
     def keys(self, epoch: str) -> list[str]:
         group = self.group or ""
         store = f"{epoch}s:{len(group)}:{group}:"
         ids = store + "ids"
-        return [
+        keys = [
             store + "next",
             store + "bytes",
             store + "pets",
             ids,
             ids + ":" + self.status if self.status else ids,
         ]
+        if self.ordered:
+            members = store + "ord"
+            keys += [members, members + ":" + self.status if self.status else members]
+        return keys
+
+
+class Resize(Exception):
+    """A page's search window was sized for fewer created pets than there are (``size``)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) -> Decision:
