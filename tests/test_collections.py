@@ -1,4 +1,4 @@
-"""The ``collections`` section: pages, order, filters, defaults, numbers, constraints, unknown fields.
+"""``collections``: pages, order, filters, defaults, numbers, constraints, unknown fields.
 
 Each setting over a real uvicorn process (``MockServer``; with
 ``MOCKSTORE_TEST_STATE=redis`` its state is in Redis, as ``.ci/run`` runs this
@@ -62,9 +62,11 @@ def links(response: httpx.Response) -> dict[str, str]:
 def served(request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
     """A client of a real server on the scenario the test's ``collections`` marker gives."""
     marker = request.node.get_closest_marker("collections")
-    with mock_server(scenario(*marker.args, **marker.kwargs)) as server:
-        with httpx.Client(base_url=server.url, headers=KEY, timeout=10) as client:
-            yield client
+    with (
+        mock_server(scenario(*marker.args, **marker.kwargs)) as server,
+        httpx.Client(base_url=server.url, headers=KEY, timeout=10) as client,
+    ):
+        yield client
 
 
 def names(response: httpx.Response) -> list[str]:
@@ -234,9 +236,9 @@ def test_a_default_applied_when_stored(served: httpx.Client) -> None:
 
 @pytest.mark.collections({"numbers": {"body": "lenient"}})
 def test_lenient_numbers_store_an_integer(served: httpx.Client) -> None:
-    for given in ("7", " 7 ", "7.0", 7.0, 7):
-        created = served.post("/v1/pets", json={"name": "Nala", "categoryId": given})
-        assert created.status_code == 201, (given, created.text)
+    for sent in ("7", " 7 ", "7.0", 7.0, 7):
+        created = served.post("/v1/pets", json={"name": "Nala", "categoryId": sent})
+        assert created.status_code == 201, (sent, created.text)
         assert created.json()["categoryId"] == 7
     assert served.post("/v1/pets", json={"name": "x", "categoryId": "7.5"}).status_code == 400
 
@@ -305,15 +307,17 @@ def test_the_served_document_declares_the_page_parameter_and_headers(
 
 
 def test_links_keep_a_tenants_prefix() -> None:
-    with mock_server(scenario(CURSOR)) as server:
-        with httpx.Client(base_url=server.url, timeout=10) as client:
-            created = client.post("/__mockstore/tenants", json={"id": "team-a"})
-            assert created.status_code in (200, 201), created.text
-            prefix = "/__mockstore/tenants/team-a"
-            response = client.get(f"{prefix}/v1/pets?limit=2", headers=KEY)
-            assert response.status_code == 200, response.text
-            assert links(response)["next"].startswith(f"{prefix}/v1/pets?limit=2&cursor=")
-            assert client.get(links(response)["next"], headers=KEY).json()[0]["name"] == "bob"
+    with (
+        mock_server(scenario(CURSOR)) as server,
+        httpx.Client(base_url=server.url, timeout=10) as client,
+    ):
+        created = client.post("/__mockstore/tenants", json={"id": "team-a"})
+        assert created.status_code in (200, 201), created.text
+        prefix = "/__mockstore/tenants/team-a"
+        response = client.get(f"{prefix}/v1/pets?limit=2", headers=KEY)
+        assert response.status_code == 200, response.text
+        assert links(response)["next"].startswith(f"{prefix}/v1/pets?limit=2&cursor=")
+        assert client.get(links(response)["next"], headers=KEY).json()[0]["name"] == "bob"
 
 
 @pytest.mark.parametrize(
@@ -434,7 +438,7 @@ def test_any_listing_walked_either_way_shows_each_pet_once_in_its_order(
                 },
                 "order": order,
             },
-        }  # fmt: skip
+        }
     )
     app = create_app(text, state=shared_state_url())
     with TestClient(app, base_url="http://testserver", headers=KEY) as client:
