@@ -1,0 +1,169 @@
+"""What recorded listings and creates show of a provider's collection (``collections``).
+
+Calibrate learns the ``collections`` settings from a recording, and drift compares
+and explains listings by them; both read the recording through these pure
+functions:
+
+- ``orders_of``: every ``collections.order`` (field, direction, case; ties by id)
+  one listing is consistent with;
+- ``parse_links``: a ``Link`` header's targets by relation; ``page_parameter`` and
+  ``page_style``: the query parameter a provider's links page with, and whether its
+  values are cursors, offsets or page numbers;
+- ``total_header_of``: the header of a listing that says how many pets its filter
+  keeps;
+- ``link_shape``: what of a ``Link`` a client depends on (its relations' order, the
+  form of its URLs, the page parameter), without the values the store decides.
+
+No HTTP, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+# The orders a listing may be in, as collections.order spells them (ties by id).
+FIELDS = ("id", "name", "categoryId", "status")
+DIRECTIONS = ("ascending", "descending")
+CASES = ("sensitive", "insensitive")
+_LINK = re.compile(r'\s*<([^>]*)>\s*((?:;\s*[^;,]+)*)')
+_REL = re.compile(r'rel\s*=\s*"?([^";]+)"?', re.IGNORECASE)
+# listPets' own parameters: a page parameter is any other.
+_SPEC_PARAMETERS = frozenset({"limit", "status"})
+
+
+def _key(pet: dict[str, Any], by: str, lower: bool) -> tuple[Any, ...] | None:
+    """A pet's place in an order by ``by``, or None when the pet cannot be placed."""
+    pet_id = pet.get("id")
+    if not isinstance(pet_id, int):
+        return None
+    if by == "id":
+        return (pet_id,)
+    value = pet.get(by)
+    if by == "categoryId":
+        return (value, pet_id) if isinstance(value, int) and not isinstance(value, bool) else None
+    if by == "status" and value is None:
+        return (1, "", pet_id)  # a pet without a status comes after every status
+    if not isinstance(value, str):
+        return None
+    text = value.lower() if lower else value
+    return (0, text, pet_id) if by == "status" else (text, pet_id)
+
+
+def orders_of(pets: list[Any]) -> set[tuple[str, str, str]]:
+    """Every (by, direction, case) that ``pets`` (a listing, in its order) is sorted by."""
+    found = set()
+    for by in FIELDS:
+        for case in CASES:
+            if by in ("id", "categoryId") and case == "insensitive":
+                continue
+            keys = [_key(p, by, case == "insensitive") if isinstance(p, dict) else None
+                    for p in pets]  # fmt: skip
+            if any(k is None for k in keys):
+                continue
+            if keys == sorted(keys):
+                found.add((by, "ascending", case))
+            if keys == sorted(keys, reverse=True):
+                found.add((by, "descending", case))
+    # Case never matters for ids and categories: they are listed under both.
+    for by, direction, case in list(found):
+        if by in ("id", "categoryId"):
+            found.add((by, direction, "insensitive"))
+    return found
+
+
+def parse_links(value: str) -> list[tuple[str, str]]:
+    """A ``Link`` header's (relation, target) pairs, in its order."""
+    found = []
+    for match in _LINK.finditer(value):
+        params = match.group(2) or ""
+        rel = _REL.search(params)
+        if rel is not None:
+            for name in rel.group(1).split():
+                found.append((name.lower(), match.group(1)))
+    return found
+
+
+def page_parameter(target: str) -> tuple[str, str] | None:
+    """The (name, value) of the parameter a link target pages with (not limit nor status)."""
+    pairs = parse_qsl(urlsplit(target).query, keep_blank_values=True)
+    others = [(name, value) for name, value in pairs if name not in _SPEC_PARAMETERS]
+    return others[-1] if others else None
+
+
+def page_style(value: str, limit: int, first_page: bool) -> str:
+    """``offset``, ``page`` or ``cursor``: what a next link's page value is, on a first page."""
+    if value.isdigit() and first_page:
+        if int(value) == limit:
+            return "offset"
+        if int(value) == 2:
+            return "page"
+    return "cursor" if not value.isdigit() else "offset"
+
+
+@dataclass(frozen=True)
+class LinkShape:
+    """What a client depends on in a listing's ``Link``: not the values the store decides."""
+
+    form: str  # absolute | relative | none
+    parameter: str | None
+    rels: tuple[str, ...]
+
+
+def link_shape(value: str | None) -> LinkShape:
+    if not value:
+        return LinkShape("none", None, ())
+    links = parse_links(value)
+    if not links:
+        return LinkShape("none", None, ())
+    absolute = any(re.match(r"https?://", target) for _, target in links)
+    parameter = next(
+        (found[0] for _, target in links if (found := page_parameter(target)) is not None), None
+    )
+    return LinkShape("absolute" if absolute else "relative", parameter, tuple(r for r, _ in links))
+
+
+def same_shape(was: LinkShape, now: LinkShape) -> bool:
+    """Whether two listings' Links agree where both say something (which pages exist
+    around a page depends on the store: a relation one has and the other lacks is not
+    compared; the order of the ones both have is)."""
+    if (was.form == "none") != (now.form == "none"):
+        return False
+    if was.form == "none":
+        return True
+    common = [rel for rel in was.rels if rel in now.rels]
+    return (
+        was.form == now.form
+        and was.parameter == now.parameter
+        and common == [rel for rel in now.rels if rel in was.rels]
+    )
+
+
+def total_header_of(listings: list[tuple[dict[str, str], list[Any], bool]]) -> str | None:
+    """The header (lower case) every listing carries with the number of pets it keeps.
+
+    ``listings``: each 200 to listPets as (headers, its pets, whether it is the whole
+    listing: a first page with fewer pets than its limit). The header must be a whole
+    number on every listing, at least its length, and equal to it on a whole one.
+    """
+    if not listings:
+        return None
+    names = set(listings[0][0])
+    for headers, _, _ in listings:
+        names &= set(headers)
+    found = []
+    for name in sorted(names):
+        if name.startswith(("x-ratelimit", "ratelimit", "content-")):
+            continue
+        values = [headers[name].strip() for headers, _, _ in listings]
+        if not all(v.isdigit() for v in values):
+            continue
+        fits = all(
+            int(v) >= len(pets) and (not whole or int(v) == len(pets))
+            for v, (_, pets, whole) in zip(values, listings, strict=True)
+        )
+        if fits and any(whole for _, _, whole in listings):
+            found.append(name)
+    return found[0] if len(found) == 1 else None
