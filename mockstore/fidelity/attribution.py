@@ -21,6 +21,7 @@ from typing import Any
 
 from mockstore.clock import format_time
 from mockstore.errors import VALIDATION_CONDITIONS
+from mockstore.fidelity import collection_causes
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import (
@@ -31,6 +32,7 @@ from mockstore.fidelity.formats import (
     reset_kind,
     retry_after_kind,
 )
+from mockstore.fidelity.listings import link_shape
 from mockstore.ratelimit import Plan
 from mockstore.scenario import Scenario, scenario_schema
 from mockstore.scenario.model import HEAD_OPERATIONS, Behaviour
@@ -223,6 +225,7 @@ SETTINGS: tuple[str, ...] = (
     *WWW_AUTHENTICATE.values(),
     *REQUEST_ID.values(),
     *ETAG.values(),
+    *collection_causes.SETTINGS,
 )
 
 AUTH_CONDITIONS = ("missing_key", "malformed_authorization", "unknown_key")
@@ -256,6 +259,10 @@ class Context:
     validation_statuses: frozenset[int] = frozenset()
     # Pet ids the provider gave pets created during the recording -> the mock's.
     ids: dict[int, int] = field(default_factory=dict)
+    # The header that says a listing's total (lower case), and the default status that
+    # the recording's 201s leave out and later reads show (collections).
+    total_header: str | None = None
+    read_default: str | None = None
 
     @property
     def behaviour(self) -> Behaviour:
@@ -382,6 +389,9 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         return setting(KEYS)
     if facts.operation == "getPet" and {rc, mc} <= {None, "pet_not_found"}:
         return setting(PETS) if rc == "pet_not_found" else cannot("store")
+    found = collection_causes.status_cause(rc, mc, facts, ctx.scenario)
+    if found is not None:
+        return Cause(found[0], found[1])
     if rc is not None and mc is not None and rc != "unexplained":
         if rc in facts.problems and mc in facts.problems:
             return cannot("check-order")
@@ -477,6 +487,11 @@ def header_presence(
         return setting(RETRY_AFTER_BANNED, retry_after_kind(was) if was is not None else "none")
     if name == "allow":
         return cannot("allow")
+    if name == "link" and ex.operation == "listPets":
+        return Cause(*collection_causes.link_cause(link_shape(was), link_shape(now), ctx.scenario))
+    total = (ctx.scenario.collections.pagination.total_header or "").lower()
+    if name in (ctx.total_header, total) and ex.operation == "listPets":
+        return Cause(*collection_causes.total_cause(ctx.names.get(name, name), was))
     if name in MANAGED:
         return cannot("header-presence")
     if was is not None:

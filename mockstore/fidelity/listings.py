@@ -19,16 +19,17 @@ No HTTP, no I/O.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 # The orders a listing may be in, as collections.order spells them (ties by id).
 FIELDS = ("id", "name", "categoryId", "status")
 DIRECTIONS = ("ascending", "descending")
 CASES = ("sensitive", "insensitive")
-_LINK = re.compile(r'\s*<([^>]*)>\s*((?:;\s*[^;,]+)*)')
+_LINK = re.compile(r"\s*<([^>]*)>\s*((?:;\s*[^;,]+)*)")
 _REL = re.compile(r'rel\s*=\s*"?([^";]+)"?', re.IGNORECASE)
 # listPets' own parameters: a page parameter is any other.
 _SPEC_PARAMETERS = frozenset({"limit", "status"})
@@ -68,7 +69,7 @@ def orders_of(pets: list[Any]) -> set[tuple[str, str, str]]:
             if keys == sorted(keys, reverse=True):
                 found.add((by, "descending", case))
     # Case never matters for ids and categories: they are listed under both.
-    for by, direction, case in list(found):
+    for by, direction, _ in list(found):
         if by in ("id", "categoryId"):
             found.add((by, direction, "insensitive"))
     return found
@@ -167,3 +168,74 @@ def total_header_of(listings: list[tuple[dict[str, str], list[Any], bool]]) -> s
         if fits and any(whole for _, _, whole in listings):
             found.append(name)
     return found[0] if len(found) == 1 else None
+
+
+def page_pairs(recorded: str | None, mock: str | None) -> dict[tuple[str, str], tuple[str, str]]:
+    """The page a recorded Link relation names -> the one the mock's names for it.
+
+    Drift replays a recording on the mock: a client that followed the provider's
+    ``rel="next"`` sent the provider's cursor, which names nothing to the mock; the
+    mock's own link to the same page stands in for it (as pet ids do).
+    """
+    if not recorded or not mock:
+        return {}
+    theirs = dict(parse_links(recorded))
+    found = {}
+    for rel, target in parse_links(mock):
+        was = theirs.get(rel)
+        pair_was = page_parameter(was) if was else None
+        pair_now = page_parameter(target)
+        if pair_was is not None and pair_now is not None:
+            found[pair_was] = pair_now
+    return found
+
+
+def rewrite_query(query: str, pages: dict[tuple[str, str], tuple[str, str]]) -> str:
+    """``query`` with each page it names as the mock names it (``page_pairs``)."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if not any(pair in pages for pair in pairs):
+        return query
+    return urlencode([pages.get(pair, pair) for pair in pairs], quote_via=quote)
+
+
+def recorded_total(seen: list[Any]) -> str | None:
+    """The total-count header of a recording's listings (``total_header_of``), from its
+    classified exchanges (``evidence.Seen``)."""
+    shown = []
+    for s in seen:
+        if s.facts.operation != "listPets" or s.status != 200 or not isinstance(s.body, list):
+            continue
+        raw = s.facts.query.get("limit", ["20"])[-1]
+        limit = int(raw) if raw.isdigit() and 1 <= int(raw) <= 100 else 20
+        paged = any(name not in _SPEC_PARAMETERS for name in s.facts.query)
+        shown.append((s.headers, s.body, not paged and len(s.body) < limit))
+    return total_header_of(shown)
+
+
+def read_default(seen: list[Any]) -> tuple[str, Any, Any] | None:
+    """A default status the recording's 201s leave out and a later read shows:
+    (the status, the create, the read), or None."""
+    created: dict[int, Any] = {}
+    for s in seen:
+        body = s.body
+        if s.facts.operation == "createPet" and s.status == 201 and isinstance(body, dict):
+            sent = _json(s.item.body)
+            fresh = isinstance(sent, dict) and "status" not in sent and "status" not in body
+            if fresh and isinstance(body.get("id"), int):
+                created[body["id"]] = s
+            continue
+        if not created or s.status != 200 or s.item.method != "GET":
+            continue
+        shown = [body] if isinstance(body, dict) else body if isinstance(body, list) else []
+        for pet in shown:
+            if isinstance(pet, dict) and pet.get("id") in created:
+                status = pet.get("status")
+                return (status, created[pet["id"]], s) if isinstance(status, str) else None
+    return None
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body and len(body) < 65536 else None
+    except ValueError:
+        return None

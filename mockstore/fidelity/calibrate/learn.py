@@ -22,6 +22,7 @@ from typing import Any
 
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
+from mockstore.fidelity.calibrate.collections import learn_collections
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -101,6 +102,7 @@ def learn(
     result = Calibration(target)
     learner = _Learner(seen, result, base, names or {})
     learner.run()
+    learn_collections(seen, result, cite)
     learner.store(
         pets_before(recording.exchanges, [_operation(item, base) for item in recording.exchanges])
     )
