@@ -39,6 +39,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.limits",
         "mockstore.memory",
         "mockstore.document",
+        "mockstore.document_collections",
         "mockstore.profile",
         "mockstore.ratelimit",
         "mockstore.routing",

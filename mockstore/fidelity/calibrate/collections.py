@@ -81,8 +81,14 @@ def _pagination(listings: list[Seen], result: Calibration, cite: Cite) -> None:
         first = linked[0][0]
         style, parameter, evidence = _style(linked)
         if style is None:
-            result.open("collections.pagination.style: no Link of the recording names a page")
-            return
+            # No link names a page beyond the first (a listing of one page): any style
+            # writes the same first link; a cursor's has no parameter at all.
+            style, parameter = "cursor", "cursor"
+            evidence = cite(first, "Link", code=False, note="no page beyond the first")
+            result.open(
+                "collections.pagination.style: the recording's links name no page beyond the "
+                "first: written as cursor"
+            )
         result.set("collections.pagination.style", style, evidence)
         if parameter != DEFAULT_PARAMETER[style]:
             result.set("collections.pagination.parameter", parameter, evidence)
@@ -145,6 +151,17 @@ def _style(linked: list[tuple[Seen, list[tuple[str, str]]]]) -> tuple[str | None
             return "offset", name, _cited(s, note)
         if number == int(current) + 1:
             return "page", name, _cited(s, note)
+    for s, links in linked:
+        for rel, target in links:
+            found = page_parameter(target)
+            if found is None:
+                continue
+            name, value = found
+            note = f"{rel} page: {name}={value[:40]}"
+            if not value.isdigit():
+                return "cursor", name, _cited(s, note)
+            if rel == "first":
+                return ("offset" if value == "0" else "page"), name, _cited(s, note)
     for _, links in linked:
         target = dict(links).get("next")
         found = page_parameter(target) if target else None
@@ -271,38 +288,47 @@ def _constraints(seen: list[Seen], result: Calibration, cite: Cite) -> None:
     longest = max((len(sent["name"]) for _, sent in accepted), default=0)
     categories = [sent.get("categoryId") for _, sent in accepted]
     lowest = min((c for c in categories if isinstance(c, int)), default=None)
-    for s, sent in sorted(refused, key=lambda pair: len(pair[1]["name"])):
+    pinned = False
+    names = [(s, sent) for s, sent in refused if len(sent["name"]) > longest]
+    if names:
+        s, sent = min(names, key=lambda pair: len(pair[1]["name"]))
         length = len(sent["name"])
-        category = sent.get("categoryId")
-        if length > longest:
-            value = _round(longest, length - 1, _ROUND_LENGTHS)
-            result.set(
+        value = _round(longest, length - 1, _ROUND_LENGTHS)
+        result.set(
+            "collections.constraints.name.max_length",
+            value,
+            cite(s, note=f"a name of {length} refused, one of {longest} accepted"),
+        )
+        if longest != length - 1:
+            result.estimate(
                 "collections.constraints.name.max_length",
-                value,
-                cite(s, note=f"a name of {length} refused, one of {longest} accepted"),
+                f"collections.constraints.name.max_length is {longest} to {length - 1}: "
+                f"written as {value}",
             )
-            if value != length - 1 or longest != length - 1:
-                result.estimate(
-                    "collections.constraints.name.max_length",
-                    f"collections.constraints.name.max_length is {longest} to {length - 1}: "
-                    f"written as {value}",
-                )
-            return
-        if isinstance(category, int) and lowest is not None and category < lowest:
-            value = _round(category + 1, lowest, _ROUND_MINIMA)
-            result.set(
+        pinned = True
+    low = [
+        (s, sent) for s, sent in refused
+        if len(sent["name"]) <= longest and isinstance(sent.get("categoryId"), int)
+        and lowest is not None and sent["categoryId"] < lowest
+    ]  # fmt: skip
+    if low:
+        s, sent = max(low, key=lambda pair: pair[1]["categoryId"])
+        category = sent["categoryId"]
+        assert lowest is not None
+        value = _round(category + 1, lowest, _ROUND_MINIMA)
+        result.set(
+            "collections.constraints.categoryId.minimum",
+            value,
+            cite(s, note=f"categoryId {category} refused, {lowest} accepted"),
+        )
+        if category + 1 != lowest:
+            result.estimate(
                 "collections.constraints.categoryId.minimum",
-                value,
-                cite(s, note=f"categoryId {category} refused, {lowest} accepted"),
+                f"collections.constraints.categoryId.minimum is {category + 1} to {lowest}: "
+                f"written as {value}",
             )
-            if category + 1 != lowest:
-                result.estimate(
-                    "collections.constraints.categoryId.minimum",
-                    f"collections.constraints.categoryId.minimum is {category + 1} to "
-                    f"{lowest}: written as {value}",
-                )
-            return
-    if refused:
+        pinned = True
+    if refused and not pinned:
         result.open(
             "collections.constraints: a NewPet refused for a limit the recording does not "
             "pin to a field: " + cite(refused[0][0])

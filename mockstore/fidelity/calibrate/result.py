@@ -140,6 +140,10 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
         names = {str(entry.value.get("name", "")).lower() for entry in mine}
         if path == "behaviour.headers":
             names |= first.varying
+            # The listing's total (collections.pagination.total_header) is no constant.
+            total = first.value("collections.pagination.total_header")
+            if isinstance(total, str):
+                names.add(total.lower())
         mine += [
             entry
             for entry in then.items.get(path, [])
