@@ -263,6 +263,8 @@ class Context:
     # the recording's 201s leave out and later reads show (collections).
     total_header: str | None = None
     read_default: str | None = None
+    # Conditions the recording answers more than one way (status or code).
+    split: frozenset[str] = frozenset()
 
     @property
     def behaviour(self) -> Behaviour:
@@ -350,6 +352,8 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         return setting(PATH_CHECK, "after_auth")
     if mc in AUTH_CONDITIONS and rc in ("unknown_path", "method_not_allowed"):
         return setting(PATH_CHECK, "before_auth")
+    if rc == mc and rc in ctx.split and rc not in RATE_CONDITIONS:
+        return cannot("split-condition")
     if rc == mc and rc is not None and rc != "unexplained":
         if rc == "key_banned":
             return setting(BAN_STATUS, was)
@@ -703,6 +707,8 @@ def error_code(ex: Exchange, was: Any, ctx: Context) -> Cause:
     condition = rc if rc in ERROR_CODE else mc
     if condition not in ERROR_CODE:
         return cannot("unexplained")
+    if rc == mc and rc in ctx.split:
+        return cannot("split-condition")
     if not isinstance(was, str) or not was:
         return cannot("error-body-shape")
     return setting(ERROR_CODE[condition], was)

@@ -376,6 +376,13 @@ def _context(scenario: Scenario, seen: list[Seen]) -> Context:
         frozenset(validation),
     )
     context.total_header = recorded_total(seen)
+    answered: dict[str, set[tuple[int, str | None]]] = {}
+    for s in seen:
+        if s.condition is not None and s.item.method != "HEAD":
+            answered.setdefault(s.condition, set()).add((s.status, s.code))
+    context.split = frozenset(
+        c for c, ways in answered.items() if len(ways) > 1 and c != "unexplained"
+    )
     default = read_default(seen)
     context.read_default = default[0] if default is not None else None
     if context.total_header is not None:

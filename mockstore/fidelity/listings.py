@@ -165,7 +165,10 @@ def total_header_of(listings: list[tuple[dict[str, str], list[Any], bool]]) -> s
             int(v) >= len(pets) and (not whole or int(v) == len(pets))
             for v, (_, pets, whole) in zip(values, listings, strict=True)
         )
-        if fits and any(whole for _, _, whole in listings):
+        # A constant that happens to count a listing is a constant: a total changes with
+        # the filter, or says what it is.
+        counts = len(set(values)) > 1 or re.search(r"total|count", name) is not None
+        if fits and counts and any(whole for _, _, whole in listings):
             found.append(name)
     return found[0] if len(found) == 1 else None
 
