@@ -210,8 +210,13 @@ class PetStore:
         cost = PET_OVERHEAD + 2 * len(encoded)
         if max_bytes is not None and self.created_bytes + cost > max_bytes:
             raise StoreFull.over_budget(self.created_bytes, max_bytes, cost)
-        if self.account is not None and not self.account.reserve(cost):
-            raise OverBudget("this pet", cost, self.account)
+        ordering = self.inventory.ordering
+        member = ordering.member(pet) if ordering is not None else None
+        # Its member is held too, in two sorted lists (not counted against max_store_bytes,
+        # which a store in Redis counts alike, but against this process's memory).
+        held = cost if member is None else cost + 2 * (len(member) + _MEMBER_OVERHEAD)
+        if self.account is not None and not self.account.reserve(held):
+            raise OverBudget("this pet", held, self.account)
         self._next_id += 1
         self.created_bytes += cost
         self._pets[pet_id] = pet
@@ -219,9 +224,7 @@ class PetStore:
         self._ids.append(pet_id)
         # Ids only grow, so appending keeps every list in id order.
         self._by_status.setdefault(pet.get("status"), []).append(pet_id)
-        ordering = self.inventory.ordering
-        if ordering is not None:
-            member = ordering.member(pet)
+        if member is not None:
             insort(self._members.setdefault(None, []), member)
             if pet.get("status") is not None:  # None is every pet's listing
                 insort(self._members.setdefault(pet["status"], []), member)

@@ -151,6 +151,9 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
         ]
         if mine:
             out.items[path] = mine
+    if any(path.startswith("collections.order.") for path in out.settings):
+        # Ordered by a field: behaviour.list_order (the older spelling) cannot say it too.
+        out.settings.pop("behaviour.list_order", None)
     out.keys = list(first.keys)
     out.keys += [key for key in then.keys if first.key(key.alias) is None]
     out.anonymous = first.anonymous or then.anonymous
