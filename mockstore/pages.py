@@ -193,7 +193,8 @@ def read_page(
     kind = position.kind
     if kind == "offset":
         return _offset_page(inventory, created, ordering, position.offset, limit, total)
-    end = Position("end")
+    # The last page; when one page holds them all, it is the first.
+    end = Position("end") if total > limit else FIRST
     if kind in ("first", "after"):
         bound = position.member if kind == "after" else None
         mine = _inventory_up(inventory, bound, limit + 1, descending)

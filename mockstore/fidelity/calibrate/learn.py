@@ -103,9 +103,14 @@ def learn(
     learner = _Learner(seen, result, base, names or {})
     learner.run()
     learn_collections(seen, result, cite)
-    learner.store(
-        pets_before(recording.exchanges, [_operation(item, base) for item in recording.exchanges])
-    )
+    operations = [_operation(item, base) for item in recording.exchanges]
+    learner.store(pets_before(recording.exchanges, operations))
+    result.created = {
+        s.body["id"]
+        for s in seen
+        if s.facts.operation == "createPet" and 200 <= s.status < 300
+        and isinstance(s.body, dict) and isinstance(s.body.get("id"), int)
+    }  # fmt: skip
     return result
 
 
