@@ -375,10 +375,11 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         and 0 < facts.body_size <= behaviour.max_body_bytes
     ):
         return setting(MAX_BODY_BYTES, facts.body_size - 1)
+    unknown = collection_causes.spelled(UNKNOWN_FIELDS, ctx.scenario)
     if mc == "unknown_field" and rc is None:
-        return setting(UNKNOWN_FIELDS, "drop")
+        return Cause(unknown, ("drop",))
     if rc == "unknown_field" and mc is None:
-        return setting(UNKNOWN_FIELDS, "refuse")
+        return Cause(unknown, ("refuse",))
     if mc == "limit_above_maximum" and rc is None:
         return setting(LIMIT_ABOVE_MAXIMUM, "clamp")
     if rc == "limit_above_maximum" and mc is None:

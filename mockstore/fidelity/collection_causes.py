@@ -22,7 +22,7 @@ from typing import Any
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.listings import LinkShape
 from mockstore.scenario import Scenario, scenario_schema
-from mockstore.scenario.collections import list_order_of
+from mockstore.scenario.collections import DEFAULT_PARAMETER, list_order_of
 
 Found = tuple[str, tuple[Any, ...]]
 _STATUSES = ("available", "pending", "sold")
@@ -37,6 +37,7 @@ def _named(path: str) -> str:
     return path
 
 
+PAGINATION = _named("collections.pagination")
 STYLE = _named("collections.pagination.style")
 PARAMETER = _named("collections.pagination.parameter")
 LINKS = _named("collections.pagination.links")
@@ -56,8 +57,8 @@ DEFAULT_STATUS = _named("behaviour.default_status")
 UNKNOWN_FIELDS = _named("behaviour.unknown_fields")
 
 SETTINGS: tuple[str, ...] = (
-    STYLE, PARAMETER, LINKS, LINK_URLS, TOTAL_HEADER, ORDER, STATUS_CASE, APPLIED, DEFAULT,
-    BODY_NUMBERS, QUERY_NUMBERS, NAME_MAX, CATEGORY_MIN, UNKNOWN,
+    PAGINATION, STYLE, PARAMETER, LINKS, LINK_URLS, TOTAL_HEADER, ORDER, STATUS_CASE,
+    APPLIED, DEFAULT, BODY_NUMBERS, QUERY_NUMBERS, NAME_MAX, CATEGORY_MIN, UNKNOWN,
 )  # fmt: skip
 
 
@@ -119,7 +120,16 @@ def link_cause(was: LinkShape, now: LinkShape, scenario: Scenario) -> Found:
     if was.form == "none":
         return LINKS, ([],)
     if not collections.paged:
-        return STYLE, ()
+        # Pages and links at once: a style alone writes no Link, links alone do not validate.
+        style = was.style or "cursor"
+        value: dict[str, Any] = {"style": style, "links": list(was.rels)}
+        if was.parameter and was.parameter != DEFAULT_PARAMETER[style]:
+            value["parameter"] = was.parameter
+        if was.form == "absolute":
+            value["link_urls"] = "absolute"
+        if collections.pagination.total_header is not None:
+            value["total_header"] = collections.pagination.total_header
+        return PAGINATION, (value,)
     if now.form == "none":
         return LINKS, (list(was.rels),)
     if was.form != now.form:

@@ -354,6 +354,9 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
     return "unexplained"
 
 
+_SMALL_BODY = 512
+
+
 def _constraints(seen: list[Seen]) -> None:
     """A valid NewPet refused not for its size but for a limit of the provider's on its
     fields (collections.constraints): a larger body was accepted, or the refusal differs
@@ -369,5 +372,9 @@ def _constraints(seen: list[Seen]) -> None:
     reference = max(sized, key=lambda s: s.facts.body_size, default=None)
     for s in guessed:
         unlike = reference is not None and (s.status, s.code) != (reference.status, reference.code)
-        if s.facts.body_size <= largest or unlike:
+        # With no body refused for its size to compare with (its answer lost to a reset
+        # connection, say), a small one is taken for a field's limit: no provider limits
+        # bodies to a few hundred bytes.
+        small = (reference is None or reference is s) and s.facts.body_size < _SMALL_BODY
+        if s.facts.body_size <= largest or unlike or small:
             s.condition = "field_constraint"

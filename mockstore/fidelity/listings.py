@@ -111,6 +111,7 @@ class LinkShape:
     form: str  # absolute | relative | none
     parameter: str | None
     rels: tuple[str, ...]
+    style: str | None = None  # what its page values look like: cursor, offset or page
 
 
 def link_shape(value: str | None) -> LinkShape:
@@ -120,10 +121,18 @@ def link_shape(value: str | None) -> LinkShape:
     if not links:
         return LinkShape("none", None, ())
     absolute = any(re.match(r"https?://", target) for _, target in links)
-    parameter = next(
-        (found[0] for _, target in links if (found := page_parameter(target)) is not None), None
-    )
-    return LinkShape("absolute" if absolute else "relative", parameter, tuple(r for r, _ in links))
+    pairs = [(rel, found) for rel, target in links if (found := page_parameter(target))]
+    parameter = pairs[0][1][0] if pairs else None
+    style = None
+    for rel, (_, value) in pairs:
+        if not value.isdigit():
+            style = "cursor"
+        elif style is None:
+            style = "page" if rel == "first" and value == "1" else "offset"
+    if links and not pairs:
+        style = "cursor"  # a first page only, and no parameter: a cursor's first link
+    rels = tuple(r for r, _ in links)
+    return LinkShape("absolute" if absolute else "relative", parameter, rels, style)
 
 
 def same_shape(was: LinkShape, now: LinkShape) -> bool:
@@ -167,8 +176,9 @@ def total_header_of(listings: list[tuple[dict[str, str], list[Any], bool]]) -> s
         )
         # A constant that happens to count a listing is a constant: a total changes with
         # the filter, or says what it is.
-        counts = len(set(values)) > 1 or re.search(r"total|count", name) is not None
-        if fits and counts and any(whole for _, _, whole in listings):
+        named = re.search(r"total|count", name) is not None
+        counts = len(set(values)) > 1 or named
+        if fits and counts and (named or any(whole for _, _, whole in listings)):
             found.append(name)
     return found[0] if len(found) == 1 else None
 
