@@ -20,6 +20,7 @@ limit is 413, one that stopped coming is an aborted request.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from starlette.types import Message, Receive
@@ -29,28 +30,26 @@ from mockstore.faults import SharedRules, shared_outcome, shared_rules
 from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
 from mockstore.service import OPERATIONS, Caller
-from mockstore.shared.backend import (
-    MAX_RELOADS,
-    Operation,
-    Resize,
-    SharedState,
-    Stale,
-    StateUnavailable,
-    decision_of,
-)
+from mockstore.shared.backend import MAX_RELOADS, SharedState, Stale, StateUnavailable
+from mockstore.shared.buckets import decision_of
+from mockstore.shared.request import run_request
 from mockstore.shared.store import (
     FIRST_GUESS,
+    Operation,
     RequestStore,
+    Resize,
     create_operation,
     get_operation,
     list_operation,
     page_operation,
+    pets_only,
 )
 from mockstore.shared.tenants import TenantGone
 from mockstore.state import NO_BAN
 from mockstore.store import PetStore
 from mockstore.validation import path_parameters
 
+log = logging.getLogger("mockstore.shared")
 # How often this request was started again because the configuration changed under it.
 RESTARTS = "mockstore.restarts"
 _GET = OPERATIONS["getPet"]
@@ -137,7 +136,10 @@ async def admit(
         if rules is not None:
             ex.outcome = shared_outcome(state.faults, reply[9])
         if local is not None:
-            ex.shared = RequestStore(local, operation, reply[8])
+            result = reply[8]
+            if operation is not None and operation.kind not in ("create", "page") and result:
+                result = pets_only(shared.url, result)  # a page checks its own (its members)
+            ex.shared = RequestStore(local, operation, result)
     return receive, caller
 
 
@@ -150,12 +152,12 @@ async def _request(
     rules: SharedRules | None,
     local: PetStore | None,
 ) -> tuple[Any, Operation | None]:
-    """``shared.request`` and the operation it ran; a page whose search window was too
+    """``run_request`` and the operation it ran; a page whose search window was too
     narrow is asked again, wider (nothing was counted the first time: ``scripts.REQUEST``)."""
     for _ in range(MAX_RELOADS):
         try:
-            reply = await shared.request(
-                bucket, plan, ex.now, ex.state.clock.wall(), operation, rules
+            reply = await run_request(
+                shared, bucket, plan, ex.now, ex.state.clock.wall(), operation, rules
             )
             return reply, operation
         except Resize as resize:

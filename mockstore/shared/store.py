@@ -11,15 +11,71 @@ from the same bytes as in memory.
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 from mockstore.errors import ApiError
 from mockstore.ordering import id_of
 from mockstore.pages import Fetched, Page, Position, page_query, read_page
-from mockstore.shared.backend import MAX_ID, PAST_MAX_ID, Operation
+from mockstore.shared.connection import Connection
+from mockstore.shared.deadline import StateUnavailable, bounded
 from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _json_array, _ordered
 
+log = logging.getLogger("mockstore.shared")
+
 _ID_PLACEHOLDER = b'{"id":0,'
+# The largest int64 and the text the id sequence holds once it is spent.
+MAX_ID = str(PetStore.MAX_ID)
+PAST_MAX_ID = str(PetStore.MAX_ID + 1)
+
+
+class Operation:
+    """A store operation for the request script: its keys (after the epoch's) and arguments.
+
+    ``ordered``: the scenario's listings page (``mockstore.pages``), so the store keeps
+    its created pets' members too (two more keys); ``query``: a page's.
+    """
+
+    __slots__ = ("args", "group", "kind", "ordered", "query", "status")
+
+    def __init__(
+        self,
+        kind: str,
+        group: str | None,
+        status: str | None,
+        args: list[Any],
+        ordered: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.group = group
+        self.status = status
+        self.args = [kind, *args]
+        self.ordered = ordered
+        self.query: Any = None
+
+    def keys(self, epoch: str) -> list[str]:
+        group = self.group or ""
+        store = f"{epoch}s:{len(group)}:{group}:"
+        ids = store + "ids"
+        keys = [
+            store + "next",
+            store + "bytes",
+            store + "pets",
+            ids,
+            ids + ":" + self.status if self.status else ids,
+        ]
+        if self.ordered:
+            members = store + "ord"
+            keys += [members, members + ":" + self.status if self.status else members]
+        return keys
+
+
+class Resize(Exception):
+    """A page's search window was sized for fewer created pets than there are (``size``)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 def create_operation(
@@ -64,9 +120,8 @@ def page_operation(
     """The script's part of a page: the one query ``read_page`` makes of the created pets."""
     inventory = store.inventory
     assert inventory.ordering is not None
-    query = page_query(
-        inventory.members.get(status, []), inventory.ordering, position, limit, guess
-    )
+    members = inventory.members.get(status, [])
+    query = page_query(members, inventory.ordering, position, limit, guess)
     args: list[object] = [
         query.mode,
         query.bound,
@@ -144,7 +199,7 @@ class RequestStore:
         """The page the script fetched the created pets of (``page_operation``), and its JSON.
 
         What came back from Redis is input: a reply of the wrong shape, or a member
-        without its pet, is refused (503) rather than answered.
+        whose pet is missing or not a pet, is refused (503) rather than answered.
         """
         operation, result = self.operation, self.result
         assert operation is not None and operation.kind == "page"
@@ -153,23 +208,24 @@ class RequestStore:
         try:
             total, before = int(result[0]), int(result[1])
             pairs = result[2:]
-            if len(pairs) % 2:
-                raise ValueError("an odd reply")
+            if len(pairs) % 2 or total < 0:
+                raise ValueError("a reply of the wrong shape")
             members = [bytes(m) for m in pairs[0::2]]
+            if any(len(m) < 21 or not m[-20:].isdigit() for m in members):
+                raise ValueError("a member that names no pet")
             found = dict(zip(members, pairs[1::2], strict=True))
         except (TypeError, ValueError, IndexError) as exc:
             raise _inconsistent(f"a page's reply could not be read ({exc})") from None
         fetched = Fetched(operation.query, total, before, members)
-        page = read_page(
-            inventory.members.get(status, []), fetched, inventory.ordering, position, limit
-        )
+        listed = inventory.members.get(status, [])
+        page = read_page(listed, fetched, inventory.ordering, position, limit)
         bodies = []
         for member in page.members:
             encoded = inventory.json.get(id_of(member))
             if encoded is None:
                 encoded = found.get(member) or None
-            if encoded is None:
-                raise _inconsistent(f"pet {id_of(member)} is listed but not stored")
+                if encoded is None or pet_json(encoded) is None:
+                    raise _inconsistent(f"pet {id_of(member)} is listed but not stored")
             bodies.append(encoded)
         return page, bodies
 
@@ -180,3 +236,46 @@ def _inconsistent(reason: str) -> ApiError:
         f"the mock's shared state is inconsistent: {reason}; nothing was changed",
         headers=((b"retry-after", b"1"),),
     )
+
+
+async def read_created(connection: Connection, epoch: str, group: str | None) -> list[bytes]:
+    """The JSON of every pet created in a store (``group``: per-key isolation), in id order
+    (``epoch``: the prefix of the epoch's keys)."""
+    keys = Operation("list", group, None, []).keys(epoch)
+    client = connection.client()
+    try:
+        ids = await bounded(client.lrange(keys[3], 0, -1))
+        found = await bounded(client.hmget(keys[2], ids)) if ids else []
+    except StateUnavailable:
+        raise
+    except Exception as exc:
+        raise StateUnavailable(connection.unreachable(exc)) from exc
+    return pets_only(connection.url, found)
+
+
+def pets_only(url: str, found: list[Any]) -> list[Any]:
+    """The created pets a listing or a get read back, but any that is not a pet (skipped,
+    said in the log): what Redis holds is input too."""
+    pets = [pet for pet in found if pet is not None and pet_json(pet) is not None]
+    if len(pets) != len(found):
+        log.warning(
+            "the shared state at %s holds %d created pet(s) that are not pets: skipped",
+            url,
+            len(found) - len(pets),
+        )
+    return pets
+
+
+def pet_json(raw: bytes) -> Any:
+    """A created pet read back (its JSON, as answered), or None when it is not a pet."""
+    try:
+        pet = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(pet, dict)
+        or not isinstance(pet.get("id"), int)
+        or not isinstance(pet.get("name"), str)
+    ):
+        return None
+    return pet
