@@ -31,6 +31,7 @@ from mockstore.fidelity.formats import (
     reset_kind,
     retry_after_kind,
 )
+from mockstore.fidelity.rebase import Base
 from mockstore.ratelimit import Plan
 from mockstore.scenario import Scenario, scenario_schema
 from mockstore.scenario.model import HEAD_OPERATIONS, Behaviour
@@ -256,6 +257,8 @@ class Context:
     validation_statuses: frozenset[int] = frozenset()
     # Pet ids the provider gave pets created during the recording -> the mock's.
     ids: dict[int, int] = field(default_factory=dict)
+    # Where the recorded service's own URLs start (``mockstore record``'s upstream).
+    recorded_base: Base | None = None
 
     @property
     def behaviour(self) -> Behaviour:
@@ -282,6 +285,8 @@ class Exchange:
     # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
     # a real provider, whose service time is the wall's).
     header_offset: float = 0.0
+    # The address the client called (its Host): where the mock writes its own URLs.
+    own: Base | None = None
 
     @property
     def operation(self) -> str | None:
@@ -497,11 +502,10 @@ def header_rules(
     groups: dict[tuple[str | None, int], set[str | None]] = {}
     shown = name
     for s in seen:
-        value = None
-        for header, given in s.item.response_headers:
-            if header.lower() == name:
-                shown, value = header, given
-                break
+        # As ``evidence`` read it (a URL on the service's own address, relative to it).
+        value = s.headers.get(name)
+        if value is not None:
+            shown = next((h for h, _ in s.item.response_headers if h.lower() == name), shown)
         groups.setdefault((s.operation, s.status), set()).add(value)
     if any(len(v) > 1 for v in groups.values()):
         return None

@@ -39,6 +39,7 @@ from mockstore import schemas
 from mockstore.fidelity import attribution
 from mockstore.fidelity.attribution import Cause, Context, Exchange
 from mockstore.fidelity.conformance import conformance, schema_pointer
+from mockstore.fidelity.evidence import RELATIVE_HEADERS
 from mockstore.fidelity.formats import (
     allowed_methods,
     auth_challenge,
@@ -50,6 +51,7 @@ from mockstore.fidelity.formats import (
     retry_after_kind,
     sf_list,
 )
+from mockstore.fidelity.rebase import Base, relative_to_own
 from mockstore.validation import loads_bounded
 
 # The kinds of difference, as ``drift.accept`` entries name them.
@@ -80,6 +82,8 @@ RULES: dict[str, str] = {
     "infrastructure": "are added by servers, proxies and CDNs in front of the service: "
     "not compared",
     "accepted": "differences the scenario lists under drift.accept: reported, not counted as drift",
+    "own-address": "are URLs on the service's own address (the recorded upstream's, the "
+    "mock's): compared relative to it, as a path under its base",
 }
 
 TRANSPORT_HEADERS = frozenset(
@@ -279,6 +283,14 @@ def _compare_headers(
             out.ignore("infrastructure", f"header {name}")
             continue
         was, now = recorded.header(name), mock.header(name)
+        if name in RELATIVE_HEADERS:
+            # URLs on the service's own address, relative to it: the recording's upstream
+            # and the mock, on whatever hosts and ports, write the same.
+            shown = (was, now)
+            was = _relative(name, was, ctx.recorded_base or ex.own)
+            now = _relative(name, now, ex.own)
+            if (was, now) != shown:
+                out.ignore("own-address", f"header {name} (URLs on the service's own address)")
         if was is None or now is None:
             shown_was = f"present ({was})" if was is not None else "absent"
             shown_now = f"present ({now})" if now is not None else "absent"
@@ -376,6 +388,10 @@ def _compare_header(
         out.ignore("per-run-values", f"header {name} (its value changes: compared by presence)")
     elif was != now:
         differ("header-value")
+
+
+def _relative(name: str, value: str | None, own: Base | None) -> str | None:
+    return None if value is None else relative_to_own(name, value, own)
 
 
 def _normal(value: str) -> str:

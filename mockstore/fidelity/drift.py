@@ -40,8 +40,18 @@ from mockstore.errors import VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
-from mockstore.fidelity.evidence import CALLER_STATUSES, Seen, pets_before, read, recorded_base
+from mockstore.fidelity.evidence import (
+    CALLER_STATUSES,
+    RELATIVE_HEADERS,
+    Seen,
+    pets_before,
+    read,
+    recorded_base,
+    request_base,
+    upstream_base,
+)
 from mockstore.fidelity.formats import is_id, sf_list
+from mockstore.fidelity.rebase import relative_to_own
 from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
 from mockstore.keys import is_alias, key_alias, key_bucket
@@ -293,7 +303,7 @@ def drift(
 
     known = frozenset(alias for alias in tokens.known if is_alias(alias))
     seen = {s.index: s for s in read(recording, found, known)}
-    context = _context(scenario, list(seen.values()))
+    context = _context(scenario, list(seen.values()), recording)
     context.ids = {int(was): int(now) for was, now in created.items()}
     for index, (item, operation) in enumerate(zip(recorded, operation_of, strict=True)):
         answer = answers.get(index)
@@ -336,15 +346,18 @@ def drift(
     return report
 
 
-def _context(scenario: Scenario, seen: list[Seen]) -> Context:
+def _context(scenario: Scenario, seen: list[Seen], recording: Recording) -> Context:
     """What the whole recording says, for attribution: constant headers, request ids."""
     values: dict[str, set[str]] = {}
     names: dict[str, str] = {}
     deprecation_seen = False
+    recorded_from = upstream_base(recording)
     for s in seen:
         for name, value in s.item.response_headers:
             lowered = name.lower()
             names.setdefault(lowered, name)
+            if lowered in RELATIVE_HEADERS:
+                value = relative_to_own(lowered, value, recorded_from or request_base(s.item))
             values.setdefault(lowered, set()).add(value)
         if s.facts.operation == "getPet" and "deprecation" in s.headers:
             deprecation_seen = True
@@ -373,6 +386,7 @@ def _context(scenario: Scenario, seen: list[Seen]) -> Context:
         deprecation_seen,
         request_ids,
         frozenset(validation),
+        recorded_base=recorded_from,
     )
 
 
@@ -408,6 +422,7 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         run_length=seen.run_length,
         ban_after=seen.ban_after,
         header_offset=seen.header_offset,
+        own=request_base(seen.item),
     )
 
 

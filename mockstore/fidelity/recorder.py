@@ -5,7 +5,11 @@ segment) is forwarded to the upstream as the client sent it: method, path,
 query, headers (less the hop-by-hop ones of RFC 9110 section 7.6.1 and those
 ``Connection`` names; ``Host`` becomes the upstream's) and body, streamed. The
 upstream's answer goes back unchanged, streamed too: status, headers (less the
-hop-by-hop ones), body bytes. A failure to reach the upstream is answered by
+hop-by-hop ones), body bytes; but absolute URLs to the upstream in ``Location``,
+``Content-Location`` and ``Link`` are written on the address the client called, as
+a reverse proxy's reverse mapping does (``rebase``), so a client that follows a
+redirect or a ``rel="next"`` stays on the recorder. The journal keeps what the
+upstream sent. A failure to reach the upstream is answered by
 the proxy itself: 502 (refused, reset, TLS) or 504 (timeout), with an Error body;
 so is a request body that does not arrive within the body timeout (408).
 
@@ -40,7 +44,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import ssl
 import time
 import zlib
@@ -59,7 +62,16 @@ from mockstore.control.journal import JournalEndpoints
 from mockstore.control.routes import route
 from mockstore.control.state import StateEndpoints
 from mockstore.errors import error_body
-from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
+from mockstore.fidelity.rebase import Base, on_own_address, origin_of
+from mockstore.fidelity.scrubbing import (
+    SECRET_QUERY_PARAMETERS,
+    SECRET_REQUEST_HEADERS,
+    SECRET_RESPONSE_HEADERS,
+    Scrubber,
+    aliased,
+    secret_of,
+)
+from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream, forwarded_path
 from mockstore.keys import key_alias
 from mockstore.limits import Limits
 from mockstore.memory import MemoryBudget
@@ -87,50 +99,8 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-# Request headers whose values are credentials: journaled as the alias of their secret.
-SECRET_REQUEST_HEADERS = frozenset(
-    {b"authorization", b"proxy-authorization", b"x-api-key", b"cookie"}
-)
-SECRET_RESPONSE_HEADERS = frozenset({b"set-cookie"})
-# Shorter strings are not scrubbed from bodies: too likely to occur by chance.
-_MIN_SCRUBBED = 8
-# Query parameters whose values are credentials (lower-case, '-' read as '_').
-SECRET_QUERY_PARAMETERS = frozenset(
-    {"api_key", "apikey", "key", "access_token", "token", "auth", "secret", "password"}
-)
 # Keys seen lately, aliased in every later URL (a key sent once in a header, then in a path).
 REMEMBERED_SECRETS = 4096
-# A dot, slash or backslash hidden in percent-encoding: an upstream may decode it into a
-# path segment, after the proxy decided the path stays under the base path.
-_HIDDEN_SEPARATOR = re.compile(rb"%(2e|2f|5c)", re.IGNORECASE)
-
-
-def forwarded_path(raw_path: bytes, base: str) -> bytes | None:
-    """``raw_path`` with its dot segments resolved (RFC 3986 5.2.4), if it stays under ``base``.
-
-    None for a path outside ``base`` after resolution, or one with a backslash
-    or a percent-encoded dot, slash or backslash (which an upstream may resolve
-    differently).
-    """
-    if b"\\" in raw_path or _HIDDEN_SEPARATOR.search(raw_path):
-        return None
-    segments: list[bytes] = []
-    parts = raw_path.split(b"/")[1:]
-    for segment in parts:
-        if segment == b"..":
-            if segments:
-                segments.pop()
-        elif segment != b".":
-            segments.append(segment)
-    resolved = b"/" + b"/".join(segments)
-    if parts and parts[-1] in (b".", b"..") and not resolved.endswith(b"/"):
-        resolved += b"/"
-    prefix = base.encode()
-    if resolved != prefix and not resolved.startswith(prefix + b"/"):
-        return None
-    return resolved
-
-
 ROUTER = Router(operations().values())
 
 
@@ -141,68 +111,6 @@ def _connection_tokens(headers: Any) -> frozenset[bytes]:
         if name.lower() == b"connection":
             named.update(t.strip().lower() for t in value.split(b",") if t.strip())
     return frozenset(named)
-
-
-# Headers whose whole value is the secret (cookies hold several; the scheme-less key header).
-_WHOLE_VALUE = frozenset({b"cookie", b"set-cookie", b"x-api-key"})
-
-
-def _secret_of(name: bytes, value: bytes) -> bytes:
-    """The secret part of a credentials header: the token after the scheme, or all of it."""
-    if name in _WHOLE_VALUE:
-        return value.strip()
-    _scheme, space, token = value.strip().partition(b" ")
-    return token.strip() if space and token.strip() else value.strip()
-
-
-def _aliased(name: bytes, value: bytes) -> bytes:
-    """A credentials header value with its secret replaced by the secret's alias."""
-    secret = _secret_of(name, value)
-    if not secret:
-        return value
-    alias = key_alias(secret.decode("latin-1")).encode()
-    return value.replace(secret, alias)
-
-
-class _Scrubber:
-    """Replaces every secret seen in one exchange by its alias, in what the journal keeps."""
-
-    __slots__ = ("pairs",)
-
-    def __init__(self) -> None:
-        self.pairs: list[tuple[bytes, bytes]] = []
-
-    def learn(self, name: bytes, value: bytes) -> None:
-        self.add(_secret_of(name, value))
-
-    def add(self, secret: bytes) -> None:
-        """Alias ``secret`` (as sent and percent-encoded) in all this exchange journals."""
-        if len(secret) < _MIN_SCRUBBED or any(secret == known for known, _ in self.pairs):
-            return
-        alias = key_alias(secret.decode("latin-1")).encode()
-        self.pairs.append((secret, alias))
-        escaped = quote(secret, safe="").encode()
-        if escaped != secret:
-            self.pairs.append((escaped, alias))
-        # The longest first: a key that holds another is aliased whole.
-        self.pairs.sort(key=lambda pair: -len(pair[0]))
-
-    def __call__(self, data: bytes) -> bytes:
-        for secret, alias in self.pairs:
-            if secret in data:
-                data = data.replace(secret, alias)
-        return data
-
-    def url(self, data: bytes, remembered: Iterable[bytes] = ()) -> bytes:
-        """A path or query with every secret aliased: this exchange's, and any remembered.
-
-        A remembered key found in the URL is this exchange's from then on, so
-        an answer that echoes the URL is aliased too.
-        """
-        for secret in remembered:
-            if secret in data or quote(secret, safe="").encode() in data:
-                self.add(secret)
-        return self(data)
 
 
 class _Capped:
@@ -265,6 +173,8 @@ class RecordingProxy:
         self.body_timeout = body_timeout
         self._client: httpx.AsyncClient | None = None
         self._served = 0
+        # Where the upstream's own URLs start: moved to the recorder's address on the way out.
+        self._upstream_base = Base(origin_of(upstream.origin) or upstream.origin, upstream.prefix)
         # Keys seen lately (oldest first), aliased in any later URL.
         self._secrets: OrderedDict[bytes, None] = OrderedDict()
 
@@ -298,7 +208,7 @@ class RecordingProxy:
         now = time.time()  # a recording is on the wall clock: its times are the upstream's
         journal = self.runtime.journal
         cap = journal.body_bytes
-        scrub = _Scrubber()
+        scrub = Scrubber()
         method: str = scope["method"]
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
         hop = HOP_BY_HOP | _connection_tokens(raw_headers)
@@ -309,13 +219,13 @@ class RecordingProxy:
             if name in SECRET_REQUEST_HEADERS:
                 scrub.learn(name, value)
                 if name == b"authorization" and value[:7].lower() == b"bearer ":
-                    alias = key_alias(_secret_of(name, value).decode("latin-1"))
+                    alias = key_alias(secret_of(name, value).decode("latin-1"))
         for name, value in parse_qsl(scope["query_string"].decode("latin-1")):
             if name.lower().replace("-", "_") in SECRET_QUERY_PARAMETERS:
                 scrub.learn(b"x-api-key", value.encode("latin-1"))
         self._remember(secret for secret, _ in scrub.pairs)  # both forms: a URL may hold either
         journaled = [
-            (name, _aliased(name, value) if name in SECRET_REQUEST_HEADERS else scrub(value))
+            (name, aliased(name, value) if name in SECRET_REQUEST_HEADERS else scrub(value))
             for name, value in raw_headers
         ]
         for name, value in raw_headers:
@@ -387,7 +297,11 @@ class RecordingProxy:
                         encoding = value
                 request_id = request_id or self._next_id()
                 await send(
-                    {"type": "http.response.start", "status": status, "headers": headers_out}
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": on_own_address(scope, headers_out, self._upstream_base),
+                    }
                 )
                 async for chunk in response.aiter_raw():
                     response_copy.add(chunk)
@@ -412,7 +326,7 @@ class RecordingProxy:
                 key,
                 status,
                 [
-                    (n, _aliased(n, v) if n in SECRET_RESPONSE_HEADERS else scrub(v))
+                    (n, aliased(n, v) if n in SECRET_RESPONSE_HEADERS else scrub(v))
                     for n, v in headers_out
                 ],
                 scrub(_decoded(response_copy.value(), encoding, outcome == "response")),
@@ -626,6 +540,9 @@ class RecordApp(AppShell):
         extra = document["log"]["_mockstore"]
         extra["recorded_from"] = self.upstream.shown
         extra["keys"] = "aliased"  # every key is keys.key_alias(key)
+        # Clients were sent the upstream's own URLs on the recorder's address; the entries
+        # keep them as the upstream wrote them, on recorded_from.
+        extra["urls"] = "as the upstream sent them"
         document["log"]["comment"] = f"mockstore record of {self.upstream.shown} (wall clock)"
         return document
 
