@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockstore.errors import VALIDATION_CONDITIONS
-from mockstore.fidelity import attribution
+from mockstore.fidelity import attribution, proof
 from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
 from mockstore.fidelity.evidence import (
@@ -98,6 +98,7 @@ class DriftReport:
     cases: list[tuple[int, str, str | None]] = field(default_factory=list)
 
     rules: list[tuple[str, str]] = field(default_factory=list)  # (drift.accept[i], reason)
+    replays: int = 0  # of the recording with a suggestion applied, to prove it
 
     @property
     def drift(self) -> bool:
@@ -169,6 +170,7 @@ class DriftReport:
             ],
             "reconstructed": self.reconstructed,
             "warnings": self.warnings,
+            "proof_replays": self.replays,
         }
 
 
@@ -220,12 +222,18 @@ def _describe(item: Recorded) -> str:
 
 
 def drift(
-    recording: Recording | dict[str, Any], scenario: Scenario, source: str = "<har>"
+    recording: Recording | dict[str, Any],
+    scenario: Scenario,
+    source: str = "<har>",
+    *,
+    prove: bool = True,
 ) -> DriftReport:
     """Compare a recording (or a HAR document) with ``scenario``.
 
-    Raises ``HarError`` for a document that is not a HAR, ``InputError`` for one
-    whose paths name no operation under any base path.
+    With ``prove``, every setting a difference names is checked by replaying the
+    recording with it applied (``proof``): a difference keeps its setting only when
+    that removes it and adds none. Raises ``HarError`` for a document that is not a
+    HAR, ``InputError`` for one whose paths name no operation under any base path.
     """
     if not isinstance(recording, Recording):
         recording = recording_of(recording, source)
@@ -343,6 +351,12 @@ def drift(
                 report.ignored[("accepted", f"{discrepancy.kind} {discrepancy.where}")] += 1
             else:
                 report.differences.append(discrepancy)
+    if prove:
+        report.replays = proof.prove(
+            report.differences,
+            scenario,
+            lambda applied: drift(recording, applied, source, prove=False).differences,
+        )
     return report
 
 
@@ -423,6 +437,7 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         ban_after=seen.ban_after,
         header_offset=seen.header_offset,
         own=request_base(seen.item),
+        recorded_body=seen.body,
     )
 
 
