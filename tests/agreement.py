@@ -291,6 +291,17 @@ def _provider(standin: StandIn, keys: dict[str, str]) -> Iterator[Process]:
         yield process
 
 
+def record_session(standin: StandIn, work: Path) -> tuple[Path, dict[str, str]]:
+    """``standin`` recorded under the fidelity session alone (no suite): the HAR and the keys."""
+    work.mkdir(parents=True, exist_ok=True)
+    keys = {role: new_key() for role in standin.roles}
+    har = work / "session.har"
+    with _provider(standin, keys) as upstream, recorder(upstream.url, "--out", str(har)) as proxy:
+        client_session(proxy.url, keys["main"], keys[standin.tight], oversize=standin.oversize)
+        proxy.stop()
+    return har, keys
+
+
 def measure(standin: StandIn, work: Path, *, provider_only: bool = False) -> Measure:
     """Every step of the measure for ``standin``, its files under ``work``."""
     work.mkdir(parents=True, exist_ok=True)
