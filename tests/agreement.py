@@ -28,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterator
@@ -91,7 +92,7 @@ STANDINS: dict[str, StandIn] = {
         _roles("pro", "hobby", 8),
         {
             "pro": {"per_minute": 300, "per_day": 10_000},
-            "hobby": {"per_minute": 30, "per_day": 100},
+            "hobby": {"per_minute": 60, "per_day": 100},
         },
         {"per_minute": 25, "per_day": 250},
         5_000,
@@ -162,6 +163,8 @@ def run_suite(
         "SUITE_KEYS": json.dumps(keys),
         "SUITE_ADDRESSES": str(block),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # A client team's pytest: none of the plugins this project's environment holds.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     done = subprocess.run(
         [
@@ -256,6 +259,7 @@ class Measure:
     drift_after: dict[str, Any] = field(default_factory=dict)
     calibrate: str = ""
     work: Path | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # each step's wall time
 
     @property
     def agreement_before(self) -> float:
@@ -281,6 +285,7 @@ class Measure:
             "agreement_after": round(self.agreement_after, 3),
             "disagreeing_after": self.disagreeing(),
             "calibrate": self.calibrate,
+            "seconds": {step: round(took, 1) for step, took in self.seconds.items()},
         }
 
 
@@ -307,9 +312,11 @@ def measure(standin: StandIn, work: Path, *, provider_only: bool = False) -> Mea
     work.mkdir(parents=True, exist_ok=True)
     keys = {role: new_key() for role in standin.roles}
     result = Measure(standin.name, work=work)
+    clock = _Steps(result.seconds)
     with _provider(standin, keys) as upstream:
         result.provider = run_suite(standin.name, upstream.url, keys, work / "provider", 1)
     result.tests = len(result.provider)
+    clock("provider")
     if provider_only:
         return result
     har = work / "recording.har"
@@ -318,23 +325,42 @@ def measure(standin: StandIn, work: Path, *, provider_only: bool = False) -> Mea
             client_session(proxy.url, keys["main"], keys[standin.tight], oversize=standin.oversize)
             run_suite(standin.name, proxy.url, keys, work / "recorded", 2)
             proxy.stop()
+        clock("record")
         calibrated = work / "calibrated.yaml"
         key_options = [option for key in keys.values() for option in ("--key", key)]
         done = mockstore(
             "calibrate", "--from", str(har), "--target", upstream.url, *key_options,
             "--wait", "0", "--out", str(calibrated),
         )  # fmt: skip
+        clock("calibrate")
     result.calibrate = "ok" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr}"
     result.exchanges = len(json.loads(har.read_text(encoding="utf-8"))["log"]["entries"])
     before = work / "team.yaml"
     before.write_text(team_scenario(standin, keys), encoding="utf-8")
     aliases = {role: key_alias(key) for role, key in keys.items()}
     result.before = _against(standin, before, aliases, work / "before", 3)
+    clock("suite before")
     result.drift_before = drift_causes(har, before)
+    clock("drift before")
     if done.returncode == 0:
         result.after = _against(standin, calibrated, aliases, work / "after", 4)
+        clock("suite after")
         result.drift_after = drift_causes(har, calibrated)
+        clock("drift after")
     return result
+
+
+class _Steps:
+    """Notes each step's wall time since the last one."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into = into
+        self.last = time.monotonic()
+
+    def __call__(self, step: str) -> None:
+        now = time.monotonic()
+        self.into[step] = now - self.last
+        self.last = now
 
 
 def _against(

@@ -12,7 +12,7 @@ Rate limits: a sliding-window counter and a day in Tokyo
 - each plan has a short window of its own length and a day: ``free`` 60 per 60 s
   and 1,000 a day, ``pro`` 300 per 60 s and 10,000, ``business`` 1,000 per 60 s
   and 100,000, ``enterprise`` only with ``--plan enterprise=N/SECONDS/PER_DAY``,
-  and Corral's own ``hobby``: 5 per 10 s and 100 a day;
+  and Corral's own ``hobby``: 5 per 5 s and 100 a day;
 - the short window slides (Kong's sliding-window counter): the count is the
   previous fixed window's weighted by how much of it still overlaps the last W
   seconds, plus the current one's; a request is refused while it is at the limit;
@@ -26,7 +26,7 @@ Rate limits: a sliding-window counter and a day in Tokyo
   ``X-RateLimit-Reset`` the whole seconds until its current fixed window ends;
   ``X-RateLimit-Limit-Day``/``X-RateLimit-Remaining-Day`` describe the day;
 - 2xx answers (only) carry the draft headers under Corral's policy names:
-  ``RateLimit-Policy: "burst";q=5;w=10, "daily";q=100;w=86400`` and
+  ``RateLimit-Policy: "burst";q=5;w=5, "daily";q=100;w=86400`` and
   ``RateLimit: "burst";r=3;t=7, "daily";r=95;t=31000``;
 - over it: ``429 rateLimitExceeded`` with ``Retry-After`` in seconds with **one
   decimal** (``7.3``, ``60.0``), until an attempt would be admitted if none were
@@ -148,7 +148,7 @@ PLANS = {
     "free": Plan(60, 60.0, 1_000),
     "pro": Plan(300, 60.0, 10_000),
     "business": Plan(1_000, 60.0, 100_000),
-    "hobby": Plan(5, 10.0, 100),
+    "hobby": Plan(5, 5.0, 100),
 }
 ANONYMOUS = Plan(25, 60.0, 250)
 
