@@ -237,6 +237,44 @@ def drift(
     """
     if not isinstance(recording, Recording):
         recording = recording_of(recording, source)
+    memo = _Memo() if prove else None
+    report = _drift(recording, scenario, memo)
+    if memo is not None:
+        memo.filling = False
+        report.replays = proof.prove(
+            report.differences,
+            scenario,
+            lambda applied, fresh: _drift(recording, applied, memo, fresh).differences,
+        )
+    return report
+
+
+@dataclass
+class _Memo:
+    """Each exchange's first comparison, by the mock's answer (status, headers, body).
+
+    A proof replays the whole recording once per suggestion; an exchange whose answer
+    comes out byte for byte as in the first replay has the differences it had then, so
+    they are reused rather than compared again (most answers: a setting changes a few),
+    but for the exchanges the suggestion is about, whose causes the new scenario decides
+    anew (``fresh``); and what the recording alone says is read once.
+    """
+
+    answers: dict[int, tuple[Any, list[Discrepancy]]] = field(default_factory=dict)
+    filling: bool = True
+    # What the recording alone says, read once: the pets before it, each exchange read.
+    before: dict[int, dict[str, Any]] | None = None
+    seen: dict[int, Seen] = field(default_factory=dict)
+    context: Context | None = None
+    known: frozenset[str] = frozenset()
+
+
+def _drift(
+    recording: Recording,
+    scenario: Scenario,
+    memo: _Memo | None,
+    fresh: frozenset[int] = frozenset(),
+) -> DriftReport:
     recorded, meta = recording.exchanges, recording.meta
     report = DriftReport(recording.source, scenario.name, len(recorded))
     report.rules = [
@@ -286,7 +324,12 @@ def drift(
             f"(- {{key: {alias}, plan: ...}})"
         )
 
-    before = pets_before(recorded, operation_of)
+    if memo is None or memo.before is None:
+        before = pets_before(recorded, operation_of)
+        if memo is not None:
+            memo.before = before
+    else:
+        before = memo.before  # the recording's: the same for every replay of it
     replayed = scenario
     if before:
         # The scenario's own pets (generated ones included, at their own ids), then the
@@ -310,8 +353,14 @@ def drift(
     answers, created = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
 
     known = frozenset(alias for alias in tokens.known if is_alias(alias))
-    seen = {s.index: s for s in read(recording, found, known)}
-    context = _context(scenario, list(seen.values()), recording)
+    if memo is not None and memo.context is not None and memo.known == known:
+        seen, first = memo.seen, memo.context  # what the recording says does not change
+        context = dataclasses.replace(first, scenario=scenario)
+    else:
+        seen = {s.index: s for s in read(recording, found, known)}
+        context = _context(scenario, list(seen.values()), recording)
+        if memo is not None:
+            memo.seen, memo.context, memo.known = seen, context, known
     context.ids = {int(was): int(now) for was, now in created.items()}
     for index, (item, operation) in enumerate(zip(recorded, operation_of, strict=True)):
         answer = answers.get(index)
@@ -332,6 +381,16 @@ def drift(
                 )
             )
             continue
+        shown = (answer.status, tuple(answer.headers), answer.body)
+        if (
+            memo is not None
+            and not memo.filling
+            and index + 1 not in fresh
+            and memo.answers.get(index, (None,))[0] == shown
+        ):
+            found = memo.answers[index][1]
+            report.differences.extend(dataclasses.replace(d) for d in found)
+            continue
         exchange = _attributed(seen[index], answer, scenario, tokens)
         was = Side(
             item.status,
@@ -342,6 +401,7 @@ def drift(
         now = Side(answer.status, _grouped(answer.headers), answer.body)
         outcome = compare(exchange, _json(item.body) if item.body else None, was, now, context)
         report.ignored.update(outcome.ignored)
+        kept: list[Discrepancy] = []
         for found_difference in outcome.differences:
             discrepancy = dataclasses.replace(found_difference, **where)
             accepted = _accepted(scenario, discrepancy)
@@ -350,13 +410,10 @@ def drift(
                 report.accepted.append(discrepancy)
                 report.ignored[("accepted", f"{discrepancy.kind} {discrepancy.where}")] += 1
             else:
-                report.differences.append(discrepancy)
-    if prove:
-        report.replays = proof.prove(
-            report.differences,
-            scenario,
-            lambda applied: drift(recording, applied, source, prove=False).differences,
-        )
+                kept.append(discrepancy)
+        report.differences.extend(kept)
+        if memo is not None and memo.filling:
+            memo.answers[index] = (shown, [dataclasses.replace(d) for d in kept])
     return report
 
 

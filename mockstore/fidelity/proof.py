@@ -38,7 +38,9 @@ ROUNDS = 3
 # The plan a suggestion for callers without a key is written under.
 ANONYMOUS_PLAN = "drift-anonymous"
 
-Rerun = Callable[[Scenario], list[Discrepancy]]
+# Drift's comparison against another scenario; the exchanges (entries) it must compare
+# afresh, causes and all, even where the mock answers as it did before.
+Rerun = Callable[[Scenario, frozenset[int]], list[Discrepancy]]
 
 
 class NotApplicable(ValueError):
@@ -145,20 +147,21 @@ class _Checker:
         self.known = {(d.entry, d.kind, d.where) for d in original}
         self.rerun = rerun
         self.replays = 0
-        self._runs: dict[str, list[Discrepancy] | None] = {}
+        self._runs: dict[tuple[str, frozenset[int]], list[Discrepancy] | None] = {}
 
-    def _run(self, data: dict[str, Any]) -> list[Discrepancy] | None:
-        """Drift's differences against ``data``, or None when it is not a valid scenario."""
+    def _run(self, data: dict[str, Any], fresh: frozenset[int]) -> list[Discrepancy] | None:
+        """Drift's differences against ``data`` (the ``fresh`` entries compared afresh), or
+        None when it is not a valid scenario."""
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-        if text not in self._runs:
+        if (text, fresh) not in self._runs:
             try:
                 scenario = load_scenario(text, "<drift's suggestion applied>")
             except ScenarioError:
-                self._runs[text] = None
+                self._runs[text, fresh] = None
             else:
                 self.replays += 1
-                self._runs[text] = self.rerun(scenario)
-        return self._runs[text]
+                self._runs[text, fresh] = self.rerun(scenario, fresh)
+        return self._runs[text, fresh]
 
     def check(self, suggestion: Suggestion, claimed: list[Discrepancy]) -> str | None:
         """None when ``suggestion`` is proven, else the reason it is not."""
@@ -176,7 +179,8 @@ class _Checker:
             except NotApplicable:
                 return "value-invalid" if round_ == 0 else "value-does-not-remove"
             tried |= pending
-            after = self._run(data)
+            # Its own places compared afresh: what is left there is attributed anew.
+            after = self._run(data, frozenset(entry for entry, _ in places))
             if after is None:
                 return "value-invalid" if round_ == 0 else "value-does-not-remove"
             added = [
