@@ -56,8 +56,7 @@ class StandIn:
     sends on after its first refusal. ``team`` is each plan as the team's scenario
     states it from the docs (``per_minute``, ``per_day``), ``anonymous`` the
     allowance of callers without a key (None: the docs state none). ``oversize``
-    is a body size the provider refuses for its size. ``waits_on`` says, for each
-    reason a difference stays not expressible, which mechanism it waits on.
+    is a body size the provider refuses for its size.
     """
 
     name: str
@@ -67,7 +66,6 @@ class StandIn:
     oversize: int
     args: tuple[str, ...] = ()
     tight: str = "tight"
-    waits_on: dict[str, str] = field(default_factory=dict)
 
 
 def _roles(main: str, tight: str, count: int, *more: tuple[str, str, int]) -> dict[str, str]:
