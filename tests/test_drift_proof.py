@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from mockstore.fidelity import proof
 from mockstore.fidelity.discrepancy import Discrepancy
 from mockstore.fidelity.drift import DriftReport, drift
 from mockstore.fidelity.reasons import NOT_EXPRESSIBLE
@@ -158,3 +159,22 @@ def test_a_managed_header_the_provider_sends_is_header_presence_and_one_it_omits
     assert [(d.recorded, d.reason) for d in absence] == [("absent", "header-absence")]
     assert "provider sends" in NOT_EXPRESSIBLE["header-presence"]
     assert "leaves out" in NOT_EXPRESSIBLE["header-absence"]
+
+
+def test_past_the_bound_on_replays_a_suggestion_says_it_was_not_tried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    knobs = BASE + "behaviour: {validation_status: 422, ratelimit_reset: delta}\n"
+    steps = [
+        ("GET", "/v1/pets", "limit=0", AUTH, b"", 0.0),
+        ("GET", "/v1/pets", "", AUTH, b"", 1.0),
+    ]
+    recording = recording_of(record_mock(knobs, steps))
+    # Room for the proof of one suggestion (its rounds), not of two.
+    monkeypatch.setattr(proof, "MAX_REPLAYED", proof.ROUNDS * len(steps))
+    report = drift(recording, load_scenario(BASE))
+    settings = {d.setting: d.proven for d in report.differences if d.setting}
+    unproven = [d for d in report.differences if d.reason == "value-unproven"]
+    assert list(settings.values()) == [True] and unproven
+    assert {d.tried[0] for d in unproven if d.tried} - set(settings)  # the other one
+    assert report.replays == 1

@@ -13,8 +13,9 @@ hid: what shows there then was there all along, and is not counted as added.
 
 Whatever is not proven gets a reason of its own (``reasons``): ``value-not-shown`` (a
 setting without a value drift could read from the recording), ``value-invalid`` (a
-value validate refuses), ``value-does-not-remove``, ``value-adds-difference``; the
-setting tried stays on the difference (``tried``), for a reader to see what was tried.
+value validate refuses), ``value-does-not-remove``, ``value-adds-difference``, or
+``value-unproven`` past ``MAX_REPLAYED``; the setting tried stays on the difference
+(``tried``), for a reader to see what was tried.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ LISTS = frozenset({"behaviour.headers", "behaviour.error_fields", "routes"})
 ROUNDS = 3
 # The plan a suggestion for callers without a key is written under.
 ANONYMOUS_PLAN = "drift-anonymous"
+# The most exchanges the proofs of one drift replay in all (a recording of 10,000 exchanges:
+# 200 replays). A recording that holds more distinct suggestions than that proves the ones
+# with the most differences first; the rest say they were not tried (``value-unproven``).
+MAX_REPLAYED = 2_000_000
 
 # Drift's comparison against another scenario; the exchanges (entries) it must compare
 # afresh, causes and all, even where the mock answers as it did before.
@@ -119,8 +124,12 @@ def prove(differences: list[Discrepancy], scenario: Scenario, rerun: Rerun) -> i
             continue
         groups.setdefault(Suggestion.of(difference), []).append(difference)
     checker = _Checker(data if isinstance(data, dict) else None, differences, rerun)
-    for suggestion, claimed in groups.items():
-        verdict = checker.check(suggestion, claimed)
+    exchanges = max((d.entry for d in differences), default=0)
+    for suggestion, claimed in sorted(groups.items(), key=lambda item: -len(item[1])):
+        if (checker.replays + ROUNDS) * exchanges > MAX_REPLAYED:
+            verdict: str | None = "value-unproven"
+        else:
+            verdict = checker.check(suggestion, claimed)
         for difference in claimed:
             if verdict is None:
                 difference.proven = True

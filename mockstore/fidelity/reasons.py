@@ -64,5 +64,9 @@ NOT_EXPRESSIBLE: dict[str, str] = {
     "value-adds-difference": "The setting drift tried, set to the value the recording shows "
     "and replayed, removes this difference but makes another (an answer the recording shows "
     "elsewhere changes): no single value of it reproduces both.",
+    "value-unproven": "A setting drift names but did not prove: the recording holds more "
+    "distinct suggestions than drift replays in one run (two million replayed exchanges in "
+    "all; those with the most differences are proven first). Apply the proven ones and drift "
+    "again.",
     "unexplained": "A difference no rule of drift's explains: compare the two answers by hand.",
 }
