@@ -98,9 +98,11 @@ STANDINS: dict[str, StandIn] = {
     ),
     "aviary": StandIn(
         "aviary",
-        _roles("pro", "nestling", 6, ("fledgling", "fledgling", 4)),
+        # Its business plan for the roomy key: pro's burst of 60 at 5/s is near what the
+        # fidelity session and the suite send on it in a few seconds.
+        _roles("business", "nestling", 6, ("fledgling", "fledgling", 4)),
         {
-            "pro": {"per_minute": 300, "per_day": 72_000},
+            "business": {"per_minute": 1_020, "per_day": 480_000},
             "nestling": {"per_minute": 120, "per_day": 1_440},
             "fledgling": {"per_minute": 3_000, "per_day": 240},
         },

@@ -42,6 +42,7 @@ class Profile:
     digits_as_integers: bool = False
     deprecation_header: bool = True
     orders_without_a_key: int = 401
+    args: tuple[str, ...] = ()  # the provider's own options (a roomy custom plan)
 
 
 PROFILES = [
@@ -49,20 +50,29 @@ PROFILES = [
     Profile("menagerie", "pro", "developer"),
     # No ban in 115 requests sent after its allowance was spent: it answers each 429.
     Profile("petstore_standin", "starter", "trial", bans=False),
-    Profile("tollgate", "pro", "starter", bans=False, digits_as_integers=True),
+    # The gateways' plans are rates (a bucket, a sliding window counting every attempt, GCRA):
+    # the roomy key is a custom enterprise plan no burst of these tests reaches.
     Profile(
-        "corral", "pro", "hobby", bans=False, digits_as_integers=True, orders_without_a_key=503
+        "tollgate", "enterprise", "starter", bans=False, digits_as_integers=True,
+        args=("--plan", "enterprise=100000/1000"),
+    ),
+    Profile(
+        "corral", "enterprise", "hobby", bans=False, digits_as_integers=True,
+        orders_without_a_key=503, args=("--plan", "enterprise=100000/60/10000000"),
     ),
     # Its burst plan refuses with 503 first; "fledgling" spends its hour before its burst.
-    Profile("aviary", "pro", "fledgling", deprecation_header=False),
-]
+    Profile(
+        "aviary", "enterprise", "fledgling", deprecation_header=False,
+        args=("--plan", "enterprise=1000/5000/10000000"),
+    ),
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=PROFILES, ids=lambda profile: profile.module)
 def provider(request: pytest.FixtureRequest) -> Iterator[tuple[Profile, str]]:
     profile: Profile = request.param
     keys = {ROOMY: profile.roomy_plan, **dict.fromkeys(TIGHT, profile.tight_plan)}
-    with upstream.provider(profile.module, keys) as process:
+    with upstream.provider(profile.module, keys, *profile.args) as process:
         with client(process.url, ROOMY) as c:
             # Enough pets that the default page (20) is a real limit.
             while len(c.get("/pets", params={"limit": 100}).json()) < 25:

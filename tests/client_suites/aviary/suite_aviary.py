@@ -1,6 +1,6 @@
 """What a client of Aviary depends on, from Aviary's documentation (tests/upstream/aviary.py).
 
-Keys: ``main`` on ``pro``; ``tight`` and ``nestling-1`` .. ``nestling-6`` on ``nestling``
+Keys: ``main`` on ``business``; ``tight`` and ``nestling-1`` .. ``nestling-6`` on ``nestling``
 (2/s, burst 3, 60 an hour); ``fledgling-1`` .. ``fledgling-4`` on ``fledgling`` (10 an hour).
 The store holds at least 25 pets.
 """
