@@ -39,6 +39,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.limits",
         "mockstore.memory",
         "mockstore.document",
+        "mockstore.document_collections",
         "mockstore.profile",
         "mockstore.ratelimit",
         "mockstore.routing",
@@ -47,6 +48,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.service",
         "mockstore.state",
         "mockstore.store",
+        "mockstore.ordering",
+        "mockstore.pages",
+        "mockstore.intake",
         "mockstore.urls",
         "mockstore.validation",
         "mockstore.scenario.*",  # model, build, loader, source
