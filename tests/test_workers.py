@@ -125,7 +125,7 @@ def test_a_killed_worker_is_started_again_and_watch_goes_on_whichever_died(
         assert server.log().count(said) == 1
 
         server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(30) == 0, server.log()
+        assert server.process.wait(PATIENT) == 0, server.log()
         assert _children(parent) == []
         assert "ended with" not in server.log().split("starting it again")[-1]
 
@@ -151,13 +151,15 @@ def test_an_edit_made_while_the_watching_worker_was_dead_is_served_once_it_is_ba
             os.kill(worker, signal.SIGKILL)
         _until(lambda: _every_worker_serves(server, "Max"), "the edit made while none watched")
         server.process.send_signal(signal.SIGINT)
-        assert server.process.wait(30) == 0, server.log()
+        assert server.process.wait(PATIENT) == 0, server.log()
 
 
 def test_a_stop_after_a_worker_died_exits_0_and_leaves_no_child(
     redis_server: RedisServer,
 ) -> None:
-    with live_server("--state", redis_server.url, "--workers", "3") as server:
+    with live_server(
+        "--state", redis_server.url, "--workers", "3", "--log-level", "info"
+    ) as server:
         assert server.process is not None
         parent = server.process.pid
         _until(lambda: len(_alive_children(parent)) == 3, "three workers")
@@ -170,7 +172,7 @@ def test_a_stop_after_a_worker_died_exits_0_and_leaves_no_child(
         assert _state(victim) is None
         children = _children(parent)
         server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(30) == 0, server.log()
+        assert server.process.wait(PATIENT) == 0, server.log()
         for child in children:
             _until(lambda child=child: _state(child) is None, f"worker {child} is gone")
 

@@ -213,7 +213,7 @@ RESTART_WINDOW = 60.0
 # so (exit 1). A worker's stop is bounded well within it: its requests in flight
 # (``AppShell.graceful_shutdown``), then its background tasks and closes, 5 s each at
 # most (``mockstore.app``), even when it was told while still starting.
-STOP_GRACE = 30.0
+STOP_GRACE = 60.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # What the parent waits for: a stop signal, or a worker that ended.
 _SUPERVISED = (*STOP_SIGNALS, signal.SIGCHLD)
