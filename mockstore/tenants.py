@@ -285,11 +285,14 @@ class TenantRegistry:
             await self._drop_now(tenant_id)
 
     async def _drop_now(self, tenant_id: str) -> None:
-        """Forget a tenant this process built: its journal is kept, the rest given back."""
+        """Forget a tenant this process built: its journal is kept, the rest given back.
+
+        Kept in the same step as it leaves the live ones (no await between): a report
+        read while its background stops covers it all the same."""
         tenant = self._tenants.pop(tenant_id, None)
         if tenant is not None:
-            await tenant.app.stop_background()
             self.kept.keep(tenant_id, tenant.app.runtime.give_journal())
+            await tenant.app.stop_background()
             _close(tenant.app)
 
     async def _lookup(self, tenant_id: str) -> Tenant | None:
