@@ -199,3 +199,12 @@ class ControlGuard:
             port or _DEFAULT_PORTS.get(scheme, 80)
         )
         return parts.hostname.lower().rstrip(".") == host and same_port
+
+
+def is_public_path(path: str) -> bool:
+    """Paths (under the control prefix) served without the control token: the page only."""
+    if path in ("/", "/ui", "/ui/"):
+        return True
+    name = path.removeprefix("/ui/")
+    # One file name, nothing that could climb out of /ui (the router would 404 it anyway).
+    return name != path and "/" not in name and ".." not in name
