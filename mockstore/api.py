@@ -132,10 +132,12 @@ class Exchange:
     """One request on its way through the pipeline, and what was decided for it."""
 
     __slots__ = (
+        "answer_headers",
         "arrived_after",
         "caller",
         "compiled",
         "content_type",
+        "dropped",
         "now",
         "number",
         "operation",
@@ -171,6 +173,19 @@ class Exchange:
         self.shared: sharing.RequestStore | None = None
         self.number: int | None = None
         self.outcome: Outcome | None = None
+        # What the operation adds to its answer (service.Call): a page's headers, and
+        # the NewPet fields a create dropped.
+        self.answer_headers: tuple[Header, ...] = ()
+        self.dropped: tuple[str, ...] = ()
+
+    def link_path(self) -> str:
+        """The path the client asked for, under the server's root (a tenant's prefix too)."""
+        scope = self.scope
+        return scope.get("root_path", "") + scope["path"]
+
+    def origin(self) -> str | None:
+        """``scheme://host`` the client addressed: the mock's own address, from its Host."""
+        return _origin(self.scope)
 
 
 class PetStoreAPI:
@@ -411,7 +426,7 @@ class PetStoreAPI:
         except ApiError as refusal:
             return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None
-        return Answer(operation.success_status, body)
+        return Answer(operation.success_status, body, ex.answer_headers)
 
     def _facts(
         self,

@@ -69,6 +69,14 @@ REQUESTS: list[tuple[str, str, str, list[tuple[str, str]], bytes]] = [
     ("HEAD", "/v1/pets/1", "", AUTH, b""),
     ("GET", "/v1/pets/1", "", [], b""),
     ("GET", "/v1/pets", "", [("authorization", "Basic eDp5")], b""),
+    # The collection's edges (collections): a filter in capitals, a limit written 1.0, a
+    # category as a string and with a fraction, a long name, a category below 0.
+    ("GET", "/v1/pets", "status=SOLD", AUTH, b""),
+    ("GET", "/v1/pets", "limit=1.0", AUTH, b""),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Kiwi", "categoryId": "4"}'),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Pip", "categoryId": 4.0}'),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "' + b"N" * 70 + b'", "categoryId": 4}'),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Neg", "categoryId": -1}'),
 ]
 
 # Each knob (a scenario's behaviour beyond BASE), the requests that show it, and the
@@ -151,6 +159,27 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
         [R[0]] * 8,
         "ban.after_rejections",
     ),
+    "collections: {filters: {status_case: insensitive}}": (
+        [R[26]],
+        "collections.filters.status_case",
+    ),
+    "collections: {numbers: {query: lenient}}": ([R[27]], "collections.numbers.query"),
+    "collections: {numbers: {body: lenient}}": ([R[28]], "collections.numbers.body"),
+    "collections: {numbers: {body: strict}}": ([R[29]], "collections.numbers.body"),
+    "collections: {constraints: {name: {max_length: 64}}}": (
+        [R[18], R[30]],
+        "collections.constraints.name.max_length",
+    ),
+    "collections: {constraints: {categoryId: {minimum: 0}}}": (
+        [R[15], R[31]],
+        "collections.constraints.categoryId.minimum",
+    ),
+    "collections: {pagination: {style: cursor, links: [next], total_header: X-Total-Count}}": (
+        [R[1]],
+        "collections.pagination",
+    ),
+    # Rex (1) and Bella (2) by name are in descending id too: the older spelling says it.
+    "collections: {order: {by: name}}": ([R[0]], "behaviour.list_order"),
 }
 KNOBS = list(SHOWN_BY)
 

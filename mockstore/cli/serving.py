@@ -45,6 +45,16 @@ def add_control(parser: argparse.ArgumentParser) -> None:
         help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
     )
     parser.add_argument(
+        "--insecure-control-api",
+        action="store_true",
+        default=os.environ.get("MOCKSTORE_INSECURE_CONTROL_API", "").strip().lower()
+        in ("1", "true", "yes", "on"),
+        help="listen beyond loopback with a control API open to anyone who can reach it "
+        "(no --control-token): they can reset the mock, issue keys, move its clock and read "
+        "every recorded request. Without a token or this flag, such a server does not start "
+        "(env MOCKSTORE_INSECURE_CONTROL_API=1)",
+    )
+    parser.add_argument(
         "--allowed-host",
         action="append",
         default=env_list("MOCKSTORE_ALLOWED_HOSTS"),
@@ -129,6 +139,21 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def open_control_refusal(host: str, token: str | None, insecure: bool) -> str | None:
+    """Why a server must not start: its control API would listen beyond loopback, open.
+
+    Started anyway only with ``--insecure-control-api``, the flag naming the risk.
+    """
+    if token or insecure or is_loopback(host):
+        return None
+    return (
+        f"not starting: the control API would be open to anyone who can reach {host} "
+        "(reset the mock, issue keys, move its clock, read every recorded request); give it "
+        "a token (--control-token or MOCKSTORE_CONTROL_TOKEN), listen on 127.0.0.1, or say "
+        "it is meant to be open with --insecure-control-api (MOCKSTORE_INSECURE_CONTROL_API=1)"
+    )
 
 
 def open_control_warning(

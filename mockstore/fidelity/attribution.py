@@ -21,6 +21,7 @@ from typing import Any
 
 from mockstore.clock import format_time
 from mockstore.errors import VALIDATION_CONDITIONS
+from mockstore.fidelity import collection_causes
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import (
@@ -31,6 +32,7 @@ from mockstore.fidelity.formats import (
     reset_kind,
     retry_after_kind,
 )
+from mockstore.fidelity.listings import link_shape
 from mockstore.ratelimit import Plan
 from mockstore.scenario import Scenario, scenario_schema
 from mockstore.scenario.model import HEAD_OPERATIONS, Behaviour
@@ -223,6 +225,7 @@ SETTINGS: tuple[str, ...] = (
     *WWW_AUTHENTICATE.values(),
     *REQUEST_ID.values(),
     *ETAG.values(),
+    *collection_causes.SETTINGS,
 )
 
 AUTH_CONDITIONS = ("missing_key", "malformed_authorization", "unknown_key")
@@ -256,6 +259,12 @@ class Context:
     validation_statuses: frozenset[int] = frozenset()
     # Pet ids the provider gave pets created during the recording -> the mock's.
     ids: dict[int, int] = field(default_factory=dict)
+    # The header that says a listing's total (lower case), and the default status that
+    # the recording's 201s leave out and later reads show (collections).
+    total_header: str | None = None
+    read_default: str | None = None
+    # Conditions the recording answers more than one way (status or code).
+    split: frozenset[str] = frozenset()
 
     @property
     def behaviour(self) -> Behaviour:
@@ -343,6 +352,8 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         return setting(PATH_CHECK, "after_auth")
     if mc in AUTH_CONDITIONS and rc in ("unknown_path", "method_not_allowed"):
         return setting(PATH_CHECK, "before_auth")
+    if rc == mc and rc in ctx.split and rc not in RATE_CONDITIONS:
+        return cannot("split-condition")
     if rc == mc and rc is not None and rc != "unexplained":
         if rc == "key_banned":
             return setting(BAN_STATUS, was)
@@ -364,10 +375,11 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         and 0 < facts.body_size <= behaviour.max_body_bytes
     ):
         return setting(MAX_BODY_BYTES, facts.body_size - 1)
+    unknown = collection_causes.spelled(UNKNOWN_FIELDS, ctx.scenario)
     if mc == "unknown_field" and rc is None:
-        return setting(UNKNOWN_FIELDS, "drop")
+        return Cause(unknown, ("drop",))
     if rc == "unknown_field" and mc is None:
-        return setting(UNKNOWN_FIELDS, "refuse")
+        return Cause(unknown, ("refuse",))
     if mc == "limit_above_maximum" and rc is None:
         return setting(LIMIT_ABOVE_MAXIMUM, "clamp")
     if rc == "limit_above_maximum" and mc is None:
@@ -382,6 +394,9 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         return setting(KEYS)
     if facts.operation == "getPet" and {rc, mc} <= {None, "pet_not_found"}:
         return setting(PETS) if rc == "pet_not_found" else cannot("store")
+    found = collection_causes.status_cause(rc, mc, facts, ctx.scenario)
+    if found is not None:
+        return Cause(found[0], found[1])
     if rc is not None and mc is not None and rc != "unexplained":
         if rc in facts.problems and mc in facts.problems:
             return cannot("check-order")
@@ -477,6 +492,11 @@ def header_presence(
         return setting(RETRY_AFTER_BANNED, retry_after_kind(was) if was is not None else "none")
     if name == "allow":
         return cannot("allow")
+    if name == "link" and ex.operation == "listPets":
+        return Cause(*collection_causes.link_cause(link_shape(was), link_shape(now), ctx.scenario))
+    total = (ctx.scenario.collections.pagination.total_header or "").lower()
+    if name in (ctx.total_header, total) and ex.operation == "listPets":
+        return Cause(*collection_causes.total_cause(ctx.names.get(name, name), was))
     if name in MANAGED:
         return cannot("header-presence")
     if was is not None:
@@ -688,6 +708,8 @@ def error_code(ex: Exchange, was: Any, ctx: Context) -> Cause:
     condition = rc if rc in ERROR_CODE else mc
     if condition not in ERROR_CODE:
         return cannot("unexplained")
+    if rc == mc and rc in ctx.split:
+        return cannot("split-condition")
     if not isinstance(was, str) or not was:
         return cannot("error-body-shape")
     return setting(ERROR_CODE[condition], was)

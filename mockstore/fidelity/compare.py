@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore import schemas
-from mockstore.fidelity import attribution
+from mockstore.fidelity import attribution, collection_causes
 from mockstore.fidelity.attribution import Cause, Context, Exchange
 from mockstore.fidelity.conformance import conformance, schema_pointer
 from mockstore.fidelity.formats import (
@@ -50,6 +50,7 @@ from mockstore.fidelity.formats import (
     retry_after_kind,
     sf_list,
 )
+from mockstore.fidelity.listings import link_shape, orders_of, same_shape
 from mockstore.validation import loads_bounded
 
 # The kinds of difference, as ``drift.accept`` entries name them.
@@ -369,6 +370,13 @@ def _compare_header(
         out.ignore("per-run-values", "header etag (compared as weak or strong)")
         if was.strip().startswith("W/") != now.strip().startswith("W/"):
             differ("header-format")
+    elif name == "link" and ex.operation == "listPets":
+        # A listing's pages: which exist around it depends on the store.
+        out.ignore("store-dependent", "header link (compared by relations, URL form, parameter)")
+        shapes = link_shape(was), link_shape(now)
+        if not same_shape(*shapes):
+            cause = collection_causes.link_cause(*shapes, ctx.scenario)
+            out.differ("header-value", where, was, now, Cause(*cause))
     elif name == "link":
         if _normal(was) != _normal(now):
             differ("header-value")
@@ -456,7 +464,7 @@ def _compare_bodies(
         if recorded.status >= 400 and mock.status >= 400:
             _compare_errors(ex, recorded, mock, was, now, ctx, out)
         elif ex.operation in ("createPet", "getPet"):
-            _compare_pet(sent_body, was, now, out)
+            _compare_pet(sent_body, was, now, out, ctx)
     elif isinstance(was, list) and isinstance(now, list) and ex.operation == "listPets":
         _compare_lists(ex, was, now, ctx, out)
 
@@ -515,11 +523,18 @@ def _compare_errors(
             )
 
 
-def _compare_pet(sent_body: Any, was: dict[str, Any], now: dict[str, Any], out: Comparison) -> None:
+def _compare_pet(
+    sent_body: Any, was: dict[str, Any], now: dict[str, Any], out: Comparison, ctx: Context
+) -> None:
     out.ignore("store-dependent", "pet ids (compared as integers)")
     sent = sent_body if isinstance(sent_body, dict) else {}
     for name in sorted((was.keys() | now.keys()) - {"id"}):
         cause = attribution.pet_field(name, sent, was.get(name), _PET_FIELDS)
+        if name == "status" and name not in was and ctx.read_default is not None:
+            # The 201 leaves the default out; the recording reads it later.
+            cause = Cause(collection_causes.APPLIED, ("read",))
+        elif cause.setting is not None:
+            cause = Cause(collection_causes.spelled(cause.setting, ctx.scenario), cause.value)
         if (name in was) != (name in now):
             out.differ(
                 "body-field",
@@ -556,9 +571,20 @@ def _compare_lists(
     out.ignore("store-dependent", "list contents and lengths (compared by shape)")
     order_was, order_now = _order(was, ctx.ids), _order(now)
     if "any" not in (order_was, order_now) and order_was != order_now:
-        out.differ(
-            "list-order", "list order", order_was, order_now, attribution.list_order(order_was)
-        )
+        mapped = [
+            {**p, "id": ctx.ids.get(p["id"], p["id"])} if isinstance(p, dict) and "id" in p else p
+            for p in was
+        ]
+        candidates = orders_of(mapped)
+        by_field = order_was == "unordered" or order_now == "unordered"
+        if not (by_field and candidates & orders_of(now)):
+            # In no order both listings agree with (by a field, ties by id).
+            cause = (
+                Cause(*collection_causes.order_cause(candidates, ctx.scenario))
+                if candidates and (by_field or ctx.scenario.collections.order.by != "id")
+                else attribution.list_order(order_was)
+            )
+            out.differ("list-order", "list order", order_was, order_now, cause)
     limit = _LIST_LIMIT_DEFAULT
     raw = ex.facts.query.get("limit")
     if raw and raw[0].isdigit():

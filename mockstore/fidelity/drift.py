@@ -42,6 +42,7 @@ from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
 from mockstore.fidelity.evidence import CALLER_STATUSES, Seen, pets_before, read, recorded_base
 from mockstore.fidelity.formats import is_id, sf_list
+from mockstore.fidelity.listings import page_pairs, read_default, recorded_total, rewrite_query
 from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
 from mockstore.keys import is_alias, key_alias, key_bucket
@@ -365,7 +366,7 @@ def _context(scenario: Scenario, seen: list[Seen]) -> Context:
     validation = {
         s.status for s in seen if s.condition in VALIDATION_CONDITIONS and s.status in (400, 422)
     }
-    return Context(
+    context = Context(
         scenario,
         constants,
         names,
@@ -374,6 +375,19 @@ def _context(scenario: Scenario, seen: list[Seen]) -> Context:
         request_ids,
         frozenset(validation),
     )
+    context.total_header = recorded_total(seen)
+    answered: dict[str, set[tuple[int, str | None]]] = {}
+    for s in seen:
+        if s.condition is not None and s.item.method != "HEAD":
+            answered.setdefault(s.condition, set()).add((s.status, s.code))
+    context.split = frozenset(
+        c for c, ways in answered.items() if len(ways) > 1 and c != "unexplained"
+    )
+    default = read_default(seen)
+    context.read_default = default[0] if default is not None else None
+    if context.total_header is not None:
+        context.rules.pop(context.total_header, None)  # not a constant: the listing's total
+    return context
 
 
 def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens) -> Exchange:
@@ -461,6 +475,7 @@ async def _replay(
     assert tokens is not None
     scenario = replayer.scenario
     created: dict[str, str] = {}  # recorded pet id -> the mock's
+    pages: dict[tuple[str, str], tuple[str, str]] = {}  # a recorded page -> the mock's
     preloaded: set[str] = set()
     answers: dict[int, Replayed] = {}
     for index, (item, path, operation) in enumerate(
@@ -497,7 +512,11 @@ async def _replay(
             _preload(replayer, key, item, report)
         if operation is not None and created:
             path = _rewrite_ids(item.method, path, scenario.base_path, created)
-        answer = await replayer.send(item, path=path, body=body, declared=declared)
+        # A page the provider's Link named, asked for as the mock's Link names it.
+        query = rewrite_query(item.query, pages) if pages and operation == "listPets" else None
+        answer = await replayer.send(item, path=path, body=body, declared=declared, query=query)
+        if operation == "listPets" and item.status == 200 and answer.status == 200:
+            pages.update(page_pairs(_header(item.response_headers), _header(answer.headers)))
         if item.status == 0 or item.outcome != "response":
             # A broken answer (a mock's connection fault, an upstream that broke off):
             # replayed for its effects, not compared.
@@ -514,6 +533,10 @@ async def _replay(
             "the mock's own; later requests for them were sent with those ids"
         )
     return answers, created
+
+
+def _header(headers: list[tuple[str, str]], name: str = "link") -> str | None:
+    return next((value for key, value in headers if key.lower() == name), None)
 
 
 def _declared_size(item: Recorded) -> int | None:

@@ -244,6 +244,7 @@ def _conditions(seen: list[Seen]) -> None:
         if s.condition is not None:
             continue
         s.condition = _condition(s, fetched)
+    _constraints(seen)
 
 
 def _rate_conditions(seen: list[Seen]) -> None:
@@ -342,7 +343,38 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
     if problems:
         # Where the request meets several, mockstore's order is the best guess.
         return problems[0]
+    if facts.operation == "createPet" and status in (400, 422) and facts.fractions:
+        # 7.0 as an integer: valid by the schema, refused by a provider that reads
+        # numbers strictly (collections.numbers.body).
+        return "invalid_body"
     if facts.operation == "createPet" and status in (400, 413, 422):
-        # A valid NewPet refused: only its size can be wrong with it.
+        # A valid NewPet refused: its size, or one of the provider's own limits on its
+        # fields (``_constraints`` tells them apart across the recording).
         return "payload_too_large"
     return "unexplained"
+
+
+_SMALL_BODY = 512
+
+
+def _constraints(seen: list[Seen]) -> None:
+    """A valid NewPet refused not for its size but for a limit of the provider's on its
+    fields (collections.constraints): a larger body was accepted, or the refusal differs
+    (status or code) from the one the largest body refused got."""
+    accepted = [
+        s.facts.body_size
+        for s in seen
+        if s.facts.operation == "createPet" and 200 <= s.status < 300
+    ]
+    largest = max(accepted, default=-1)
+    guessed = [s for s in seen if s.condition == "payload_too_large" and s.status != 413]
+    sized = [s for s in seen if s.condition == "payload_too_large"]
+    reference = max(sized, key=lambda s: s.facts.body_size, default=None)
+    for s in guessed:
+        unlike = reference is not None and (s.status, s.code) != (reference.status, reference.code)
+        # With no body refused for its size to compare with (its answer lost to a reset
+        # connection, say), a small one is taken for a field's limit: no provider limits
+        # bodies to a few hundred bytes.
+        small = (reference is None or reference is s) and s.facts.body_size < _SMALL_BODY
+        if s.facts.body_size <= largest or unlike or small:
+            s.condition = "field_constraint"
