@@ -9,14 +9,18 @@ the ``Host`` header then carries. All against a real server.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mockstore import Control
+from mockstore.control.guard import ControlGuard
 from tests.rawhttp import request
 from tests.support import LiveServer, live_server
 
@@ -174,6 +178,36 @@ def test_loopback_names_are_allowed(server: LiveServer, host: str) -> None:
     assert response.status == 200, (host, response.body[:200])
 
 
+def test_an_address_let_through_lets_no_other_name_through(server: LiveServer) -> None:
+    # The guard remembers the last Host that was an IP address (parsing it is most
+    # of the check): what follows it is judged afresh, an empty Host included.
+    port = server.url.rsplit(":", 1)[1]
+    hosts = ["127.0.0.1", f"rebind.evil.example:{port}", "127.0.0.1", "", "127.0.0.1"]
+    statuses = [
+        request(server.url, "GET", "/__mockstore/keys", [("Host", host)]).status for host in hosts
+    ]
+    assert statuses == [200, 403, 200, 403, 200]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["", "127.0.0.1", "::1", "10.0.0.7", "localhost", "evil.example"]),
+            st.ip_addresses().map(str),
+            st.text(max_size=12),
+        ),
+        max_size=12,
+    )
+)
+def test_the_host_check_judges_each_name_as_a_fresh_guard_would(names: list[str]) -> None:
+    scope = {"server": ("127.0.0.1", 8080)}
+    remembering = ControlGuard()
+    assert not remembering.host_allowed("", scope)  # nothing remembered yet lets anything in
+    for name in names:
+        assert remembering.host_allowed(name, scope) == ControlGuard().host_allowed(name, scope)
+
+
 def test_names_given_with_the_option_are_allowed() -> None:
     with live_server("--allowed-host", "mockstore.ci") as server:
         port = server.url.rsplit(":", 1)[1]
@@ -206,12 +240,13 @@ def test_only_the_literal_control_prefix_reaches_the_control_api(
     assert "/__mockstore" in error["message"]
 
 
-def _serve_output(*args: str) -> str:
+def _serve_output(*args: str, env: dict[str, str] | None = None) -> str:
     process = subprocess.Popen(
         [sys.executable, "-m", "mockstore", "serve", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, **(env or {})},
     )
     lines = []
     try:
@@ -226,10 +261,31 @@ def _serve_output(*args: str) -> str:
     return "".join(lines)
 
 
-def test_serving_beyond_loopback_without_a_token_warns() -> None:
-    output = _serve_output("--host", "0.0.0.0")
+@pytest.mark.parametrize("command", ["serve", "record"])
+def test_an_open_control_api_beyond_loopback_is_refused_before_it_starts(command: str) -> None:
+    # Issue 27: main started with a warning, its whole control API open to the network.
+    extra = ["--upstream", "http://127.0.0.1:9/v1"] if command == "record" else []
+    done = subprocess.run(
+        [sys.executable, "-m", "mockstore", command, "--port", "0", "--host", "0.0.0.0", *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("MOCKSTORE_")},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "serving" not in done.stderr + done.stdout
+    for remedy in ("--control-token", "--insecure-control-api", "127.0.0.1"):
+        assert remedy in done.stderr
+
+
+def test_the_flag_naming_the_risk_starts_it_with_a_warning() -> None:
+    output = _serve_output("--host", "0.0.0.0", "--insecure-control-api")
     assert "warning" in output.lower()
     assert "--control-token" in output
+    assert (
+        "warning"
+        in _serve_output("--host", "0.0.0.0", env={"MOCKSTORE_INSECURE_CONTROL_API": "1"}).lower()
+    )
 
 
 def test_no_warning_on_loopback_or_with_a_token() -> None:

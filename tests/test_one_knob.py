@@ -96,11 +96,11 @@ def test_the_builder_builds_every_setting_of_the_schema(name: str) -> None:
 
 def test_every_other_setting_of_the_schema_is_read_by_the_builder() -> None:
     # The sections outside behaviour (keys, plans, faults, journal, ...) are built by
-    # hand: each property the schema has must be named in build.py (or, for the
-    # ratelimit: section, in limits.py, the builder's part for it).
+    # hand: each property the schema has must be named in build.py (or in the builder
+    # part it calls for a section: limits.py for ratelimit:, collections.py).
     named = {
         node.value
-        for module in ("build.py", "limits.py")
+        for module in ("build.py", "limits.py", "collections.py")
         for node in ast.walk(ast.parse((ROOT / "mockstore" / "scenario" / module).read_text()))
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }

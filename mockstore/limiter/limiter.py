@@ -482,6 +482,8 @@ end
 GENERAL_LIMITER_LUA = (
     r"""
 local B, F, KF = 17, 20, 6
+local wider = begin(F, KF)  -- the prologue's: before anything is counted
+if wider then return wider end
 """
     + _slots_lua(arguments=5, logs=5, bucket=2)
     + BAN_LUA

@@ -18,6 +18,7 @@ from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limiter.model import DEFAULT_LIMITS, Limits
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
+from mockstore.scenario.collections import Collections
 from mockstore.scenario.loader import scenario_schema, schema_default
 
 
@@ -310,6 +311,7 @@ class Scenario:
     pets: tuple[dict[str, Any], ...] = ()
     generate_pets: int = 0
     behaviour: Behaviour = Behaviour()
+    collections: Collections = field(default_factory=Collections)
     faults: tuple[FaultRule, ...] = ()
     routes: tuple[Route, ...] = ()
     journal_size: int = schema_default("journal", "size")
