@@ -93,7 +93,11 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
     "behaviour: {default_status: pending}": ([R[15]], "behaviour.default_status"),
     "behaviour: {max_body_bytes: 200}": ([R[20]], "behaviour.max_body_bytes"),
     "behaviour: {retry_after: http-date}": ([R[0]] * 5, "behaviour.retry_after"),
-    "behaviour: {ratelimit_draft_headers: true}": ([R[0]], "behaviour.ratelimit_draft_headers"),
+    # On an error answer too (a 2xx answer alone says ratelimit.headers.draft: success).
+    "behaviour: {ratelimit_draft_headers: true}": (
+        [R[0], R[2]],
+        "behaviour.ratelimit_draft_headers",
+    ),
     "behaviour: {error_codes: {bad_limit: BAD_LIMIT, rate_limited: SLOW_DOWN}}": (
         [R[2]],
         "behaviour.error_codes.bad_limit",
@@ -174,7 +178,7 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
     ),
     "ratelimit: {headers: {draft: success, policies: {minute: burst, day: daily}}}": (
         [R[0], R[2]],
-        "behaviour.ratelimit_draft_headers",
+        "ratelimit.headers.draft",
     ),
     "ratelimit: {anonymous: none}": ([R[12]], "ratelimit.anonymous"),
     "collections: {filters: {status_case: insensitive}}": (

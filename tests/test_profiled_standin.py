@@ -761,13 +761,16 @@ async def walk_sunset(tour: Tour) -> None:
 
 
 def classic(profile: Profile) -> bool:
-    """A gateway that counts as the walks below expect: fixed windows in UTC, served requests."""
+    """A gateway that counts as the walks below expect: fixed windows in UTC, served requests
+    (none given back), whole-second resets."""
     gateway = profile.rate_limits.gateway
     return (
         gateway.minute_algorithm == gateway.day_algorithm == "fixed"
         and gateway.time_zone == "UTC"
         and gateway.counts == "served"
         and gateway.anonymous_limited
+        and not gateway.not_counted
+        and gateway.reset_decimals == 0
     )
 
 
@@ -813,12 +816,16 @@ async def walk_gateway(tour: Tour, plan_name: str | None) -> None:
     async def send() -> httpx.Response:
         return await tour.send("GET", "/v1/pets", auth=auth, op="listPets", fresh=False)
 
-    for used in range(1, allowed + 1):
+    # A gateway that gives back what a 401 took (not_counted: 4xx) counts each refusal of
+    # a caller without a key, then gives it back: every answer shows one request spent.
+    given_back = plan_name is None and gateway.gives_back(401)
+    for sent in range(1, allowed + 1):
         response = await send()
         if plan_name is None:
             tour.refused(response, "missing_key")
         else:
             assert response.status_code == 200, response.text
+        used = 1 if given_back else sent
         states = [
             (name, limit, limit - used, full_at(used, limit, length, algorithm))
             for name, limit, length, algorithm in windows
@@ -836,6 +843,9 @@ async def walk_gateway(tour: Tour, plan_name: str | None) -> None:
         expected = described[3] * scale if limits.reset != "delta" else described[3] - now
         assert expected - 1e-6 <= reset <= expected + 1, (reset, expected, gateway)
     response = await send()
+    if given_back:
+        tour.refused(response, "missing_key")  # never limited: each one given back
+        return seen("gateway: a caller without a key's refusals given back")
     tour.refused(response, "rate_limited")
     assert response.headers.get("Retry-After") is not None or limits.retry_after == "none"
     seen(f"gateway: {gateway.minute_algorithm} minute, {gateway.day_algorithm} day")

@@ -76,7 +76,10 @@ def presence(
     if name in ("ratelimit", "ratelimit-policy"):
         success = 200 <= status < 300
         if was is not None:
-            value = "all" if not success or headers.draft == "none" else "success"
+            # A 2xx answer that has them says no more than that 2xx answers do: "all"
+            # would add them where the provider may leave them out (an error answer
+            # that has them says "all" on its own).
+            value = "success" if success else "all"
             if value == "all" and headers.draft != "success":
                 return _old_or_new(scenario, "behaviour.ratelimit_draft_headers",
                                    "ratelimit.headers.draft", True, "all")  # fmt: skip
