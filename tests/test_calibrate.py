@@ -307,6 +307,26 @@ def test_a_429_never_teaches_the_code_of_another_condition(tmp_path: Path) -> No
     assert codes["malformed_authorization"] == "unauthorized"  # not learned: never shown
 
 
+def test_an_allowance_of_nothing_to_callers_without_a_key_is_none(tmp_path: Path) -> None:
+    # Tollgate's: every 401 says X-RateLimit-Limit: 0. No plan holds 0 (the sliding log's
+    # replay indexed its log by it and calibrate ended in an IndexError).
+    har = record_mock(
+        "version: 1\nplans: {tiny: {per_minute: 2, per_day: 100}}\nanonymous_plan: tiny\n",
+        [("GET", "/v1/pets", "", [], b"", 0.0)] * 3,
+    )
+    for entry in har["log"]["entries"]:
+        for header in entry["response"]["headers"]:
+            if header["name"].lower() == "x-ratelimit-limit":
+                header["value"] = "0"
+    path = tmp_path / "session.har"
+    path.write_text(json.dumps(har))
+    done = _calibrate("--from", str(path))
+    assert done.returncode == 0, done.stderr
+    scenario = load_scenario(done.stdout)
+    assert scenario.ratelimit.anonymous == "none"
+    assert "X-RateLimit-Limit: 0" in done.stderr  # what mockstore cannot say: left open
+
+
 def test_bad_arguments_and_an_unreachable_target() -> None:
     unreachable = _calibrate("--target", refused_upstream(), "--key", MAIN)
     assert unreachable.returncode == 1

@@ -225,8 +225,8 @@ def _replay(
     for bucket, members in samples.items():
         minute, day = quota_of(bucket if members[0].seen.keyed else "", quotas)
         quota = minute if name == "minute" else day
-        if quota is None:
-            continue
+        if quota is None or quota < 1:
+            continue  # no window counts to a quota of nothing
         state = rule.new()
         # A bucket refills continuously: what the provider's instant (up to SKEW from the
         # recorder's) adds may show as requests left; the other rules count whole requests.

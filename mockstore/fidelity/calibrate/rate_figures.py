@@ -49,9 +49,16 @@ def plan_figures(value: Any) -> tuple[int, int | None] | None:
     if isinstance(value, str) and value in BUILTIN_PLANS:
         plan = BUILTIN_PLANS[value]
         return plan.per_minute, plan.day
-    if isinstance(value, dict) and isinstance(value.get("per_minute"), int):
-        return value["per_minute"], value.get("per_day")
+    # Only figures a plan may hold (a recorded X-RateLimit-Limit of 0 is none: no window
+    # counts to a quota of nothing).
+    if isinstance(value, dict) and _allowance(value.get("per_minute")):
+        day = value.get("per_day")
+        return value["per_minute"], day if _allowance(day) else None
     return None
+
+
+def _allowance(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def quotas_of(result: Calibration) -> dict[str, tuple[int, int | None]]:

@@ -75,6 +75,22 @@ def _anonymous(seen: list[Seen], result: Calibration, cite: Any) -> None:
             cite(keyless[0], code=False, note="no X-RateLimit-* to a caller without a key"),
         )
         result.anonymous = None
+        return
+    # An allowance of nothing (Tollgate: X-RateLimit-Limit: 0 on every 401): no plan can
+    # hold it (a plan allows one request at least); the nearest is no allowance at all.
+    told = [s.headers.get("x-ratelimit-limit", "").strip() for s in keyless]
+    if keyless and all(limit == "0" for limit in told):
+        result.set(
+            "ratelimit.anonymous",
+            "none",
+            cite(keyless[0], "X-RateLimit-Limit", code=False, note="an allowance of 0"),
+        )
+        result.open(
+            "callers without a key are told X-RateLimit-Limit: 0 (and Remaining, Reset); "
+            "with ratelimit.anonymous: none mockstore tells them no X-RateLimit-* at all: "
+            + cite(keyless[0], "X-RateLimit-Limit", code=False)
+        )
+        result.anonymous = None
 
 
 def _per_window(seen: list[Seen], result: Calibration, cite: Any) -> None:
