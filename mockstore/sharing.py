@@ -119,7 +119,7 @@ async def admit(
                 rules = shared_rules(state.faults, facts)
     now = ex.now
     try:
-        reply = await shared.request(bucket, plan, now, state.clock.wall(), operation, rules)
+        reply = await shared.request(bucket, plan, now, state.clock.waited(), operation, rules)
     except Stale:
         restarts = ex.scope.get(RESTARTS, 0)
         if restarts >= MAX_RELOADS:
@@ -207,7 +207,7 @@ def _unavailable(
     # Where the caller stands is not known: a decision that counts nothing, and
     # the answer states no rate-limit figures (api.py leaves them out).
     decision = RateLimiter(NO_BAN).peek(bucket, plan, ex.now)
-    ex.caller = Caller(credentials, None, plan, decision)
+    ex.caller = Caller.uncounted(credentials, plan, decision)
     if isinstance(reason, TenantGone):  # deleted through another process
         return Unavailable(ApiError("not_found", str(reason), status=404))
     return Unavailable(_state_unavailable(str(reason)))

@@ -68,9 +68,7 @@ def build_report(
     facts = [
         fact
         for journal in journals
-        for fact in facts_of(
-            journal.entries, journal.tenant, {run.number: run.header_clock for run in journal.runs}
-        )
+        for fact in facts_of(journal.entries, journal.tenant, journal.runs)
     ]
     findings = [f.to_dict() for f in judge(facts, context)]
     by_severity = Counter(f["severity"] for f in findings)
