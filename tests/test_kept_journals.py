@@ -15,7 +15,7 @@ import json
 import httpx
 
 from mockstore.app import MockstoreApp
-from mockstore.memory import MiB, MemoryBudget
+from mockstore.memory import MemoryBudget, MiB
 from tests.attacks import BIG_NAME, PUBLIC, big_journal
 
 TOOL = {"X-Mockstore-Client": "tests"}
@@ -29,8 +29,7 @@ async def _fill(client: httpx.AsyncClient, tenant: str) -> int:
     made = await client.post("/__mockstore/tenants", json={"id": tenant}, headers=TOOL)
     if made.status_code != 201:
         return -1
-    stored = 0
-    for _ in range(40):
+    for stored in range(40):
         created = await client.post(
             f"/__mockstore/tenants/{tenant}/v1/pets",
             content=BODY,
@@ -40,7 +39,6 @@ async def _fill(client: httpx.AsyncClient, tenant: str) -> int:
             assert created.status_code == 507, created.text
             assert created.json()["code"] == "memory_budget"
             return stored
-        stored += 1
     raise AssertionError(f"tenant {tenant} never filled")
 
 

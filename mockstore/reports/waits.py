@@ -29,9 +29,9 @@ from mockstore.reports.model import Fact
 # (a second is 2**-22 of one near 2030), not time.
 ARITHMETIC = 1e-6
 
-# How a finding names the clock its figures are on (``earliness``).
+# How a finding names the clock a figure is on (``earliness``).
 BY_CLOCK = {
-    "scenario": "",
+    "scenario": " by the scenario clock",
     "wall": " by the wall clock",
     "both": " by the wall time that passed plus the scenario time moved",
 }
