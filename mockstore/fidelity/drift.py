@@ -40,7 +40,14 @@ from mockstore.errors import VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
-from mockstore.fidelity.evidence import CALLER_STATUSES, Seen, pets_before, read, recorded_base
+from mockstore.fidelity.evidence import (
+    CALLER_STATUSES,
+    Seen,
+    pets_before,
+    read,
+    rebased,
+    recorded_base,
+)
 from mockstore.fidelity.formats import is_id, sf_list
 from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
@@ -236,15 +243,8 @@ def drift(
             f"{recording.source}: no path of its {len(recorded)} exchange(s) names an operation "
             "of the Pet Store under any base path: not a recording of this API"
         )
-    if found != base:
-        report.warnings.append(
-            f"the recording was made under the base path {found or '/'}; its paths are "
-            f"compared as if under the scenario's, {base or '/'}"
-        )
-    paths = [
-        base + item.path[len(found) :] if item.path.startswith(found + "/") else item.path
-        for item in recorded
-    ]
+    paths, moved = rebased(recording, base)
+    report.warnings.extend(moved)
     operation_of = [_operation(r.method, p, base)[0] for r, p in zip(recorded, paths, strict=True)]
 
     tokens = Tokens(scenario)
