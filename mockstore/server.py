@@ -21,6 +21,7 @@ the thread.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import errno
 import socket
@@ -263,6 +264,10 @@ class MockServer:
         if self._server is None or not self._server.started or not self.running:
             raise RuntimeError(f"{self!r} is not running")
         loop = self._server.servers[0].get_loop()
+        runtime = self.app.runtime
+        if runtime.shared is not None:
+            # Every process's mock, and a journal_seq every process numbers alike.
+            return asyncio.run_coroutine_threadsafe(_shared_reset(runtime), loop).result(timeout)
         done: concurrent.futures.Future[ResetResult] = concurrent.futures.Future()
 
         def reset() -> None:
@@ -310,3 +315,15 @@ class MockServer:
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
         return f"<MockServer {self.base_url} {self.app.runtime.scenario.name!r} {state}>"
+
+
+async def _shared_reset(runtime: Any) -> Any:
+    """``MockServer.reset`` with a shared state: through Redis, after a journal barrier."""
+    from mockstore.clients.types import ResetResult
+    from mockstore.shared.deadline import within
+
+    with within():
+        await runtime.shared.reset()
+        if runtime.shared.journal is not None:
+            await runtime.shared.journal.barrier()
+    return ResetResult("reset", runtime.scenario.name, runtime.journal.last_seq, runtime.run)

@@ -117,7 +117,8 @@ def test_a_tenant_made_through_one_process_is_served_listed_and_deleted_through_
             gone.status_code == 404 and gone.json()["message"] == "no tenant 'team' on this server"
         )
         assert httpx.get(in_a + "/__mockstore/health").status_code == 404
-        assert httpx.get(a.url + "/__mockstore/tenants").json() == []
+        listed_in_a = httpx.get(a.url + "/__mockstore/tenants")
+        assert listed_in_a.json() == [], (listed_in_a.text, a.log()[-3000:])
         assert httpx.delete(in_a).status_code == 404
         # What it kept in Redis goes with it (swept off the request path).
         client = _redis(redis_server)

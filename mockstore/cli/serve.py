@@ -40,7 +40,8 @@ examples:
 """
 EXIT_CODES = (
     "    0  stopped by SIGTERM or Ctrl-C, after requests in flight finished",
-    "    1  the scenario is not found or not valid, or the address cannot be had",
+    "    1  the scenario is not found or not valid, the address cannot be had, or a worker "
+    "kept dying (--workers: 10 restarts within 60 s)",
     f"{USAGE} (a bad option or environment variable, --workers without --state)",
     "    3  the shared state (--state) cannot be reached",
     PIPE,
