@@ -68,3 +68,21 @@ def test_a_missing_file_sent_with_curl_is_explained(fresh_server: LiveServer) ->
     )  # fmt: skip
     assert '"code":"invalid_scenario"' in done.stdout
     assert "the body is empty" in done.stdout and "does not exist" in done.stdout
+
+
+TOOL_CACHES = (".schemathesis", ".hypothesis", ".pytest_cache", ".ruff_cache", ".mypy_cache")
+
+
+def test_tool_caches_are_ignored_not_committed() -> None:
+    # A run of schemathesis, Hypothesis, pytest or ruff in the checkout writes its cache
+    # there: none is part of the project, and none shows as a change to commit.
+    tracked = subprocess.run(
+        ["git", "ls-files", *TOOL_CACHES], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout.split()
+    assert tracked == [], tracked
+    for cache in TOOL_CACHES:
+        probe = f"{cache}/some/file"
+        ignored = subprocess.run(
+            ["git", "check-ignore", "--no-index", "-q", probe], cwd=ROOT, check=False
+        )
+        assert ignored.returncode == 0, f"{cache}/ is not ignored"
