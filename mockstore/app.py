@@ -27,6 +27,7 @@ from mockstore.limits import Limits
 from mockstore.memory import Account, MemoryBudget
 from mockstore.runs import RunCounter
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
+from mockstore.shared.deadline import outside_any_deadline
 from mockstore.state import Runtime
 from mockstore.store import PetStore
 from mockstore.tenants import TenantRegistry
@@ -156,8 +157,13 @@ class AppShell:
         self.start_background()
 
     def start_background(self) -> None:
-        """Start the background tasks (the lifespan's start; a tenant's, when it is made)."""
-        self._tasks = [asyncio.create_task(task()) for task in self._background]
+        """Start the background tasks (the lifespan's start; a tenant's, when it is made).
+
+        They outlive whatever starts them: a control call's deadline (a tenant made
+        or joined by one) is not theirs."""
+        self._tasks = [
+            asyncio.create_task(task(), context=outside_any_deadline()) for task in self._background
+        ]
 
     async def stop_background(self) -> None:
         """Stop the background tasks, then close (the lifespan's end; a deleted tenant's)."""

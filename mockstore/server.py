@@ -101,6 +101,10 @@ def uvicorn_config(app: AppShell, *, log_level: str | None = None) -> Any:
     only when the app has something to start or close (``--watch``, the
     recorder's upstream client). uvicorn adds no ``Server`` or ``Date`` header:
     the mock writes its own, and a recording passes the upstream's through.
+    No WebSocket protocol: mockstore serves none, so a request asking to
+    upgrade is answered as the HTTP request it also is (uvicorn would hand it
+    to the app as a WebSocket nothing accepts, a text/plain 500), and serving
+    never imports ``websockets`` (part of the start, issue 29).
     """
     import uvicorn
 
@@ -111,6 +115,7 @@ def uvicorn_config(app: AppShell, *, log_level: str | None = None) -> Any:
         app,
         loop="auto",
         http=protocol_class(limits, app.budget),
+        ws="none",
         timeout_keep_alive=limits.keep_alive_timeout,
         lifespan="on" if app.needs_lifespan else "off",
         access_log=False,

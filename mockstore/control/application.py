@@ -28,11 +28,12 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mockstore.control.dashboard import is_public_path
 from mockstore.control.guard import ControlGuard, is_remote_client
-from mockstore.control.http import error_response
+from mockstore.control.http import HOLDS, RAW_KEYS, error_response
 from mockstore.control.routes import control_routes
 from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
 from mockstore.limits import Limits
+from mockstore.memory import budget_of
 from mockstore.routing import allow_header
 from mockstore.shared.backend import StateUnavailable
 from mockstore.shared.deadline import within
@@ -177,6 +178,10 @@ class ControlAPI:
         except ValueError:
             pass  # a Content-Length that is not a number: the server refuses it first
         receive = bounded_receive(receive, limit, self.limits.body_timeout)
+        scope[RAW_KEYS] = self.token is not None or not is_remote_client(scope)
+        budget = budget_of(self.runtime.account)
+        if budget is not None:
+            scope[HOLDS] = budget.connections  # what a large answer is charged while it is read
         if self.token is not None and path != "/health" and not is_public_path(path):
             if not self._has_token(scope):
                 await _needs_token()(scope, receive, send)

@@ -17,6 +17,7 @@ from typing import Any
 from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
+from mockstore.scenario.collections import Collections
 from mockstore.scenario.loader import scenario_schema, schema_default
 
 
@@ -309,6 +310,7 @@ class Scenario:
     pets: tuple[dict[str, Any], ...] = ()
     generate_pets: int = 0
     behaviour: Behaviour = Behaviour()
+    collections: Collections = field(default_factory=Collections)
     faults: tuple[FaultRule, ...] = ()
     routes: tuple[Route, ...] = ()
     journal_size: int = schema_default("journal", "size")

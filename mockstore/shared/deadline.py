@@ -9,12 +9,18 @@ trip made under it (``bounded``) gives up once it passes: the call is answered
 promise, and a connection given up on is closed (redis-py drops a connection
 whose command was cancelled, so no reply is read by the wrong caller).
 Outside a control call (the API's requests, background tasks) nothing changes.
+
+A task copies the context it is started in, so a task a control call starts
+(a tenant it makes or joins runs its journal's shipping in the background)
+would inherit the call's deadline and, once it passed, fail every round trip
+for good: work that outlives the call starts ``outside_any_deadline()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from collections.abc import Awaitable, Iterator
 from contextvars import ContextVar
@@ -45,6 +51,14 @@ def within(seconds: float = CONTROL_SECONDS) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
+def outside_any_deadline() -> contextvars.Context:
+    """A copy of the current context with no deadline in force (for a task that outlives
+    the call that starts it: ``asyncio.create_task(..., context=outside_any_deadline())``)."""
+    context = contextvars.copy_context()
+    context.run(_DEADLINE.set, None)
+    return context
+
+
 async def bounded(awaitable: Awaitable[T]) -> T:
     """``await awaitable``, given up (``StateUnavailable``) once the deadline in force passes."""
     end = _DEADLINE.get()
@@ -61,3 +75,9 @@ async def bounded(awaitable: Awaitable[T]) -> T:
         raise StateUnavailable(
             f"the shared state did not answer within {CONTROL_SECONDS:g} s"
         ) from None
+
+
+def time_left() -> float | None:
+    """Seconds left before the deadline in force (None: no deadline)."""
+    end = _DEADLINE.get()
+    return None if end is None else end - time.monotonic()

@@ -22,6 +22,7 @@ from typing import Any
 
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
+from mockstore.fidelity.calibrate.collections import learn_collections
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -101,9 +102,15 @@ def learn(
     result = Calibration(target)
     learner = _Learner(seen, result, base, names or {})
     learner.run()
-    learner.store(
-        pets_before(recording.exchanges, [_operation(item, base) for item in recording.exchanges])
-    )
+    learn_collections(seen, result, cite)
+    operations = [_operation(item, base) for item in recording.exchanges]
+    learner.store(pets_before(recording.exchanges, operations))
+    result.created = {
+        s.body["id"]
+        for s in seen
+        if s.facts.operation == "createPet" and 200 <= s.status < 300
+        and isinstance(s.body, dict) and isinstance(s.body.get("id"), int)
+    }  # fmt: skip
     return result
 
 
