@@ -179,12 +179,24 @@ def _wait(
     if instant is None:
         return None
     reference = _reference(now, wall, date, header_clock=header_clock)
-    return instant - reference, _on_wall(reference, now, wall)
+    return instant - reference, _on_wall(reference, wall, header_clock)
 
 
-def _on_wall(reference: float, now: float, wall: float | None) -> bool:
-    """Whether an instant read against ``reference`` was written on the wall clock."""
-    return wall is not None and reference == wall and wall != now
+def _on_wall(reference: float, wall: float | None, header_clock: str | None) -> bool:
+    """Whether an instant read against ``reference`` was written on the wall clock.
+
+    The run's ``clock.headers`` says, when the journal knows it: an instant
+    written on the wall clock is one even when the two clocks showed the same
+    time at the answer (a manual clock started at the wall's now), for its
+    client reaches it by the wall time that passes plus the scenario time it
+    moves. Otherwise: read against the wall clock (when both clocks agree, the
+    reading that favours the client).
+    """
+    if wall is None:
+        return False
+    if header_clock is not None:
+        return header_clock == "wall"
+    return reference == wall
 
 
 def _reference(
@@ -247,7 +259,7 @@ def _told(
                 # A Unix time is > 10**9 (2001); anything less is a delta.
                 if value > 10**9:
                     reference = _reference(e.time, e.wall, sent, header_clock=header_clock)
-                    from_reset = value - reference, _on_wall(reference, e.time, e.wall)
+                    from_reset = value - reference, _on_wall(reference, e.wall, header_clock)
                 else:
                     from_reset = float(value), False
                 wait = min(wait, from_reset)
