@@ -11,15 +11,14 @@ is gone.
 from __future__ import annotations
 
 import asyncio
-import copy
 from typing import Any
 
 from mockstore import __version__
 from mockstore.app import create_app
 from mockstore.clock import Clock
-from mockstore.fidelity.compare import Discrepancy
+from mockstore.fidelity import proof
+from mockstore.fidelity.discrepancy import Discrepancy
 from mockstore.fidelity.replayer import call
-from mockstore.keys import key_alias
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.scenario import load_scenario
 
@@ -208,33 +207,8 @@ def record_mock(scenario_text: str, steps: list[Step], start: float = START) -> 
     return to_har(app.runtime.journal.select(), meta)
 
 
-# Settings whose value is one more entry of a list, not the whole list.
-LISTS = frozenset({"behaviour.headers", "behaviour.error_fields"})
-
-
 def apply(data: dict[str, Any], difference: Discrepancy) -> dict[str, Any]:
-    """``data`` with ``difference``'s setting set to its ``set_to`` (a new dict)."""
+    """``data`` with ``difference``'s setting set to its ``set_to`` (a new dict), as drift's
+    proof applies it (``mockstore.fidelity.proof.apply``)."""
     assert difference.setting is not None and difference.value, difference.to_dict()
-    out = copy.deepcopy(data)
-    path, value = difference.setting, difference.value[0]
-    if path == "keys[].plan":
-        for entry in out.get("keys", []):
-            if difference.key in (entry["key"], key_alias(entry["key"])):
-                entry["plan"] = value
-                return out
-        raise AssertionError(f"no key {difference.key} in the scenario")
-    if path == "anonymous_plan":
-        out.setdefault("plans", {})["drift-anonymous"] = value
-        out["anonymous_plan"] = "drift-anonymous"
-        return out
-    parts = path.split(".")
-    node = out
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    if path in LISTS:
-        entries = node.setdefault(parts[-1], [])
-        if value not in entries:
-            entries.append(value)
-    else:
-        node[parts[-1]] = value
-    return out
+    return proof.apply(data, difference.setting, difference.value[0], difference.key)

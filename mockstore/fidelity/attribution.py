@@ -21,7 +21,7 @@ from typing import Any
 
 from mockstore.clock import format_time
 from mockstore.errors import VALIDATION_CONDITIONS
-from mockstore.fidelity import collection_causes
+from mockstore.fidelity import collection_causes, reasons
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import (
@@ -33,54 +33,14 @@ from mockstore.fidelity.formats import (
     retry_after_kind,
 )
 from mockstore.fidelity.listings import link_shape
+from mockstore.fidelity.rebase import Base
 from mockstore.ratelimit import Plan
 from mockstore.scenario import Scenario, scenario_schema
 from mockstore.scenario.model import HEAD_OPERATIONS, Behaviour
 
-# -- what cannot be expressed -------------------------------------------------------
-
-# Every reason a difference can have no setting, and what it means. The docs'
-# Fidelity page lists this table (docs/generate.py); a difference's reason is a key.
-NOT_EXPRESSIBLE: dict[str, str] = {
-    "varying-header": "A header mockstore does not write, whose value changes from answer to "
-    "answer (another window's rate-limit figures such as X-RateLimit-Burst-*, a digest, a "
-    "cache age): a constant header (behaviour.headers) cannot reproduce it.",
-    "error-body-shape": "The provider's refusal has no Error body (code, message, status), or "
-    "a body that is not JSON: mockstore's refusals always carry one.",
-    "error-status-field": "The Error body's status is not the HTTP status: in mockstore's it "
-    "always is.",
-    "message-type": "The Error body's message is not a string.",
-    "pet-fields": "A returned pet's fields differ from what was sent in a way no setting "
-    "decides (a number rewritten, a field renamed).",
-    "list-filter": "The provider does not honour the status filter (or honours one mockstore "
-    "does not).",
-    "list-length": "The provider returns more pets than the limit asked for (or fewer while "
-    "more exist).",
-    "check-order": "The request meets two conditions and the provider checks them in another "
-    "order than mockstore (say the media type before an empty body): it answers the other one.",
-    "split-condition": "The provider answers one of mockstore's conditions two ways (a limit "
-    "that is not a number and one below 1, say): one status and code per condition is what a "
-    "scenario can state.",
-    "lenient-request": "The provider accepts a request that the spec's rules refuse (an "
-    "integral 7.0 as an integer, a body without Content-Type read as JSON, a repeated "
-    "parameter), or refuses one they accept.",
-    "conditional-request": "The provider answers a conditional request (If-None-Match) with "
-    "304; mockstore serves ETags but answers every read in full.",
-    "store": "The answer depends on pets the recording does not show existed (a pet fetched "
-    "but never listed, an id the provider assigned at random): the store cannot be "
-    "reconstructed from the recording alone.",
-    "allowance": "A rate-limit answer the recording does not explain: the caller's allowance "
-    "was spent before the recording began and its headers do not say so, or the provider "
-    "counts requests mockstore does not (or the other way around).",
-    "header-presence": "A header mockstore always writes that the provider leaves out "
-    "(Content-Type on an empty answer, X-RateLimit-* on some answers, Date).",
-    "header-format": "A header mockstore writes in a form no setting changes (Date not an "
-    "HTTP-date, an X-RateLimit-* figure that is not a whole number).",
-    "allow": "The provider's Allow header names other methods than the document's.",
-    "connection": "The mock broke the connection where the provider answered (a scenario "
-    "fault): not a difference of the provider's.",
-    "unexplained": "A difference no rule of drift's explains: compare the two answers by hand.",
-}
+# Every reason a difference can have no setting (``reasons``), re-exported: a difference's
+# reason is a key of it.
+NOT_EXPRESSIBLE = reasons.NOT_EXPRESSIBLE
 
 
 @dataclass(frozen=True)
@@ -265,6 +225,8 @@ class Context:
     read_default: str | None = None
     # Conditions the recording answers more than one way (status or code).
     split: frozenset[str] = frozenset()
+    # Where the recorded service's own URLs start (``mockstore record``'s upstream).
+    recorded_base: Base | None = None
 
     @property
     def behaviour(self) -> Behaviour:
@@ -291,6 +253,9 @@ class Exchange:
     # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
     # a real provider, whose service time is the wall's).
     header_offset: float = 0.0
+    # The address the client called (its Host): where the mock writes its own URLs.
+    own: Base | None = None
+    recorded_body: Any = None  # the recorded answer's JSON body, if it had one
 
     @property
     def operation(self) -> str | None:
@@ -387,7 +352,11 @@ def status(ex: Exchange, ctx: Context) -> Cause:
     if "gone" in (rc, mc):
         return setting(AFTER_SUNSET, "keep" if rc is None else "gone")
     if facts.operation == "listOrders" and mc == "not_implemented" and rc is None:
-        return setting(ROUTES)
+        # A scripted answer: the one the provider gave (its body, when the recording has it).
+        respond: dict[str, Any] = {"status": was}
+        if ex.recorded_body is not None:
+            respond["body"] = ex.recorded_body
+        return setting(ROUTES, {"operation": "listOrders", "respond": respond})
     if rc in AUTH_CONDITIONS and mc is None and facts.auth == "bearer":
         return setting(KEYS)
     if mc in AUTH_CONDITIONS and rc is None and facts.auth == "bearer":
@@ -498,7 +467,7 @@ def header_presence(
     if name in (ctx.total_header, total) and ex.operation == "listPets":
         return Cause(*collection_causes.total_cause(ctx.names.get(name, name), was))
     if name in MANAGED:
-        return cannot("header-presence")
+        return cannot("header-presence" if was is not None else "header-absence")
     if was is not None:
         return _header_rule(name, ex, ctx)
     return setting(HEADERS)
@@ -517,11 +486,10 @@ def header_rules(
     groups: dict[tuple[str | None, int], set[str | None]] = {}
     shown = name
     for s in seen:
-        value = None
-        for header, given in s.item.response_headers:
-            if header.lower() == name:
-                shown, value = header, given
-                break
+        # As ``evidence`` read it (a URL on the service's own address, relative to it).
+        value = s.headers.get(name)
+        if value is not None:
+            shown = next((h for h, _ in s.item.response_headers if h.lower() == name), shown)
         groups.setdefault((s.operation, s.status), set()).add(value)
     if any(len(v) > 1 for v in groups.values()):
         return None

@@ -39,6 +39,8 @@ from mockstore import schemas
 from mockstore.fidelity import attribution, collection_causes
 from mockstore.fidelity.attribution import Cause, Context, Exchange
 from mockstore.fidelity.conformance import conformance, schema_pointer
+from mockstore.fidelity.discrepancy import Discrepancy
+from mockstore.fidelity.evidence import RELATIVE_HEADERS
 from mockstore.fidelity.formats import (
     allowed_methods,
     auth_challenge,
@@ -51,6 +53,7 @@ from mockstore.fidelity.formats import (
     sf_list,
 )
 from mockstore.fidelity.listings import link_shape, orders_of, same_shape
+from mockstore.fidelity.rebase import relative_to_own
 from mockstore.validation import loads_bounded
 
 # The kinds of difference, as ``drift.accept`` entries name them.
@@ -81,6 +84,8 @@ RULES: dict[str, str] = {
     "infrastructure": "are added by servers, proxies and CDNs in front of the service: "
     "not compared",
     "accepted": "differences the scenario lists under drift.accept: reported, not counted as drift",
+    "own-address": "are URLs on the service's own address (the recorded upstream's, the "
+    "mock's): compared relative to it, as a path under its base",
 }
 
 TRANSPORT_HEADERS = frozenset(
@@ -149,76 +154,6 @@ class Side:
 
 
 @dataclass
-class Discrepancy:
-    """One semantic difference between a recorded answer and the mock's.
-
-    ``kind`` is one of ``CLASSES``, ``where`` the part of the answer. Its cause
-    is ``setting`` (the scenario setting that removes it, ``set_to`` the value
-    that does when drift can tell), or ``reason`` (why no setting can, a key of
-    ``attribution.NOT_EXPRESSIBLE``), or ``accepted_by`` (the scenario's
-    ``drift.accept`` rule that hides it). ``compare`` fills those; ``drift``
-    adds the exchange that shows it (``entry`` onwards).
-    """
-
-    kind: str
-    where: str
-    recorded: str
-    mock: str
-    setting: str | None = None
-    entry: int = 0  # 1-based position in the HAR
-    request: str = ""
-    request_id: str | None = None
-    key: str | None = None
-    operation: str | None = None
-    status: int = 0  # the recorded status
-    accepted_by: str | None = None
-    value: tuple[Any, ...] = ()
-    reason: str | None = None
-
-    @property
-    def cause(self) -> str:
-        """``accepted``, ``setting`` or ``not_expressible``."""
-        if self.accepted_by is not None:
-            return "accepted"
-        return "setting" if self.setting is not None else "not_expressible"
-
-    @property
-    def set_to(self) -> Any:
-        return self.value[0] if self.value else None
-
-    def explained(self) -> str:
-        """The cause as a report line shows it."""
-        if self.setting is not None:
-            value = f": {json.dumps(self.value[0])}" if self.value else ""
-            return f"[{self.setting}{value}]"
-        return f"[not expressible: {self.reason}]"
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "entry": self.entry,
-            "request": self.request,
-            "request_id": self.request_id,
-            "key": self.key,
-            "operation": self.operation,
-            "status": self.status,
-            "kind": self.kind,
-            "where": self.where,
-            "recorded": self.recorded,
-            "mock": self.mock,
-            "cause": self.cause,
-            "setting": self.setting,
-        }
-        if self.value:
-            out["set_to"] = self.value[0]
-        if self.reason is not None:
-            out["reason"] = self.reason
-            out["why"] = attribution.NOT_EXPRESSIBLE[self.reason]
-        if self.accepted_by is not None:
-            out["accepted_by"] = self.accepted_by
-        return out
-
-
-@dataclass
 class Comparison:
     """The discrepancies of one exchange, and what rules compared by kind (rule, what)."""
 
@@ -280,6 +215,14 @@ def _compare_headers(
             out.ignore("infrastructure", f"header {name}")
             continue
         was, now = recorded.header(name), mock.header(name)
+        if name in RELATIVE_HEADERS:
+            # URLs on the service's own address, relative to it: the recording's upstream
+            # and the mock, on whatever hosts and ports, write the same.
+            shown = (was, now)
+            was = was and relative_to_own(name, was, ctx.recorded_base or ex.own)
+            now = now and relative_to_own(name, now, ex.own)
+            if (was, now) != shown:
+                out.ignore("own-address", f"header {name} (URLs on the service's own address)")
         if was is None or now is None:
             shown_was = f"present ({was})" if was is not None else "absent"
             shown_now = f"present ({now})" if now is not None else "absent"

@@ -26,6 +26,7 @@ from typing import Any
 
 from mockstore.fidelity.conditions import Facts, classify, json_of
 from mockstore.fidelity.formats import http_date
+from mockstore.fidelity.rebase import Base, base_of, own_base, relative_to_own
 from mockstore.fidelity.recording import Recording
 from mockstore.fidelity.replayer import bearer
 from mockstore.keys import is_alias, key_alias
@@ -129,6 +130,26 @@ class Seen:
         )
 
 
+# Headers whose URLs on the service's own address are read relative to it (``rebase``):
+# a recording's upstream and a mock on any host and port then write the same. Location
+# is read as sent: whether it is a path or a URL is a setting (behaviour.location).
+RELATIVE_HEADERS = frozenset({"link", "content-location"})
+
+
+def upstream_base(recording: Recording) -> Base | None:
+    """Where the recorded service's own URLs start: the upstream ``mockstore record``
+    recorded (``recorded_from``), or None for a recording made elsewhere."""
+    recorded_from = recording.meta.get("recorded_from")
+    return base_of(recorded_from) if isinstance(recorded_from, str) else None
+
+
+def request_base(item: Recorded) -> Base | None:
+    """The address the client of ``item`` called (its ``Host``): where a mock answering
+    it writes its own URLs."""
+    host = next((value for name, value in item.headers if name.lower() == "host"), None)
+    return own_base("http", host)
+
+
 def recorded_base(recording: Recording) -> str | None:
     """The base path the recording was made under: its own word, else what its paths show.
 
@@ -167,6 +188,7 @@ def read(
     (``calibrate_condition``: a body probe refused for its size).
     """
     seen: list[Seen] = []
+    recorded_from = upstream_base(recording)
     for index, item in enumerate(recording.exchanges):
         if item.outcome != "response" or item.status == 0:
             continue
@@ -176,8 +198,12 @@ def read(
         token = bearer(item.headers) if facts.auth == "bearer" else None
         alias = (token if is_alias(token) else key_alias(token)) if token else None
         headers: dict[str, str] = {}
+        own = recorded_from or request_base(item)
         for name, value in item.response_headers:
-            headers.setdefault(name.lower(), value)
+            lowered = name.lower()
+            if lowered in RELATIVE_HEADERS:
+                value = relative_to_own(lowered, value, own)
+            headers.setdefault(lowered, value)
         body = json_of(item.response_body) if item.response_body else None
         keyed = alias is not None and (alias in known_keys or item.status != 401)
         bucket = alias if keyed and alias else f"address {item.client}"
