@@ -58,6 +58,25 @@ def test_a_document_reads_as_its_strings_cut(value: object, bound: int, ascii_on
     assert json.loads(cut) == _cut_value(value, bound)
 
 
+@given(
+    documents,
+    st.integers(min_value=0, max_value=80),
+    st.booleans(),
+    st.integers(min_value=24, max_value=64),
+)
+@example(["\U0001f600" * 40], 30, True, 24)
+@example(["a\ud800" * 40], 30, True, 25)
+@example(["é\\" * 40], 50, False, 31)
+def test_a_string_decoded_in_slices_reads_the_same(
+    value: object, bound: int, ascii_only: bool, size: int
+) -> None:
+    # Long strings are decoded 256 KiB at a time; here a few bytes at a time, so
+    # that slices end inside escapes, UTF-8 sequences and surrogate pairs.
+    raw = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    cut = cut_long_strings(raw, bound, slice_bytes=size)
+    assert json.loads(cut) == _cut_value(value, bound)
+
+
 @given(st.text(min_size=1, max_size=50), st.integers(min_value=15, max_value=30))  # keys whole
 def test_a_key_may_name_a_longer_bound(text: str, bound: int) -> None:
     raw = json.dumps({"scenario_source": text, "other": text}).encode("utf-8", "surrogatepass")

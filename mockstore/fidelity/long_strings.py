@@ -5,10 +5,12 @@
 string (up to four times that in memory) only to be cut to the 1 MiB a
 recording holds. Here the strings are found in the raw bytes (one pass of the
 same pattern the depth check uses), and each one longer than its bound is
-replaced, in the bytes, by its first ``bound + 1`` characters: decoded from no
-more of its raw text than they take (at most 12 bytes a character, found by
-doubling), re-encoded, and left one character over the bound so that the
-reader still sees it was longer (a body is read as cut short, a URL or a header
+replaced, in the bytes, by its first ``bound + 1`` characters: decoded a slice
+of its raw text at a time (256 KiB, each cut back to a whole character) until
+there are enough, so that no more than the characters kept and one slice are
+ever made however many bytes a character takes (up to 12 as escapes),
+re-encoded, and left one character over the bound so that the reader still
+sees it was longer (a body is read as cut short, a URL or a header
 refused as too long). Nothing else in the document changes.
 
 A string's bound is chosen by the key it is the value of (``bounds``), else
@@ -28,6 +30,9 @@ _STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
 _KEY_BEFORE = re.compile(rb'"([A-Za-z0-9_]{1,64})"\s*:\s*\Z')
 # The longest raw text of one character: a surrogate pair, ``\ud83d\ude00``.
 _MOST_BYTES_A_CHARACTER = 12
+# The raw text of a long string is decoded this many bytes at a time (at least
+# twice the longest character's, so that a slice always holds a whole one).
+SLICE = 256 * 1024
 
 
 class BadString(ValueError):
@@ -38,7 +43,9 @@ class BadString(ValueError):
         self.offset = offset
 
 
-def cut_long_strings(data: bytes, default: int, bounds: dict[bytes, int] | None = None) -> bytes:
+def cut_long_strings(
+    data: bytes, default: int, bounds: dict[bytes, int] | None = None, slice_bytes: int = SLICE
+) -> bytes:
     """``data`` with every string longer than its bound (in characters) cut to ``bound + 1``.
 
     Returns ``data`` itself when no string needs cutting. Raises ``BadString``
@@ -58,7 +65,7 @@ def cut_long_strings(data: bytes, default: int, bounds: dict[bytes, int] | None 
         bound = bounds.get(key.group(1), default) if key is not None else default
         if end - start - 2 <= bound:
             continue
-        head = _head(view[start + 1 : end - 1], bound + 1, start)
+        head = _head(view[start + 1 : end - 1], bound + 1, start, slice_bytes)
         if head is None:
             continue
         pieces += [view[done:start], _encoded(head)]
@@ -69,32 +76,48 @@ def cut_long_strings(data: bytes, default: int, bounds: dict[bytes, int] | None 
     return b"".join(pieces)
 
 
-def _head(raw: memoryview, characters: int, offset: int) -> str | None:
+def _head(raw: memoryview, characters: int, offset: int, slice_bytes: int) -> str | None:
     """The first ``characters`` characters of a string's raw text; None if it has fewer.
 
-    Decodes a prefix of the raw text, doubled until it holds enough characters
-    (a character takes 1 to 12 bytes), never the whole of a long string.
+    Decodes the raw text a slice at a time, each cut back to a whole character
+    (not an escape, a UTF-8 sequence or a surrogate pair cut in two), and stops
+    as soon as it has enough: never the whole of a long string, and never more
+    than one slice beyond the characters kept.
     """
-    size = characters
-    while True:
-        whole = size >= len(raw)
-        text = _decoded(raw if whole else raw[:size], offset)
-        if not whole and text and "\ud800" <= text[-1] <= "\udbff":
-            text = text[:-1]  # half a surrogate pair (``\ud83d`` of ``\ud83d\ude00``) at the cut
-        if len(text) >= characters:
-            return text[:characters]
-        if whole:
+    pieces: list[str] = []
+    have = 0
+    at = 0
+    while have < characters:
+        if at >= len(raw):
             return None
-        size = min(size * 2, len(raw))
+        text, used = _decoded(raw[at : at + slice_bytes], at + slice_bytes >= len(raw), offset)
+        pieces.append(text)
+        have += len(text)
+        at += used
+    return "".join(pieces)[:characters]
 
 
-def _decoded(raw: memoryview, offset: int) -> str:
-    """A prefix of a string's raw text decoded, backing off a character cut in the middle."""
+def _decoded(raw: memoryview, last: bool, offset: int) -> tuple[str, int]:
+    """A slice of a string's raw text decoded, and how many of its bytes that took.
+
+    A slice that is not the last is cut back until it ends on a whole
+    character: before an escape or a UTF-8 sequence cut in two, and before a
+    high surrogate whose low half is in the next slice.
+    """
+    quoted = bytearray(len(raw) + 2)
+    quoted[0] = quoted[-1] = 0x22  # the quotes
+    quoted[1:-1] = raw
     for back in range(min(_MOST_BYTES_A_CHARACTER, len(raw)) + 1):
+        if back:
+            del quoted[-2]  # the slice one byte shorter, the closing quote kept
         try:
-            return json.loads(b'"' + bytes(raw[: len(raw) - back]) + b'"')
+            text = json.loads(quoted)
         except ValueError:  # an escape or a UTF-8 sequence cut in two, or not JSON
             continue
+        if not last and text and "\ud800" <= text[-1] <= "\udbff":
+            continue  # half a surrogate pair (``\ud83d`` of ``\ud83d\ude00``) at the cut
+        if text or last:
+            return text, len(raw) - back
     raise BadString(offset)
 
 
