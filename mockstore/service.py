@@ -20,6 +20,7 @@ from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
 from mockstore.intake import Intake
+from mockstore.json_array import JsonArray, array_of
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket
 from mockstore.memory import OverBudget
 from mockstore.pages import Pager, integer_of
@@ -27,7 +28,7 @@ from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
 from mockstore.state import MockState
-from mockstore.store import PetStore, StoreFull, json_array, pet_json
+from mockstore.store import PetStore, StoreFull, pet_json
 from mockstore.validation import (
     QueryValidator,
     is_json_media_type,
@@ -50,9 +51,12 @@ class Caller:
     ``key`` is None for a caller without a valid key (counted per client
     address on the scenario's anonymous plan); ``decision`` is the limiter's
     verdict and the figures every header of the answer states.
+    ``refused_until`` is that verdict as the journal keeps it: the instant the
+    caller was refused until, 0.0 when it was admitted, -1.0 when the limiter
+    did not decide (``uncounted``).
     """
 
-    __slots__ = ("admitted", "credentials", "decision", "key", "plan")
+    __slots__ = ("admitted", "credentials", "decision", "key", "plan", "refused_until")
 
     def __init__(
         self, credentials: Credentials, key: ApiKey | None, plan: Plan, decision: Decision
@@ -63,6 +67,19 @@ class Caller:
         self.decision = decision
         # A valid key within its allowance: nothing to refuse (``refusal`` says why not).
         self.admitted = key is not None and decision.verdict == "allowed"
+        self.refused_until = decision.retry_at
+
+    @classmethod
+    def uncounted(cls, credentials: Credentials, plan: Plan, decision: Decision) -> Caller:
+        """A caller the limiter only looked at (``peek``): nothing was counted or decided.
+
+        A ban it is under is a refusal all the same; an "allowed" says only that
+        it is not banned, so the journal notes no decision.
+        """
+        caller = cls(credentials, None, plan, decision)
+        if decision.verdict == "allowed":
+            caller.refused_until = -1.0
+        return caller
 
 
 class Bystander(Caller):
@@ -123,7 +140,8 @@ class Call(Protocol):
         """``scheme://host`` the client addressed (for an absolute Link)."""
 
 
-Handler = Callable[["PetStoreService", PetStore, Call], bytes]
+# An operation's body: bytes, or a large listing not yet made (charged first: ``JsonArray``).
+Handler = Callable[["PetStoreService", PetStore, Call], "bytes | JsonArray"]
 
 
 def _error_styles(
@@ -178,7 +196,7 @@ def _clamped(query: bytes) -> bytes:
 def _sunset_rule(operation: schemas.Operation, handler: Handler, sunset: float) -> Handler:
     """A deprecated operation's handler: 410 gone from the sunset on."""
 
-    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes:
+    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes | JsonArray:
         if call.now >= sunset:
             raise service._gone(operation)
         return handler(service, store, call)
@@ -291,7 +309,7 @@ class PetStoreService:
         if not self._anonymous_counted:
             return Bystander(MISSING, None, plan, UNCOUNTED)
         decision = state.limiter.peek(client_bucket(client), plan, now)
-        return Bystander(MISSING, None, plan, decision)
+        return Bystander.uncounted(MISSING, plan, decision)
 
     @staticmethod
     def counted(caller: Caller) -> bool:
@@ -384,17 +402,18 @@ class PetStoreService:
 
     # -- the operations -------------------------------------------------------
 
-    def list_pets(self, store: PetStore, call: Call) -> bytes:
+    def list_pets(self, store: PetStore, call: Call) -> bytes | JsonArray:
+        """The listing; a large one not yet made, for the caller to charge first (``JsonArray``)."""
         query = self.list_query(call)
         pager = self.pager
         if pager is None:
-            return store.list_json(query["limit"], query["status"])
+            return store.listing(query["limit"], query["status"])
         limit, status = query["limit"], query["status"]
         page, bodies = store.page(pager.position(call.query, status, limit), limit, status)
         call.answer_headers = pager.headers(
             page, call.query, status, limit, call.link_path(), call.origin()
         )
-        return json_array(bodies)
+        return array_of(bodies)
 
     def list_query(self, call: Call) -> dict[str, Any]:
         """A listing's ``limit`` and ``status``, or the ApiError that refuses its query.

@@ -170,9 +170,9 @@ def make_limiter(
             windows,
             limits.headers.describes,
             limits.headers.refusals,
-            wall=clock.wall,
+            wall=clock.waited,
         )
-    return Limiter(limits, scenario.ban or NO_BAN, wall=clock.wall, account=account)
+    return Limiter(limits, scenario.ban or NO_BAN, wall=clock.waited, account=account)
 
 
 def scenario_keys(scenario: Scenario) -> KeyRing:
@@ -311,6 +311,7 @@ class Runtime:
             clock.wall(),
             self.state.scenario.name,
             self.state.scenario.clock_headers,
+            clock.mode,
         )
         self.journal.begin_run(run)
         if self.outbox is not self.journal:

@@ -48,6 +48,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.service",
         "mockstore.state",
         "mockstore.store",
+        "mockstore.json_array",
         "mockstore.ordering",
         "mockstore.pages",
         "mockstore.intake",
