@@ -30,10 +30,12 @@ from collections.abc import Sequence
 
 from starlette.types import Receive, Scope, Send
 
-from mockstore import sharing, transport
+from mockstore import shaping, sharing, transport
+from mockstore.error_bodies import ErrorFacts
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
+from mockstore.http_semantics import HttpSemantics, Made
 from mockstore.keys import ApiKey, parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
@@ -80,6 +82,16 @@ class Answer:
         return answer
 
     @classmethod
+    def made(cls, made: Made) -> Answer:
+        """An answer the scenario's HTTP semantics made in the API's place (``shaping``)."""
+        if made.error is not None:
+            answer = cls(made.status, made.error.body(), (*made.error.headers, *made.headers))
+            answer.error = made.error
+        else:
+            answer = cls(made.status, b"", tuple(made.headers))
+        return answer
+
+    @classmethod
     def scripted(cls, reply: Reply) -> Answer:
         """A scenario's scripted answer (a fault's ``respond`` or a route)."""
         answer = cls(
@@ -107,7 +119,16 @@ class Compiled:
     its headers.
     """
 
-    __slots__ = ("base", "deprecation_on", "headers", "profile", "scenario", "service", "slots")
+    __slots__ = (
+        "base",
+        "deprecation_on",
+        "headers",
+        "profile",
+        "scenario",
+        "semantics",
+        "service",
+        "slots",
+    )
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
@@ -116,6 +137,8 @@ class Compiled:
         self.headers = ResponseHeaders(scenario)
         # What the scenario's answers carry beyond mockstore's own (None: nothing).
         self.profile = AnswerProfile.of(scenario)
+        # Its HTTP semantics, maintenance windows and latency (None: none of them).
+        self.semantics = HttpSemantics.of(scenario)
         # Which answers to a deprecated operation announce it (behaviour.deprecation_on).
         self.deprecation_on = scenario.behaviour.deprecation_on
         self.slots = dict.fromkeys(rule_header_names(scenario.faults), _RULE_HEADER)
@@ -142,6 +165,7 @@ class Exchange:
         "outcome",
         "params",
         "query",
+        "request",
         "request_body",
         "resolved",
         "rule",
@@ -171,6 +195,8 @@ class Exchange:
         self.shared: sharing.RequestStore | None = None
         self.number: int | None = None
         self.outcome: Outcome | None = None
+        # The request as the scenario's HTTP semantics read it (``shaping``; None without).
+        self.request: shaping.Request | None = None
 
 
 class PetStoreAPI:
@@ -223,11 +249,14 @@ class PetStoreAPI:
             method: str = scope["method"]
             path: str = scope["path"]
             base = ex.compiled.base
+            semantics = compiled.semantics
             # Outside the base path no operation matches, but the caller is still
             # checked first: a caller without a key learns nothing about paths
             # (unless the scenario's provider checks paths first: path_check).
             if path.startswith(base):
                 relative = path[len(base) :]
+                if semantics is not None:
+                    relative = shaping.unslashed(semantics, ex, relative)
                 resolved = ex.resolved = service.router.resolve(method, relative)
             else:
                 relative = path
@@ -236,6 +265,13 @@ class PetStoreAPI:
             if operation is not None:
                 ex.operation = operation.operation_id
                 ex.params = resolved.params
+            if semantics is not None:
+                ex.request = shaping.request_of(semantics, scope, relative)
+                if "gateway" in semantics.stages:
+                    made = shaping.staged(semantics, ex, "gateway")
+                    if made is not None:
+                        await self._gateway(send, ex, made, receive)
+                        return
             client = scope.get("client")
             if self.runtime.shared is None:
                 caller = ex.caller = service.identify(
@@ -261,6 +297,14 @@ class PetStoreAPI:
                 if operation is None and route is None:
                     allow = state.routes.allow(route_methods, resolved.allow, service.serve_head)
                     unrouted = service.no_operation(method, path, allow)
+                if semantics is not None:
+                    if unrouted is not None and semantics.serves_options(method, unrouted):
+                        unrouted = None  # OPTIONS is one of the path's methods
+                    if semantics.stages - {"gateway"}:
+                        made = self._staged(ex, semantics)
+                        if made is not None:
+                            await self._respond(send, ex, Answer.made(made))
+                            return
                 if not caller.admitted:
                     raise service.refusal(caller, unrouted)
                 if route is not None and operation is None:
@@ -395,6 +439,36 @@ class PetStoreAPI:
             exc_info=exc, extra={"method": method, "path": path, "request_id": request_id},
         )  # fmt: skip
 
+    async def _gateway(self, send: Send, ex: Exchange, made: Made, receive: Receive) -> None:
+        """Send an answer the scenario's HTTP semantics made before the rate limiter.
+
+        Nothing is counted and the answer states no rate-limit figures; in a shared
+        state its request number still comes from Redis (``shaping.number``).
+        """
+        client = ex.scope.get("client")
+        ex.caller = ex.compiled.service.bystander(
+            ex.state, client[0] if client else "unknown", ex.now
+        )
+        ex.number = await shaping.number(self.runtime, receive)
+        answer = Answer.made(made)
+        answer.ratelimit = False
+        await self._respond(send, ex, answer)
+
+    @staticmethod
+    def _staged(ex: Exchange, semantics: HttpSemantics) -> Made | None:
+        """An answer made after the limiter counted the caller: at the ``counted`` stage
+        (any caller within its allowance), then at ``authenticated`` (a valid key)."""
+        caller = ex.caller
+        if caller.decision.verdict != "allowed":
+            return None  # the limiter's refusal comes first
+        if "counted" in semantics.stages:
+            made = shaping.staged(semantics, ex, "counted")
+            if made is not None:
+                return made
+        if caller.admitted and "authenticated" in semantics.stages:
+            return shaping.staged(semantics, ex, "authenticated")
+        return None
+
     def _answer(self, ex: Exchange, route: Route | None) -> Answer:
         """What the operation (or the scenario's scripted route for it) answers."""
         state = ex.state
@@ -525,17 +599,26 @@ class PetStoreAPI:
         number = ex.number
         request_id = state.next_request_id() if number is None else state.request_id(number)
         compiled = ex.compiled
+        semantics = compiled.semantics
+        generated = request_id
+        if semantics is not None and ex.request is not None:
+            request_id = semantics.request_id(ex.request.headers, request_id)  # the client's?
         profile = compiled.profile
         if profile is None:
             extra = answer.extra
         else:
-            if answer.error is not None and profile.error_fields:
-                answer.body = profile.error_body(answer.error, request_id.decode(), ex.now)
+            if answer.error is not None and profile.rewrites_errors:
+                answer.body = profile.error_body(answer.error, _error_facts(ex, request_id))
             extra = self._extra(ex, answer)
+        # What the journal keeps of the body: its content, even when it is sent coded.
+        content = answer.body
+        if semantics is not None and ex.request is not None:
+            extra = await shaping.finish(semantics, ex, self.runtime, answer, extra, generated)
         body = answer.body
         scope = ex.scope
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if scope["method"] == "HEAD" else body
+        journaled = sent if content is body or not sent else content
         caller = ex.caller
         decision = caller.decision
         extensions = scope.get("extensions")
@@ -557,15 +640,18 @@ class PetStoreAPI:
                 request_id,
             )
             await send({"type": RESPONSE, "status": answer.status, "head": head, "body": sent})
-            self._record(ex, request_id, answer.status, head, sent, "response")
+            self._record(ex, request_id, answer.status, head, journaled, "response")
             return request_id
         headers = self._headers(ex, answer, request_id, len(body), extra)
+        if semantics is not None and answer.status in (204, 304):
+            # No content, so none of its framing (RFC 9110 sections 8.6, 15.3.5, 15.4.5).
+            headers = [h for h in headers if h[0] not in (b"content-length", b"content-type")]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         if len(sent) > WRITE_CHUNK:
             await transport.send_in_pieces(send, sent)
         else:
             await send({"type": "http.response.body", "body": sent})
-        self._record(ex, request_id, answer.status, tuple(headers), sent, "response")
+        self._record(ex, request_id, answer.status, tuple(headers), journaled, "response")
         return request_id
 
     async def _respond_held(
@@ -690,6 +776,22 @@ class PetStoreAPI:
                     "outcome": outcome,
                 },
             )
+
+
+def _error_facts(ex: Exchange, request_id: bytes) -> ErrorFacts:
+    """What a scenario's Error bodies may state of this answer (``error_bodies``)."""
+    scope = ex.scope
+    caller = ex.caller
+    decision = caller.decision
+    return ErrorFacts(
+        request_id.decode("latin-1"),
+        ex.now,
+        scope["method"],
+        scope["path"],
+        caller.credentials.token if caller.credentials.kind == "bearer" else None,
+        decision.retry_at if decision.retry_after else None,
+        decision.limit,
+    )
 
 
 def _origin(scope: Scope) -> str | None:

@@ -45,6 +45,7 @@ OTHER_VALUES: dict[str, Any] = {
     "deprecation_link": None,
     "error_statuses": {"bad_pet_id": 404},
     "error_fields": [{"name": "traceId", "generate": "request_id"}],
+    "error_messages": {"bad_limit": "limit {value} is not an integer from 1 to 100"},
     "www_authenticate": {"missing_key": None},
 }
 
@@ -96,11 +97,13 @@ def test_the_builder_builds_every_setting_of_the_schema(name: str) -> None:
 
 def test_every_other_setting_of_the_schema_is_read_by_the_builder() -> None:
     # The sections outside behaviour (keys, plans, faults, journal, ...) are built by
-    # hand: each property the schema has must be named in build.py.
-    source = ast.parse((ROOT / "mockstore" / "scenario" / "build.py").read_text())
+    # hand: each property the schema has must be named in build.py, or in the module of
+    # its section that build.py calls (scenario/*_section.py: http, maintenance, latency).
+    scenario = ROOT / "mockstore" / "scenario"
     named = {
         node.value
-        for node in ast.walk(source)
+        for path in [scenario / "build.py", *scenario.glob("*_section.py")]
+        for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }
     missing = []
@@ -132,6 +135,8 @@ def _settled_everything() -> Calibration:
             for child in reversed(list(spec["properties"])):
                 child_spec = spec["properties"][child]
                 value = child_spec.get("default", child_spec.get("enum", [400])[0])
+                if child_spec.get("type") == "string" and "default" not in child_spec:
+                    value = f"the {child} message"  # a template (error_messages)
                 if name == "error_statuses":
                     value = 418 + 4  # any status of a refusal
                 result.set(f"behaviour.{name}.{child}", value, f"probe of {name}.{child}")

@@ -1,0 +1,216 @@
+"""How a scenario's HTTP semantics shape an exchange: the web side of ``http_semantics``.
+
+``mockstore.api`` calls in only for a scenario whose ``HttpSemantics`` is not
+None, at the points of its pipeline where each part applies:
+
+1. before routing, a trailing slash the scenario serves as if absent (``unslashed``);
+2. at each stage (``gateway`` before the limiter, ``counted`` after it,
+   ``authenticated`` after the key), an answer made in the API's place
+   (``staged``): a redirect, a CORS preflight, a maintenance refusal, an
+   ``OPTIONS``; a gateway answer in a shared state is numbered in Redis
+   (``number``), so its request id is the one a single process would give;
+3. on the way out (``finish``): a 304, ``Last-Modified``, the advisory, CORS and
+   ``Allow`` headers, the content coding, and the answer's delay, waited on the
+   runtime's timebase without holding the event loop.
+
+The request's headers are read once, only those the semantics need
+(``HttpSemantics.reads``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from starlette.types import Receive
+
+from mockstore import encoding, maintenance, sharing
+from mockstore.errors import ApiError
+from mockstore.headers import http_date
+from mockstore.http_semantics import HttpSemantics, Made, Request, pet_ids
+from mockstore.shared import created, numbering
+from mockstore.shared.backend import Stale, StateUnavailable
+
+Header = tuple[bytes, bytes]
+
+
+class Answering(Protocol):
+    """What ``finish`` reads and changes of the answer on its way out (``api.Answer``)."""
+
+    status: int
+    body: bytes
+    error: Any
+
+
+def request_of(semantics: HttpSemantics, scope: dict[str, Any], relative: str) -> Request:
+    """The request as the semantics read it: only the headers they need."""
+    wanted = semantics.reads
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        if name in wanted and name not in headers:
+            headers[name] = value
+    return Request(
+        scope["method"],
+        scope["path"],
+        relative,
+        scope["query_string"],
+        headers,
+        scope.get("scheme", "http"),
+    )
+
+
+def served(ex: Any, relative: str) -> str:
+    """``Allow`` of a path under the exchange's scenario ("" for a path nothing serves)."""
+    service = ex.compiled.service
+    routes = ex.state.routes
+    documented = service.router.resolve("", relative).allow
+    _, methods = routes.for_path("", relative, service.serve_head)
+    allow = routes.allow(methods, documented, service.serve_head)
+    semantics: HttpSemantics = ex.compiled.semantics
+    return semantics.allow_of(relative, allow) if allow else ""
+
+
+def unslashed(semantics: HttpSemantics, ex: Any, relative: str) -> str:
+    """``relative`` without a trailing slash the scenario serves as if absent."""
+    found = semantics.unslashed(relative, lambda path: served(ex, path))
+    return relative if found is None else found
+
+
+def staged(semantics: HttpSemantics, ex: Any, stage: str) -> Made | None:
+    """The answer made at ``stage`` in place of the API's, if any."""
+    made = semantics.staged(
+        stage,
+        ex.request,
+        ex.now,
+        ex.now - ex.state.clock.start,
+        lambda path: served(ex, path),
+    )
+    if made is not None:
+        ex.rule = made.rule
+        error = made.error
+        if made.retry_after is not None and error is not None:
+            clock = ex.state.clock
+            offset = ex.compiled.headers.offset(clock)
+            value = maintenance.retry_after(
+                made.retry_after,
+                error.retry_at,
+                ex.now,
+                lambda end: http_date(math.ceil(round(end + offset, 6))),
+            )
+            if value is not None:
+                made.headers.append((b"retry-after", value))
+    return made
+
+
+async def number(runtime: Any, receive: Receive) -> int | None:
+    """A gateway answer's request number in a shared state (None in memory).
+
+    ``sharing.Restart`` when the configuration changed (this process reloaded it),
+    ``sharing.Unavailable`` when Redis is out of reach.
+    """
+    shared = runtime.shared
+    if shared is None:
+        return None
+    try:
+        return await numbering.next_number(shared)
+    except Stale:
+        raise sharing.Restart(receive) from None
+    except StateUnavailable as exc:
+        refusal = ApiError(
+            "state_unavailable",
+            f"the mock's shared state cannot be reached ({exc}); nothing was counted or "
+            "stored; retry shortly",
+            headers=((b"retry-after", b"1"),),
+        )
+        raise sharing.Unavailable(refusal) from None
+
+
+def _group(ex: Any) -> str | None:
+    key = ex.caller.key
+    return key.tenant if key is not None and ex.state.stores.per_key else None
+
+
+async def _seconds(semantics: HttpSemantics, ex: Any, runtime: Any, ids: list[int]) -> list[int]:
+    """The creation seconds of the pets ``ids`` of the caller's store."""
+    if runtime.shared is not None:
+        return await created.seconds(
+            runtime.shared, _group(ex), ids, semantics.conditional.pets_modified
+        )
+    store = semantics.creation_seconds(ex.state, _group(ex))
+    return [store.of(pet_id) for pet_id in ids]
+
+
+async def _note(semantics: HttpSemantics, ex: Any, runtime: Any, body: bytes) -> None:
+    """A create's pet was made now: its creation second, for Last-Modified."""
+    ids = pet_ids("createPet", body, {})
+    if not ids:
+        return
+    if runtime.shared is not None:
+        await created.note(runtime.shared, _group(ex), ids[0], ex.now)
+    else:
+        semantics.creation_seconds(ex.state, _group(ex)).note(ids[0], ex.now)
+
+
+def _header(headers: Sequence[Header], name: bytes) -> bytes | None:
+    for header, value in headers:
+        if header == name:
+            return value
+    return None
+
+
+async def finish(
+    semantics: HttpSemantics,
+    ex: Any,
+    runtime: Any,
+    answer: Answering,
+    extra: Sequence[Header],
+    generated: bytes,
+) -> list[Header]:
+    """What the semantics change of an answer on its way out; its headers beyond build's.
+
+    ``answer`` becomes a 304 (no body) or its body coded; ``generated`` is the
+    answer's own request id (the latency draw's, whatever id is answered back).
+    """
+    request: Request = ex.request
+    operation = ex.operation
+    status = answer.status
+    added = list(extra)
+    if semantics.dated and operation == "createPet" and status == 201:
+        await _note(semantics, ex, runtime, answer.body)
+    modified: int | None = None
+    if semantics.wants_dates(operation, status, request.method):
+        ids = pet_ids(operation, answer.body, ex.params)
+        seconds = await _seconds(semantics, ex, runtime, ids)
+        # Written on the headers' clock, and compared there with If-Modified-Since.
+        modified = math.floor(
+            semantics.last_modified(seconds, ex.now) + ex.compiled.headers.offset(ex.state.clock)
+        )
+        added.append((b"last-modified", http_date(modified)))
+    if semantics.not_modified(operation, status, request, _header(added, b"etag"), modified):
+        answer.status = status = 304
+        answer.body = b""
+    advisory = semantics.advisory_header(operation, status, ex.request_body)
+    if advisory is not None:
+        added.append(advisory)
+    added.extend(semantics.cors_headers(request))
+    error = answer.error
+    if error is not None and error.condition == "method_not_allowed":
+        allow = _header(added, b"allow")
+        if allow is not None:
+            rewritten = semantics.allow_of(request.relative, allow.decode("latin-1"))
+            added = [h for h in added if h[0] != b"allow"]
+            added.append((b"allow", rewritten.encode("latin-1")))
+    coding = semantics.coding(request, status, answer.body)
+    if semantics.varies(status, answer.body):
+        added.append((b"vary", b"Accept-Encoding"))
+    if coding is not None:
+        answer.body = encoding.encode(coding, answer.body)
+        added.append((b"content-encoding", coding.encode()))
+    delay = semantics.delay_ms(operation, status, generated)
+    if delay > 0:
+        await runtime.timebase.wait(delay / 1000)
+    return added
+
+
+__all__ = ["Request", "finish", "number", "request_of", "served", "staged", "unslashed"]
