@@ -21,7 +21,7 @@ import copy
 import json
 from typing import Any
 
-from mockstore import schemas
+from mockstore import document_semantics, schemas
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.scenario.model import Behaviour, Scenario
 
@@ -82,6 +82,7 @@ def changes_the_document(scenario: Scenario) -> bool:
         scenario.behaviour != Behaviour()
         or bool(scenario.routes)
         or (scenario.ban is not None and scenario.ban.status != 429)
+        or document_semantics.changes(scenario)
     )
 
 
@@ -115,6 +116,7 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
     for route in scenario.routes:
         if route.operation is None and route.method and route.path:
             _route_path(document, route, scenario)
+    document_semantics.add_semantics(document, scenario)
     return document
 
 

@@ -46,6 +46,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.maintenance",
         "mockstore.memory",
         "mockstore.document",
+        "mockstore.document_semantics",
         "mockstore.profile",
         "mockstore.ratelimit",
         "mockstore.routing",

@@ -48,7 +48,6 @@ class Conditional:
     operations: frozenset[str] = frozenset(_default("conditional", "operations"))
     last_modified: frozenset[str] = frozenset(_default("conditional", "last_modified"))
     pets_modified: float = parse_time(_default("conditional", "pets_modified"))
-    counted: bool = _default("conditional", "counted")
 
 
 @dataclass(frozen=True, slots=True)
