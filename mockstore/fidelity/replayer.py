@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockstore.app import MockstoreApp, create_app
-from mockstore.clock import Clock
+from mockstore.clock import Clock, Timebase, no_wait
 from mockstore.keys import key_alias
 from mockstore.reports.har import Recorded
 from mockstore.scenario import Scenario
@@ -203,7 +203,10 @@ class Replayer:
         # Retry-After (written on the wall clock) comes out as recorded.
         self._wall = first.wall if first else 0.0
         self.clock = Clock(start=start, mode="manual", wall=lambda: self._wall)
-        self.app: MockstoreApp = create_app(scenario, clock=self.clock)
+        # A scenario's latency is not waited: a replay compares answers, as fast as it can.
+        self.app: MockstoreApp = create_app(
+            scenario, clock=self.clock, timebase=Timebase(wait=no_wait)
+        )
         self.scenario = scenario
         self.tokens = tokens
 
