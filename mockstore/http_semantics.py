@@ -28,6 +28,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from mockstore import conditional, encoding
@@ -247,6 +248,26 @@ class HttpSemantics:
             )
             return Made(rejected, answer, error=error, rule="http.cors")
         return Made(cors.settings.preflight_status, answer, rule="http.cors")
+
+    def served(self, service: Any, routes: Any, relative: str) -> str:
+        """``Allow`` of a path under this scenario ("" for a path nothing serves): the
+        document's methods (``service``'s router) and the scripted routes' (``routes``)."""
+        documented = service.router.resolve("", relative).allow
+        _, methods = routes.for_path("", relative, service.serve_head)
+        allow = routes.allow(methods, documented, service.serve_head)
+        return self.allow_of(relative, allow) if allow else ""
+
+    def answers_after_the_limiter(
+        self, request: Request, now: float, elapsed: float, served: Callable[[str], str]
+    ) -> bool:
+        """Whether a stage after the limiter (counted, authenticated) answers the request,
+        should its caller be admitted: a shared state then neither runs the operation
+        nor counts the fault rules in its one script, as in memory neither happens."""
+        return any(
+            self.staged(stage, request, now, elapsed, served) is not None
+            for stage in ("counted", "authenticated")
+            if stage in self.stages
+        )
 
     def serves_options(self, method: str, unrouted: ApiError) -> bool:
         """Whether a 405 for ``method`` is in fact an OPTIONS the scenario serves."""

@@ -62,13 +62,8 @@ def request_of(semantics: HttpSemantics, scope: dict[str, Any], relative: str) -
 
 def served(ex: Any, relative: str) -> str:
     """``Allow`` of a path under the exchange's scenario ("" for a path nothing serves)."""
-    service = ex.compiled.service
-    routes = ex.state.routes
-    documented = service.router.resolve("", relative).allow
-    _, methods = routes.for_path("", relative, service.serve_head)
-    allow = routes.allow(methods, documented, service.serve_head)
     semantics: HttpSemantics = ex.compiled.semantics
-    return semantics.allow_of(relative, allow) if allow else ""
+    return semantics.served(ex.compiled.service, ex.state.routes, relative)
 
 
 def unslashed(semantics: HttpSemantics, ex: Any, relative: str) -> str:
