@@ -47,13 +47,13 @@ def add_semantics(document: dict[str, Any], scenario: Scenario) -> None:
             responses = spec["responses"]
             _conditional(spec, responses, operation, scenario)
             _request_id(spec, scenario)
-            for status, answer in responses.items():
-                _answer_headers(answer, operation, int(status), scenario)
             for window in scenario.maintenance:
                 if window.methods is not None and method.upper() not in window.methods:
                     continue
                 if any(_under(path, prefix) for prefix in window.paths):
                     _maintenance(responses, window)
+            for status, answer in responses.items():
+                _answer_headers(answer, operation, int(status), scenario)
         _options(item, path, methods, scenario)
         if http.trailing_slash.answer == "redirect" and path != "/":
             _redirect(paths, path, methods, scenario)
@@ -184,6 +184,11 @@ def _options(item: dict[str, Any], path: str, methods: list[str], scenario: Scen
         answer["headers"]["Allow"] = {"schema": _STRING}
     if not responses or "options" in item:
         return
+    request_id = scenario.behaviour.request_id.header
+    for status, answer in responses.items():
+        _answer_headers(answer, None, int(status), scenario)
+        if request_id is not None:
+            answer["headers"].setdefault(request_id, {"schema": _STRING})
     item["options"] = {
         "operationId": "options"
         + "".join(part.strip("{}").capitalize() for part in path.split("/") if part),
