@@ -249,29 +249,28 @@ class PetStoreAPI:
             method: str = scope["method"]
             path: str = scope["path"]
             base = ex.compiled.base
-            semantics = compiled.semantics
             # Outside the base path no operation matches, but the caller is still
             # checked first: a caller without a key learns nothing about paths
             # (unless the scenario's provider checks paths first: path_check).
             if path.startswith(base):
                 relative = path[len(base) :]
-                if semantics is not None:
-                    relative = shaping.unslashed(semantics, ex, relative)
                 resolved = ex.resolved = service.router.resolve(method, relative)
             else:
                 relative = path
                 resolved = ex.resolved = _NOWHERE
-            operation = resolved.operation
-            if operation is not None:
-                ex.operation = operation.operation_id
-                ex.params = resolved.params
+            semantics = compiled.semantics
             if semantics is not None:
-                ex.request = shaping.request_of(semantics, scope, relative)
+                # A trailing slash served as absent, and the answers made at the gateway.
+                relative, resolved = shaping.resolved(semantics, ex, relative)
                 if "gateway" in semantics.stages:
                     made = shaping.staged(semantics, ex, "gateway")
                     if made is not None:
                         await self._gateway(send, ex, made, receive)
                         return
+            operation = resolved.operation
+            if operation is not None:
+                ex.operation = operation.operation_id
+                ex.params = resolved.params
             client = scope.get("client")
             if self.runtime.shared is None:
                 caller = ex.caller = service.identify(
@@ -599,26 +598,24 @@ class PetStoreAPI:
         number = ex.number
         request_id = state.next_request_id() if number is None else state.request_id(number)
         compiled = ex.compiled
-        semantics = compiled.semantics
-        generated = request_id
-        if semantics is not None and ex.request is not None:
-            request_id = semantics.request_id(ex.request.headers, request_id)  # the client's?
         profile = compiled.profile
-        if profile is None:
-            extra = answer.extra
+        semantics = compiled.semantics
+        journaled: bytes | None = None  # what the journal keeps of the body, if not what is sent
+        if semantics is None:
+            if profile is None:
+                extra = answer.extra
+            else:
+                if answer.error is not None and profile.rewrites_errors:
+                    answer.body = profile.error_body(answer.error, _error_facts(ex, request_id))
+                extra = self._extra(ex, answer)
         else:
-            if answer.error is not None and profile.rewrites_errors:
-                answer.body = profile.error_body(answer.error, _error_facts(ex, request_id))
-            extra = self._extra(ex, answer)
-        # What the journal keeps of the body: its content, even when it is sent coded.
-        content = answer.body
-        if semantics is not None and ex.request is not None:
-            extra = await shaping.finish(semantics, ex, self.runtime, answer, extra, generated)
+            request_id, extra, journaled = await self._shaped(ex, answer, request_id)
         body = answer.body
         scope = ex.scope
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if scope["method"] == "HEAD" else body
-        journaled = sent if content is body or not sent else content
+        if journaled is None or not sent:
+            journaled = sent
         caller = ex.caller
         decision = caller.decision
         extensions = scope.get("extensions")
@@ -653,6 +650,30 @@ class PetStoreAPI:
             await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, tuple(headers), journaled, "response")
         return request_id
+
+    async def _shaped(
+        self, ex: Exchange, answer: Answer, generated: bytes
+    ) -> tuple[bytes, Sequence[Header], bytes | None]:
+        """``_respond``'s answer shaped by the scenario's HTTP semantics: the request id it
+        carries (the client's own, if echoed), its headers beyond build's, and the content
+        the journal keeps when the body is sent coded (None: the body as sent)."""
+        semantics = ex.compiled.semantics
+        assert semantics is not None
+        request = ex.request
+        request_id = (
+            generated if request is None else semantics.request_id(request.headers, generated)
+        )
+        profile = ex.compiled.profile
+        if profile is None:
+            extra: Sequence[Header] = answer.extra
+        else:
+            if answer.error is not None and profile.rewrites_errors:
+                answer.body = profile.error_body(answer.error, _error_facts(ex, request_id))
+            extra = self._extra(ex, answer)
+        content = answer.body
+        if request is not None:
+            extra = await shaping.finish(semantics, ex, self.runtime, answer, extra, generated)
+        return request_id, extra, None if content is answer.body else content
 
     async def _respond_held(
         self, send: Send, ex: Exchange, answer: Answer, connections: Account

@@ -66,10 +66,15 @@ def served(ex: Any, relative: str) -> str:
     return semantics.served(ex.compiled.service, ex.state.routes, relative)
 
 
-def unslashed(semantics: HttpSemantics, ex: Any, relative: str) -> str:
-    """``relative`` without a trailing slash the scenario serves as if absent."""
+def resolved(semantics: HttpSemantics, ex: Any, relative: str) -> tuple[str, Any]:
+    """The path and its resolution once a trailing slash the scenario serves as absent is
+    taken off; ``ex.request`` is the request as the semantics read it from then on."""
     found = semantics.unslashed(relative, lambda path: served(ex, path))
-    return relative if found is None else found
+    if found is not None and ex.scope["path"].startswith(ex.compiled.base):
+        relative = found
+        ex.resolved = ex.compiled.service.router.resolve(ex.scope["method"], relative)
+    ex.request = request_of(semantics, ex.scope, relative)
+    return relative, ex.resolved
 
 
 def staged(semantics: HttpSemantics, ex: Any, stage: str) -> Made | None:
@@ -208,4 +213,4 @@ async def finish(
     return added
 
 
-__all__ = ["Request", "finish", "number", "request_of", "served", "staged", "unslashed"]
+__all__ = ["Request", "finish", "number", "request_of", "resolved", "served", "staged"]

@@ -332,6 +332,10 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
         return facts.route
     if status == 413:
         return "payload_too_large"
+    if status >= 500 and "retry-after" in s.headers and s.is_error:
+        # A refusal of the service's own state, not of the request: a maintenance window
+        # (scenario ``maintenance``; calibrate's ``learn_maintenance``).
+        return "maintenance"
     if facts.operation == "listOrders":
         return "not_implemented"
     if status == 507 and facts.operation == "createPet":

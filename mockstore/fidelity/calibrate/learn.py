@@ -22,6 +22,10 @@ from typing import Any
 
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
+from mockstore.fidelity.calibrate.learn_errors import computed_field, learn_messages
+from mockstore.fidelity.calibrate.learn_http import HttpLearner
+from mockstore.fidelity.calibrate.learn_latency import learn_latency
+from mockstore.fidelity.calibrate.learn_maintenance import learn_maintenance
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -104,6 +108,11 @@ def learn(
     learner.store(
         pets_before(recording.exchanges, [_operation(item, base) for item in recording.exchanges])
     )
+    # Issue 25's sections, each learned by a module of its own.
+    HttpLearner(seen, result, base, cite).run()
+    learn_maintenance(seen, result, cite)
+    learn_latency(seen, result, cite)
+    learn_messages(seen, result, cite, learner.request_id_names())
     return result
 
 
@@ -568,7 +577,7 @@ class _Learner:
             for name in s.body:
                 if name not in ("code", "message", "status"):
                     names.setdefault(name, []).append(s)
-        ids = self._request_id_names()
+        ids = self.request_id_names()
         for name, members in names.items():
             carried = {s.condition for s in members}
             value = members[0].body[name]
@@ -582,6 +591,10 @@ class _Learner:
                 r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value
             ):
                 item["generate"] = "timestamp"
+            elif (computed := computed_field(name, members, ids)) is not None:
+                # A value of the answer's own (the wait, the offending value, every invalid
+                # field): computed per answer, never one answer's constant.
+                item = computed
             else:
                 by_condition: dict[str, set[str]] = {}
                 for s in members:
@@ -610,10 +623,13 @@ class _Learner:
 
     # -- headers -------------------------------------------------------------
 
-    def _request_id_names(self) -> list[str]:
+    def request_id_names(self) -> list[str]:
         values: dict[str, set[str]] = {}
         for s in self.seen:
+            sent = {name.lower(): value for name, value in s.item.headers}
             for name, value in s.item.response_headers:
+                if sent.get(name.lower()) == value:
+                    continue  # the client's own id answered back: any text a client sends
                 values.setdefault(name.lower(), set()).add(value)
         return [
             name
@@ -639,7 +655,7 @@ class _Learner:
                 result.cannot(
                     "the Content-Type is not application/json: " + cite(example, "Content-Type")
                 )
-        ids = self._request_id_names()
+        ids = self.request_id_names()
         if ids:
             name = ids[0]
             shown = next(
