@@ -62,8 +62,6 @@ NOT_EXPRESSIBLE: dict[str, str] = {
     "lenient-request": "The provider accepts a request that the spec's rules refuse (an "
     "integral 7.0 as an integer, a body without Content-Type read as JSON, a repeated "
     "parameter), or refuses one they accept.",
-    "conditional-request": "The provider answers a conditional request (If-None-Match) with "
-    "304; mockstore serves ETags but answers every read in full.",
     "store": "The answer depends on pets the recording does not show existed (a pet fetched "
     "but never listed, an id the provider assigned at random): the store cannot be "
     "reconstructed from the recording alone.",
@@ -130,6 +128,10 @@ def _named(path: str) -> str:
     if not _in_schema(path):
         raise LookupError(f"drift names {path!r}, which the scenario schema does not have")
     return path
+
+
+# For the modules that name settings of their own sections (``attribution_http``).
+named = _named
 
 
 def _each(section: str) -> dict[str, str]:
@@ -282,6 +284,10 @@ class Exchange:
     # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
     # a real provider, whose service time is the wall's).
     header_offset: float = 0.0
+    # The recorded exchange itself (its request's headers, its answer's), for the
+    # settings of HTTP semantics (``attribution_http``); and the mock's Error code.
+    seen: Any = None
+    mock_code: str | None = None
 
     @property
     def operation(self) -> str | None:
