@@ -99,9 +99,57 @@ def client_session(
         send("HEAD", f"/pets/{pet_id}", headers=auth)
         send("GET", "/store/orders", headers=auth)
         send("GET", "/pets?limit=1", headers=auth)
+        _http_semantics(send, auth, pet_id, anonymous)
         if tight is not None:
             _until_banned(send, {"Authorization": f"Bearer {tight}"}, send_on)
     return Session(seen)
+
+
+APP = "https://app.example.com"
+# The names a provider may carry a request id under: a client's own id goes under each.
+ID_HEADERS = (
+    "X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Trace-Id", "X-Amzn-RequestId",
+)  # fmt: skip
+# Ids of every kind a client sends, so which ones a provider answers back tells its rule.
+CLIENT_IDS = (
+    "0f8fad5b-d9cb-469f-a165-70867728950e",
+    "9f86d081884c7d659a2feaa0c55ad015",
+    "client-test-0001",
+    "test.case_1.attempt",
+    "a:b",
+    "id@{weird}/x",
+)
+
+
+def _http_semantics(
+    send: Callable[..., httpx.Response], auth: dict[str, str], pet_id: int, anonymous: bool
+) -> None:
+    """What a client meets of a provider's HTTP semantics (issue 25): conditional reads,
+    content coding, CORS, OPTIONS, a trailing slash, its own request ids answered back."""
+    fetched = send("GET", f"/pets/{pet_id}", headers=auth)
+    send("GET", f"/pets/{pet_id}", headers={**auth, "If-None-Match": "*"})
+    send("GET", "/pets?limit=3", headers={**auth, "If-None-Match": "*"})
+    since = fetched.headers.get("last-modified") or fetched.headers.get("date")
+    if since:
+        send("GET", f"/pets/{pet_id}", headers={**auth, "If-Modified-Since": since})
+    send("GET", "/pets?limit=30", headers={**auth, "Accept-Encoding": "gzip, deflate"})
+    send("GET", "/pets?limit=1", headers={**auth, "Accept-Encoding": "identity"})
+    preflight = {"Origin": APP, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization, content-type"}  # fmt: skip
+    if anonymous:
+        send("OPTIONS", "/pets", headers=preflight)
+    send("OPTIONS", "/pets", headers={**auth, **preflight})
+    send("OPTIONS", "/pets", headers={
+        **auth, "Origin": "https://evil.example", "Access-Control-Request-Method": "DELETE"
+    })  # fmt: skip
+    send("GET", "/pets?limit=1", headers={**auth, "Origin": APP})
+    send("OPTIONS", "/pets", headers=auth)
+    if anonymous:
+        send("OPTIONS", "/pets")
+        send("GET", "/pets/")
+    send("GET", "/pets/?limit=1", headers=auth)
+    for client_id in CLIENT_IDS:
+        send("GET", "/pets?limit=1", headers={**auth, **dict.fromkeys(ID_HEADERS, client_id)})
 
 
 def _until_banned(send: Callable[..., httpx.Response], auth: dict[str, str], send_on: int) -> None:

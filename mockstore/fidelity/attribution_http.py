@@ -104,7 +104,11 @@ def status(ex: Exchange, ctx: Context) -> Cause | None:
                 if tag is not None:
                     return setting(ETAG[operation], "weak" if tag.startswith("W/") else "strong")
                 return setting(LAST_MODIFIED, sorted({*http.conditional.last_modified, operation}))
+            if operation in chosen:
+                return cannot("representation")  # conditional already: its ETag differs
             chosen.add(operation)
+        elif operation not in chosen:
+            return cannot("representation")
         else:
             chosen.discard(operation)
         return setting(CONDITIONAL, [op for op in _READS if op in chosen])
