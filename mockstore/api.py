@@ -537,7 +537,9 @@ class PetStoreAPI:
             return True
         # Only for authenticated callers (a 401 must not reveal paths), unless the
         # scenario's provider says every answer; or their successes only.
-        return ex.caller.key is not None and (on == "authenticated" or 200 <= answer.status < 300)
+        # A 304 stands for the 200 it saves (RFC 9110 section 15.4.5): a success too.
+        success = 200 <= answer.status < 300 or answer.status == 304
+        return ex.caller.key is not None and (on == "authenticated" or success)
 
     @staticmethod
     def _extra(ex: Exchange, answer: Answer) -> Sequence[Header]:
@@ -640,9 +642,15 @@ class PetStoreAPI:
             self._record(ex, request_id, answer.status, head, journaled, "response")
             return request_id
         headers = self._headers(ex, answer, request_id, len(body), extra)
-        if semantics is not None and answer.status in (204, 304):
-            # No content, so none of its framing (RFC 9110 sections 8.6, 15.3.5, 15.4.5).
-            headers = [h for h in headers if h[0] not in (b"content-length", b"content-type")]
+        if semantics is not None and (
+            answer.status in (204, 304) or (300 <= answer.status < 400 and not body)
+        ):
+            # No content, so none of its framing (RFC 9110 sections 8.6, 15.3.5, 15.4.5);
+            # a redirect without content keeps its length (0) but has no type.
+            framing = (b"content-type",)
+            if answer.status in (204, 304):
+                framing = (b"content-type", b"content-length")
+            headers = [h for h in headers if h[0] not in framing]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         if len(sent) > WRITE_CHUNK:
             await transport.send_in_pieces(send, sent)

@@ -65,6 +65,9 @@ def not_modified(
     tag matches); else If-Modified-Since, against Last-Modified.
     """
     if if_none_match is not None:
+        # "*" names any current representation, whatever its validators (section 13.1.2).
+        if if_none_match.strip() == b"*":
+            return True
         return etag is not None and none_match(if_none_match, etag)
     if if_modified_since is not None and last_modified is not None:
         return modified_since(if_modified_since, last_modified) is False

@@ -28,6 +28,7 @@ from mockstore.schemas import operations
 CONDITIONAL = named("http.conditional.operations")
 LAST_MODIFIED = named("http.conditional.last_modified")
 CORS = named("http.cors")
+REJECTED = named("http.cors.rejected_status")
 OPTIONS = named("http.options")
 ALLOW = named("http.allow")
 TRAILING_SLASH = named("http.trailing_slash")
@@ -41,6 +42,7 @@ SETTINGS: tuple[str, ...] = (
     CONDITIONAL,
     LAST_MODIFIED,
     CORS,
+    REJECTED,
     OPTIONS,
     ALLOW,
     TRAILING_SLASH,
@@ -113,8 +115,14 @@ def status(ex: Exchange, ctx: Context) -> Cause | None:
             chosen.discard(operation)
         return setting(CONDITIONAL, [op for op in _READS if op in chosen])
     if _preflight(ex):
+        if ex.recorded_condition == "cors_rejected":
+            return setting(REJECTED, was)
+        if ex.mock_code == "cors_rejected" and http.cors is not None:
+            return setting(REJECTED, None)
         if 200 <= was < 300 or (_recorded(ex, "access-control-allow-origin") is not None):
             return setting(CORS, _cors(ex))
+        if http.cors is not None and ex.recorded_condition in ("missing_key", "unknown_key"):
+            return setting(named("http.cors.stage"), "authenticated")
         if http.cors is not None:
             return setting(CORS, None)
     if ex.method == "OPTIONS" and not _preflight(ex):

@@ -328,14 +328,21 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
         return None
     if status == 401:
         return AUTH_CONDITIONS[facts.auth] if not s.keyed else "unknown_key"
-    if facts.route is not None:
-        return facts.route
-    if status == 413:
-        return "payload_too_large"
+    if (
+        s.item.method == "OPTIONS"
+        and status in (400, 403)
+        and s.is_error
+        and any(name.lower() == "access-control-request-method" for name, _ in s.item.headers)
+    ):
+        return "cors_rejected"  # a preflight refused (http.cors.rejected_status)
     if status >= 500 and "retry-after" in s.headers and s.is_error:
         # A refusal of the service's own state, not of the request: a maintenance window
         # (scenario ``maintenance``; calibrate's ``learn_maintenance``).
         return "maintenance"
+    if facts.route is not None:
+        return facts.route
+    if status == 413:
+        return "payload_too_large"
     if facts.operation == "listOrders":
         return "not_implemented"
     if status == 507 and facts.operation == "createPet":

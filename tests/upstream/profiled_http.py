@@ -162,7 +162,8 @@ class Front:
 
     def __init__(self, choices: HttpChoices, started: float, seed: int = 0) -> None:
         self.choices = choices
-        self.started = started
+        # Maintenance is scheduled on whole seconds.
+        self.started = math.floor(started)
         self._random = random.Random(seed)
         # The second each created pet was created in.
         self.created: dict[int, int] = {}
@@ -381,10 +382,10 @@ def _not_modified(
     tag = next((value for name, value in out if name.lower() == "etag"), None)
     match = headers.get("if-none-match")
     if match is not None:
-        if tag is None:
-            return False
         if match.strip() == "*":
             return True
+        if tag is None:
+            return False
         wanted = tag.removeprefix("W/")
         return any(t.strip().removeprefix("W/") == wanted for t in match.split(","))
     since = headers.get("if-modified-since")

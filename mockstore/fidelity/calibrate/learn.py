@@ -103,15 +103,19 @@ def learn(
         s.label = label
     target = str(recording.meta.get("upstream") or recording.source)
     result = Calibration(target)
-    learner = _Learner(seen, result, base, names or {})
+    # Issue 25's sections, each learned by a module of its own (the headers they manage
+    # are theirs, not constant headers'); what calibrate's own probes leave open is not
+    # noted twice.
+    http = HttpLearner(seen, result, base, cite, notes=not trusted)
+    learner = _Learner(seen, result, base, names or {}, handled=http.handled_headers())
     learner.run()
     learner.store(
         pets_before(recording.exchanges, [_operation(item, base) for item in recording.exchanges])
     )
-    # Issue 25's sections, each learned by a module of its own.
-    HttpLearner(seen, result, base, cite).run()
+    http.run()
     learn_maintenance(seen, result, cite)
-    learn_latency(seen, result, cite)
+    if not trusted:
+        learn_latency(seen, result, cite)
     learn_messages(seen, result, cite, learner.request_id_names())
     return result
 
@@ -124,12 +128,18 @@ def _operation(item: Any, base: str) -> str | None:
 
 class _Learner:
     def __init__(
-        self, seen: list[Seen], result: Calibration, base: str, names: dict[str, str]
+        self,
+        seen: list[Seen],
+        result: Calibration,
+        base: str,
+        names: dict[str, str],
+        handled: frozenset[str] = frozenset(),
     ) -> None:
         self.seen = seen
         self.result = result
         self.base = base
         self.names = names
+        self.handled = handled  # response headers another learner settles (learn_http)
         self._day_learned = False  # some bucket's day allowance was shown
         self._described_example: Seen | None = None
 
@@ -674,7 +684,13 @@ class _Learner:
                 None,
                 cite(self.seen[0], code=False, note="no header carries a request id"),
             )
-        skip = set(ids) | attribution.MANAGED | TRANSPORT_HEADERS | INFRASTRUCTURE_HEADERS
+        skip = (
+            set(ids)
+            | attribution.MANAGED
+            | TRANSPORT_HEADERS
+            | INFRASTRUCTURE_HEADERS
+            | self.handled
+        )
         names = {name for s in self.seen for name in s.headers} - skip
         for name in sorted(names):
             if is_infrastructure(name):
@@ -727,7 +743,7 @@ class _Learner:
             return
         if not carrying:
             success = [s for s in answers if 200 <= s.status < 300]
-            refusals = [s for s in answers if s.keyed and not 200 <= s.status < 300]
+            refusals = [s for s in answers if s.keyed and s.status >= 400]
             if success:
                 note = "no Deprecation, Sunset or Link on a getPet answer"
                 result.set(
@@ -794,7 +810,7 @@ class _Learner:
             result.set("behaviour.deprecation_link", link, cite(first, "Link", code=False))
         # Which answers announce it.
         unauthenticated = [s for s in carrying if not s.keyed]
-        refused = [s for s in answers if s.keyed and not 200 <= s.status < 300]
+        refused = [s for s in answers if s.keyed and s.status >= 400]
         if unauthenticated:
             result.set(
                 "behaviour.deprecation_on",

@@ -79,12 +79,30 @@ def _stage(answered: list[Seen], refused_without_key: list[Seen]) -> tuple[str, 
 class HttpLearner:
     """Settles the ``http`` section (and the request-id echo) from a recording's exchanges."""
 
-    def __init__(self, seen: list[Seen], result: Calibration, base: str, cite: Cite) -> None:
+    def __init__(
+        self, seen: list[Seen], result: Calibration, base: str, cite: Cite, notes: bool = True
+    ) -> None:
         self.seen = seen
         self.result = result
         self.base = base
         self.cite = cite
+        self.notes = notes  # list what stays open (not for calibrate's own probes)
         self.explained: set[int] = set()  # exchanges it explains that calibrate said it did not
+
+    def handled_headers(self) -> frozenset[str]:
+        """The response headers this learner settles (no constant header stands for them):
+        ``Last-Modified``, the ``Access-Control-*`` ones, and the advisory header."""
+        names = {"last-modified"}
+        for s in self.seen:
+            names.update(name for name in s.headers if name.startswith("access-control-"))
+        advisory = self._advisory_header()
+        if advisory is not None:
+            names.add(advisory[0].lower())
+        return frozenset(names)
+
+    def _open(self, text: str) -> None:
+        if self.notes:
+            self.result.open(text)
 
     def run(self) -> None:
         self.conditional()
@@ -139,7 +157,7 @@ class HttpLearner:
         elif plain:
             result.confirm("http.conditional.operations")
         elif any(s.facts.operation in _READS for s in self.seen):
-            result.open(
+            self._open(
                 "http.conditional: no read of the recording sends If-None-Match or "
                 "If-Modified-Since (every read answered in full is kept)"
             )
@@ -211,7 +229,13 @@ class HttpLearner:
 
     def compression(self) -> None:
         result, cite = self.result, self.cite
-        coded = [s for s in self.seen if s.headers.get("content-encoding")]
+        coded = [
+            s
+            for s in self.seen
+            if s.headers.get("content-encoding")
+            and s.item.method != "HEAD"
+            and s.item.response_body
+        ]
         codings: Counter[str] = Counter()
         for s in coded:
             coding = s.headers["content-encoding"].strip().lower()
@@ -290,7 +314,7 @@ class HttpLearner:
         ]
         if not preflights:
             if self.seen:
-                result.open("http.cors: the recording has no CORS preflight (no CORS kept)")
+                self._open("http.cors: the recording has no CORS preflight (no CORS kept)")
             return
         allowed = [s for s in preflights if "access-control-allow-origin" in s.headers]
         refused = [s for s in preflights if s not in allowed]
@@ -338,8 +362,8 @@ class HttpLearner:
         value["max_age"] = int(age) if age.isdigit() else None
         value["credentials"] = credentials
         value["preflight_status"] = shown.status
-        loud = [s for s in refused if s.status >= 400 and s.is_error]
-        if loud and loud[0].status in (400, 403):
+        loud = [s for s in refused if s.condition == "cors_rejected"]
+        if loud:
             value["rejected_status"] = loud[0].status
             self.explained.update(s.index for s in loud)
         exposed = next(
@@ -440,33 +464,45 @@ class HttpLearner:
 
     # -- advisory headers and the request-id echo ----------------------------------
 
-    def advisory(self) -> None:
-        result, cite = self.result, self.cite
-        creates = [
+    def _creates_with_unknown_fields(self) -> list[Seen]:
+        return [
             s
             for s in self.seen
             if s.facts.operation == "createPet" and 200 <= s.status < 300 and s.facts.unknown_fields
         ]
+
+    def _advisory_header(self) -> tuple[str, str] | None:
+        """(name, value template) of the header a create with unknown fields gets, if any."""
+        creates = self._creates_with_unknown_fields()
         if not creates:
-            return
+            return None
         shown = creates[0]
         fields = ", ".join(shown.facts.unknown_fields)
         for name, value in shown.item.response_headers:
             if fields and fields in value:
                 template = value.replace(fields, "{fields}")
-                consistent = all(
+                if all(
                     dict((n.lower(), v) for n, v in s.item.response_headers).get(name.lower())
                     == template.replace("{fields}", ", ".join(s.facts.unknown_fields))
                     for s in creates
-                )
-                if consistent:
-                    result.set(
-                        "http.advisory.unknown_fields",
-                        {"header": name, "value": template},
-                        cite(shown, name, code=False),
-                    )
-                    return
-        result.confirm("http.advisory.unknown_fields")
+                ):
+                    return name, template
+        return None
+
+    def advisory(self) -> None:
+        creates = self._creates_with_unknown_fields()
+        if not creates:
+            return
+        found = self._advisory_header()
+        if found is None:
+            self.result.confirm("http.advisory.unknown_fields")
+            return
+        name, template = found
+        self.result.set(
+            "http.advisory.unknown_fields",
+            {"header": name, "value": template},
+            self.cite(creates[0], name, code=False),
+        )
 
     def echo(self) -> None:
         """``behaviour.request_id.echo``: which ids a client sent came back."""
@@ -483,7 +519,7 @@ class HttpLearner:
                 continue
             (back if answered == sent else refused).append((sent, s))
         if not back and not refused:
-            result.open(f"behaviour.request_id.echo: no request of the recording sends {name}")
+            self._open(f"behaviour.request_id.echo: no request of the recording sends {name}")
             return
         if not back:
             result.set(
