@@ -21,6 +21,7 @@ What no template or computed value reproduces is listed as not expressible.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,7 @@ from mockstore.errors import CONDITIONS, ApiError, FieldProblem
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.conditions import json_of
 from mockstore.fidelity.evidence import Seen
+from mockstore.fidelity.formats import http_date
 from mockstore.fidelity.replayer import bearer
 from mockstore.schemas import operations
 from mockstore.templates import fill
@@ -92,11 +94,25 @@ def subject(s: Seen) -> ApiError | None:
 
 
 def _wait(s: Seen) -> tuple[int, int] | None:
-    """The wait a refusal states, whole seconds (Retry-After), and the range of milliseconds."""
+    """The wait a refusal states in whole seconds (its Retry-After, in seconds or as an
+    HTTP-date from the answer's instant), and the most milliseconds that rounds up to."""
     value = s.headers.get("retry-after", "").strip()
-    if not value.isdigit():
+    if value.isdigit():
+        return int(value), int(value) * 1000
+    stated = http_date(value)
+    if stated is None:
         return None
-    return int(value), int(value) * 1000
+    seconds = max(0, math.ceil(round(stated - s.header_offset - s.item.time, 6)))
+    return seconds, seconds * 1000
+
+
+def _near(given: int, wait: tuple[int, int], millis: bool) -> bool:
+    """Whether ``given`` is the wait of ``wait`` (in ms or s), to the second it is stated to
+    (an HTTP-date's second, and the instant the answer was recorded at, may each round)."""
+    seconds, most = wait
+    if millis:
+        return most - 2000 < given <= most + 1000
+    return abs(given - seconds) <= 1
 
 
 def facts_of(s: Seen, request_id: str | None) -> dict[str, str]:
@@ -127,7 +143,7 @@ def _ms_in(message: str, s: Seen) -> str | None:
     if wait is None:
         return None
     for number in re.findall(r"\b\d{3,}\b", message):
-        if wait[1] - 1000 < int(number) <= wait[1]:
+        if _near(int(number), wait, millis=True):
             return number
     return None
 
@@ -136,7 +152,13 @@ def template_of(message: str, values: dict[str, str]) -> str:
     """``message`` with each value (a whole token, longest first) replaced by its placeholder."""
     text = message.replace("{", "{{").replace("}", "}}")
     chosen = sorted(
-        ((name, value) for name, value in values.items() if len(value) >= _SHORTEST),
+        (
+            (name, value)
+            for name, value in values.items()
+            # What the request got wrong may be one character (limit=0); anything else that
+            # short (a status digit) would be found in words that are not it.
+            if len(value) >= (1 if name in ("value", "parameter") else _SHORTEST)
+        ),
         key=lambda pair: -len(pair[1]),
     )
     for name, value in chosen:
@@ -202,12 +224,11 @@ def computed_field(name: str, members: list[Seen], request_ids: list[str]) -> di
     refused = [subject(s) for s in members]
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         waits = [_wait(s) for s in members]
-        if all(w is not None for w in waits):
-            if all(v == w[0] for v, w in zip(values, waits, strict=True) if w is not None):
+        if all(w is not None for w in waits) and any(v > 1 for v in values):
+            pairs = [(v, w) for v, w in zip(values, waits, strict=True) if w is not None]
+            if all(_near(v, w, millis=False) for v, w in pairs) and max(values) < 10**5:
                 return {"name": name, "generate": "retry_after_s"}
-            if all(
-                w[1] - 1000 < v <= w[1] for v, w in zip(values, waits, strict=True) if w is not None
-            ):
+            if all(_near(v, w, millis=True) for v, w in pairs):
                 return {"name": name, "generate": "retry_after_ms"}
     if all(r is not None for r in refused):
         if all(r is not None and v == r.value for v, r in zip(values, refused, strict=True)):
