@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mockstore.fidelity import attribution
+from mockstore.fidelity import attribution, attribution_http
 from mockstore.fidelity.calibrate.options import Options
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.calibrate.writer import render_scenario
@@ -162,7 +162,14 @@ def test_the_calibrate_writer_writes_settings_in_the_schemas_order() -> None:
 def test_calibrate_sets_only_settings_the_schema_has() -> None:
     # Every setting the learner and the probes name, by its path in the schema.
     named = set()
-    for module in ("learn", "probes"):
+    for module in (
+        "learn",
+        "probes",
+        "learn_http",
+        "learn_maintenance",
+        "learn_latency",
+        "learn_errors",
+    ):
         source = (ROOT / "mockstore" / "fidelity" / "calibrate" / f"{module}.py").read_text()
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -193,7 +200,7 @@ def _in_schema(path: str) -> bool:
 
 def test_every_setting_drift_can_name_is_in_the_schema() -> None:
     assert attribution.SETTINGS
-    for path in attribution.SETTINGS:
+    for path in (*attribution.SETTINGS, *attribution_http.SETTINGS):
         assert _in_schema(path), f"drift names {path!r}: not in the schema"
     assert {f"behaviour.error_codes.{c}" for c in CONDITIONS} <= set(attribution.SETTINGS)
 
