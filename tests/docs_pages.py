@@ -47,11 +47,18 @@ def included() -> dict[str, list[str]]:
 
 
 def example_files() -> list[str]:
-    """Every file of examples/, as a snippet line names it."""
+    """Every file of examples/, as a snippet line names it.
+
+    Not what a recipe's tools make or keep (its .gitignore: installed packages, generated
+    types, builds, reports), nor its lock file (npm writes it; a page shows package.json).
+    """
+    made = {"__pycache__", "node_modules", "dist", "generated", "reports"}
     return sorted(
         path.relative_to(ROOT).as_posix()
         for path in EXAMPLES.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts
+        if path.is_file()
+        and not made & set(path.relative_to(EXAMPLES).parts)
+        and path.name not in (".gitignore", "package-lock.json")
     )
 
 

@@ -156,6 +156,9 @@ def test_every_include_line_is_one_the_docs_build_reads() -> None:
         "docker-compose.yml",
         "testcontainers_conftest.py",
         "nightly-drift.yml",
+        "github-actions-other-languages.yml",
+        "typescript/src/control.test.ts",
+        "go/mockstore_test.go",
     ],
 )
 def test_the_ci_recipes_are_included_from_the_tested_files_not_pasted(name: str) -> None:

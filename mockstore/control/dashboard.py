@@ -29,7 +29,17 @@ from starlette.responses import RedirectResponse, Response
 
 from mockstore.control.events import JournalStream, StreamSlots
 from mockstore.control.http import PiecewiseResponse, error_response, int_param, json_response
-from mockstore.control.journal import charged, report_builder, tenant_journal
+from mockstore.control.journal import TENANTS_PARAM, charged, report_builder, tenant_journal
+from mockstore.control.journal_bodies import ENTRY, JOURNAL_TENANT, RUN_PARAM, SINCE
+from mockstore.control.operations import (
+    STRING,
+    Answer,
+    Operation,
+    array,
+    described,
+    doc,
+    obj,
+)
 from mockstore.reports.html import render_html
 from mockstore.scenario import bundled_names
 from mockstore.scenario.loader import parse_yaml
@@ -60,6 +70,16 @@ SECURITY_HEADERS = {
     "referrer-policy": "no-referrer",
     "cache-control": "no-cache",
 }
+
+
+HTML = "text/html; charset=utf-8"
+EVENT_STREAM = "text/event-stream; charset=utf-8"
+TEXT: dict[str, object] = {"type": "string"}
+TO_PAGE = {307: Answer("To the page", headers={"Location": CONTROL_PREFIX + "/ui"})}
+BUNDLED = obj({"name": STRING, "description": STRING})
+SOURCE = obj(
+    {"name": STRING, "file": STRING, "source": doc(STRING, "Its YAML")},
+)
 
 
 def is_public_path(path: str) -> bool:
@@ -115,31 +135,86 @@ class DashboardEndpoints:
         self.files = ui_files()
         self.slots = StreamSlots()
 
-    async def to_page(self, request: Request) -> Response:
+    @described(Operation("dashboardRoot", "To the dashboard", "dashboard", TO_PAGE))
+    async def root(self, request: Request) -> Response:
+        return self._to_page()
+
+    @described(Operation("dashboardFolder", "To the dashboard", "dashboard", TO_PAGE))
+    async def ui_folder(self, request: Request) -> Response:
+        return self._to_page()
+
+    def _to_page(self) -> Response:
         return RedirectResponse(CONTROL_PREFIX + "/ui", status_code=307)
 
+    @described(
+        Operation(
+            "dashboardPage",
+            "The dashboard's page (no token needed: it asks for it)",
+            "dashboard",
+            {200: Answer("The page", TEXT, HTML)},
+        )
+    )
     async def page(self, request: Request) -> Response:
-        return self._file(PAGE)
+        return self._serve(PAGE, self.files[PAGE])  # ui_files() makes sure it is there
 
+    @described(
+        Operation(
+            "dashboardFile",
+            "One of the page's files (scripts, styles)",
+            "dashboard",
+            {
+                200: Answer("The file", TEXT, tuple(sorted(set(CONTENT_TYPES.values())))),
+            },
+            errors={404: ("not_found",)},
+        )
+    )
     async def asset(self, request: Request) -> Response:
-        return self._file(request.path_params["name"])
-
-    def _file(self, name: str) -> Response:
+        name = request.path_params["name"]
         found = self.files.get(name)
         if found is None:
             return error_response("not_found", f"the dashboard has no file {name!r}", 404)
+        return self._serve(name, found)
+
+    def _serve(self, name: str, found: tuple[bytes, str]) -> Response:
         body, content_type = found
         headers = dict(SECURITY_HEADERS)
         if name == PAGE:
             headers["content-security-policy"] = PAGE_POLICY
         return Response(body, media_type=content_type, headers=headers)
 
+    @described(
+        Operation(
+            "dashboardEvents",
+            "The journal as server-sent events, as requests arrive",
+            "dashboard",
+            {200: Answer("A stream that lasts while the client listens", TEXT, EVENT_STREAM)},
+            errors={400: ("invalid_request",), 503: ("too_many_streams",)},
+            params=(SINCE,),
+        )
+    )
     async def events(self, request: Request) -> Response:
         return JournalStream(self.runtime.journal, self.slots, int_param(request, "since"))
 
+    @described(
+        Operation(
+            "listBundledScenarios",
+            "The bundled scenarios",
+            "dashboard",
+            {200: Answer("Each one's name and description", array(BUNDLED))},
+        )
+    )
     async def list_scenarios(self, request: Request) -> Response:
         return json_response(await run_in_threadpool(bundled_scenarios))
 
+    @described(
+        Operation(
+            "getBundledScenario",
+            "A bundled scenario's YAML",
+            "dashboard",
+            {200: Answer("Its source", SOURCE)},
+            errors={404: ("unknown_scenario",)},
+        )
+    )
     async def scenario_source(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in bundled_names():
@@ -150,6 +225,16 @@ class DashboardEndpoints:
         text, file = bundled_source(name)
         return json_response({"name": name, "file": file, "source": text})
 
+    @described(
+        Operation(
+            "getRequest",
+            "One journal entry, by its sequence number",
+            "dashboard",
+            {200: Answer("The entry", ENTRY)},
+            errors={404: ("not_found",)},
+            params=(JOURNAL_TENANT,),
+        )
+    )
     async def one_request(self, request: Request) -> Response:
         seq = request.path_params["seq"]
         tenant = request.query_params.get("tenant")
@@ -161,6 +246,16 @@ class DashboardEndpoints:
         where = f"tenant {tenant}'s journal" if tenant else "the journal"
         return error_response("not_found", f"request #{seq} is not in {where}", 404)
 
+    @described(
+        Operation(
+            "getHtmlReport",
+            "The report as a page, as mockstore report --format html writes it",
+            "dashboard",
+            {200: Answer("The page", TEXT, HTML)},
+            errors={400: ("invalid_request",), 507: ("memory_budget",)},
+            params=(RUN_PARAM, TENANTS_PARAM),
+        )
+    )
     async def html_report(self, request: Request) -> Response:
         size, build = report_builder(request, self.runtime, self.tenants, None, True, render_html)
         headers = {**SECURITY_HEADERS, "content-security-policy": REPORT_POLICY}

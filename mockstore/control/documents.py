@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
 from mockstore import schemas
 from mockstore.control.http import JSON, json_response
+from mockstore.control.openapi import control_document_json
+from mockstore.control.operations import STRING, Answer, Operation, described, obj
 from mockstore.document import changes_the_document, openapi_json_for
 from mockstore.scenario import Scenario, scenario_schema
 from mockstore.state import Runtime
@@ -43,12 +46,30 @@ def openapi_json(url: str) -> bytes:
     return json.dumps({**schemas.openapi_document(), "servers": servers}, indent=2).encode()
 
 
+OPENAPI = obj(
+    {"openapi": STRING, "info": {"type": "object"}, "paths": {"type": "object"}},
+    description="An OpenAPI 3.1 document",
+) | {"additionalProperties": True}
+
+
 class DocumentEndpoints:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         # The running scenario's own document, for the last (scenario, url) asked.
         self._served: tuple[Scenario, str, bytes] | None = None
+        # The control document, for the last url asked (the routes never change).
+        self._control: tuple[str, bytes] | None = None
 
+    @described(
+        Operation(
+            "getApiDocument",
+            "The Pet Store API's OpenAPI document, as this mock answers",
+            "server",
+            {200: Answer("The document; its servers name this server's API", OPENAPI)},
+            description="The running scenario's statuses, codes and headers included; "
+            "`mockstore openapi` prints it as shipped.",
+        )
+    )
     async def openapi(self, request: Request) -> Response:
         """The OpenAPI document, as the running scenario's mock answers (``document.py``)."""
         scenario = self.runtime.scenario
@@ -60,5 +81,32 @@ class DocumentEndpoints:
             served = self._served = (scenario, url, openapi_json_for(scenario, url))
         return Response(served[2], media_type=JSON)
 
+    @described(
+        Operation(
+            "getScenarioSchema",
+            "The scenario format's JSON Schema",
+            "server",
+            {200: Answer("The JSON Schema (2020-12) of a scenario", {"type": "object"})},
+        )
+    )
     async def scenario_schema(self, request: Request) -> Response:
         return json_response(scenario_schema())
+
+    @described(
+        Operation(
+            "getControlDocument",
+            "This document: the control API's OpenAPI document",
+            "server",
+            {200: Answer("The document; its servers name this control API", OPENAPI)},
+            description="Written from the route table the server mounts; "
+            "`mockstore openapi --control` prints it.",
+        )
+    )
+    async def control_openapi(self, request: Request) -> Response:
+        url = api_url(request.scope, CONTROL_PREFIX)
+        served = self._control
+        if served is None or served[0] != url:
+            routes = request.app.router.routes
+            document = await run_in_threadpool(control_document_json, routes, url)
+            served = self._control = (url, document)
+        return Response(served[1], media_type=JSON)

@@ -9,6 +9,7 @@ Error builder.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -147,16 +148,20 @@ async def json_object(request: Request) -> dict[str, Any]:
     return value
 
 
+# An integer as a query parameter spells it: ASCII digits, an optional sign (not
+# everything Python's int() reads: "1_000", " 7", Unicode digits).
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
 def int_param(request: Request, name: str) -> int | None:
     """An integer query parameter; absent or empty is ``None``."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
-    try:
-        return int(raw)
-    except ValueError:
+    if not INTEGER_TEXT.fullmatch(raw):
         message = f"query parameter {name!r} must be an integer, got {raw!r}"
-        raise ApiError("invalid_request", message, status=400) from None
+        raise ApiError("invalid_request", message, status=400)
+    return int(raw)
 
 
 _FALSE = {"0", "false", "no", "off"}

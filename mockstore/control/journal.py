@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from mockstore.control.http import (
+    INTEGER_TEXT,
     JSON,
     STREAMED,
     PiecewiseResponse,
@@ -39,6 +40,26 @@ from mockstore.control.http import (
     json_stream,
     state_unavailable,
     yes_no,
+)
+from mockstore.control.journal_bodies import (
+    EXPECTATION,
+    HAR,
+    JOURNAL,
+    JOURNAL_TENANT,
+    REPORT,
+    RUN_PARAM,
+    SINCE,
+    VERIFICATION,
+)
+from mockstore.control.operations import (
+    STRING,
+    Answer,
+    Body,
+    Example,
+    Operation,
+    Param,
+    described,
+    query_integer,
 )
 from mockstore.errors import ApiError
 from mockstore.journal import Entry, Journal
@@ -54,6 +75,24 @@ from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
 from mockstore.version import __version__
 
+TENANTS_PARAM = Param(
+    "tenants",
+    {"type": "string", "enum": ["all", "none"]},
+    "all (default): the tenants' journals too, the deleted ones' kept; none: this one only",
+)
+VERIFY = Body(
+    "The requests to count",
+    {"application/json": EXPECTATION},
+    examples=(
+        Example(
+            "once",
+            "Exactly one createPet for Rex",
+            {"operation": "createPet", "count": 1, "body_contains": {"name": "Rex"}},
+        ),
+        Example("throttled", "At least one 429", {"status": 429, "at_least": 1}),
+    ),
+)
+
 
 def run_param(request: Request, runtime: Runtime) -> int | None:
     """``?run=``: a run number, ``current`` (the one the next request joins), or ``all`` (None)."""
@@ -62,11 +101,10 @@ def run_param(request: Request, runtime: Runtime) -> int | None:
         return None
     if raw == "current":
         return runtime.run
-    try:
-        return int(raw)
-    except ValueError:
+    if not INTEGER_TEXT.fullmatch(raw):
         message = f"query parameter 'run' must be a run number, 'current' or 'all', got {raw!r}"
-        raise ApiError("invalid_request", message, status=400) from None
+        raise ApiError("invalid_request", message, status=400)
+    return int(raw)
 
 
 def tenant_journal(tenants: TenantRegistry | None, tenant_id: str) -> Journal:
@@ -92,6 +130,23 @@ class JournalEndpoints:
         tenant = request.query_params.get("tenant")
         return tenant_journal(self.tenants, tenant) if tenant else self.runtime.journal
 
+    @described(
+        Operation(
+            "listRequests",
+            "The request journal, filtered",
+            "journal",
+            {200: Answer("The journal", JOURNAL)},
+            errors={400: ("invalid_request",), 404: ("not_found",)},
+            params=(
+                Param("operation", STRING, "Only this operationId"),
+                Param("key", STRING, "Only requests with this (full) key"),
+                Param("status", query_integer(), "Only answers of this status"),
+                SINCE,
+                RUN_PARAM,
+                JOURNAL_TENANT,
+            ),
+        )
+    )
     async def requests(self, request: Request) -> Response:
         since = int_param(request, "since")
         status = int_param(request, "status")
@@ -119,6 +174,15 @@ class JournalEndpoints:
             in_worker(json_stream(document, entries, Entry.to_dict)), media_type=JSON
         )
 
+    @described(
+        Operation(
+            "clearRequests",
+            "Forget the journal's entries (sequence numbers keep growing)",
+            "journal",
+            {204: Answer("Cleared, with the deleted tenants' kept journals")},
+            errors={503: ("state_unavailable",)},
+        )
+    )
     async def clear(self, request: Request) -> Response:
         shared = self.runtime.shared
         if shared is not None and shared.journal is not None:
@@ -133,6 +197,32 @@ class JournalEndpoints:
             self.tenants.kept.clear()  # deleted tenants' journals: kept for nothing else
         return Response(status_code=204)
 
+    @described(
+        Operation(
+            "getHar",
+            "The journal as HAR 1.2",
+            "journal",
+            {
+                200: Answer(
+                    "The HAR",
+                    HAR,
+                    headers={"Content-Disposition": 'inline; filename="mockstore.har"'},
+                )
+            },
+            errors={400: ("invalid_request",), 403: ("forbidden",)},
+            params=(
+                SINCE,
+                Param(
+                    "mask",
+                    {
+                        "type": "string",
+                        "enum": ["", "true", "false", "1", "0", "yes", "no", "on", "off"],
+                    },
+                    "false: the clients' raw keys (a token holder or a caller on this machine)",
+                ),
+            ),
+        )
+    )
     async def har(self, request: Request) -> Response:
         since = int_param(request, "since")
         entries = self.runtime.journal.select(since=since)
@@ -170,6 +260,16 @@ class JournalEndpoints:
             headers={"content-disposition": 'inline; filename="mockstore.har"'},
         )
 
+    @described(
+        Operation(
+            "verify",
+            "Count the requests that match; explain a wrong count",
+            "journal",
+            {200: Answer("What was found (ok false: the count was wrong)", VERIFICATION)},
+            errors={400: ("malformed_json", "invalid_request")},
+            body=VERIFY,
+        )
+    )
     async def verify(self, request: Request) -> Response:
         body = await json_object(request)
         known = {*FIELDS, *COUNTS, "since"}
@@ -207,6 +307,22 @@ class JournalEndpoints:
             }
         )
 
+    @described(
+        Operation(
+            "getReport",
+            "Coverage, etiquette findings and a summary",
+            "journal",
+            {200: Answer("The report", REPORT)},
+            errors={400: ("invalid_request",), 507: ("memory_budget",)},
+            params=(
+                SINCE,
+                RUN_PARAM,
+                TENANTS_PARAM,
+                Param("include", STRING, "timeline: add one row per request"),
+            ),
+            description="Every run judged on its own, or one (run=N, run=current).",
+        )
+    )
     async def report(self, request: Request) -> Response:
         since = int_param(request, "since")
         include = {part.strip() for part in request.query_params.get("include", "").split(",")}

@@ -10,12 +10,90 @@ from starlette.responses import Response
 
 from mockstore.clock import format_time
 from mockstore.control.http import error_response, json_object, json_response, state_unavailable
+from mockstore.control.operations import (
+    BOOLEAN,
+    INTEGER,
+    STRING,
+    Answer,
+    Body,
+    Example,
+    Operation,
+    Schema,
+    array,
+    described,
+    doc,
+    nullable,
+    obj,
+    setting,
+)
 from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
 from mockstore.ratelimit import NO_DAY, Plan, Usage
 from mockstore.scenario.loader import Marks, schema_problems
 from mockstore.shared.backend import StateUnavailable
 from mockstore.state import KEY_COST, Runtime
+
+WINDOW = Schema(
+    "Window",
+    obj(
+        {
+            "used": doc(INTEGER, "Requests counted in the window"),
+            "remaining": doc(INTEGER, "Requests left in it (0 during a ban)"),
+            "reset": doc(INTEGER, "When it starts afresh, Unix seconds"),
+        },
+        description="One rate-limit window of a key",
+    ),
+)
+KEY = Schema(
+    "Key",
+    obj(
+        {
+            "key": doc(STRING, "The key: the bearer token to send"),
+            "shown": doc(STRING, "The key as the journal shows it (masked)"),
+            "plan": STRING,
+            "tenant": doc(
+                STRING, "Its tenant under isolation: per_key (the key itself by default)"
+            ),
+            "limits": obj(
+                {
+                    "per_minute": INTEGER,
+                    "per_day": doc(nullable(INTEGER), "null: the plan has no day allowance"),
+                }
+            ),
+            "minute": WINDOW,
+            "day": WINDOW,
+            "banned": BOOLEAN,
+            "banned_until": doc(nullable(STRING), "The ban's end, RFC 3339 UTC"),
+            "recent_rejections": doc(INTEGER, "429s within the ban policy's window"),
+        },
+        description="A key, its plan, what is left of its allowance, its ban",
+    ),
+)
+
+
+def _issued() -> dict[str, Any]:
+    """A key as a scenario lists it (the one schema), every field optional."""
+    entry = setting("keys")["items"]
+    entry.pop("required", None)
+    entry["description"] = (
+        "A key as a scenario's keys list it; key defaults to a generated ms_… token, plan to free"
+    )
+    return entry
+
+
+ISSUE = Body(
+    "The key to issue, as a scenario's `keys` entry",
+    {"application/json": _issued()},
+    examples=(
+        Example("pro", "A generated key on the pro plan", {"plan": "pro"}),
+        Example(
+            "inline",
+            "A named key on a plan of its own, half its minute spent",
+            {"key": "ci-key", "plan": {"per_minute": 10, "per_day": 100}, "used": {"minute": 5}},
+        ),
+    ),
+)
+LIFTED = obj({"key": STRING, "lifted": doc(BOOLEAN, "Whether it was banned")})
 
 
 class KeyEndpoints:
@@ -54,6 +132,15 @@ class KeyEndpoints:
             "recent_rejections": usage.recent_rejections,
         }
 
+    @described(
+        Operation(
+            "listKeys",
+            "Every key with its allowance and ban",
+            "keys",
+            {200: Answer("The keys", array(KEY))},
+            errors={503: ("state_unavailable",)},
+        )
+    )
     async def list_keys(self, request: Request) -> Response:
         try:
             return json_response(
@@ -62,6 +149,22 @@ class KeyEndpoints:
         except StateUnavailable as exc:
             return state_unavailable(exc)
 
+    @described(
+        Operation(
+            "issueKey",
+            "Issue a key",
+            "keys",
+            {201: Answer("The key issued", KEY)},
+            errors={
+                400: ("malformed_json", "invalid_request", "unknown_plan"),
+                409: ("key_exists",),
+                503: ("state_unavailable",),
+                507: ("memory_budget",),
+            },
+            body=ISSUE,
+            description="Each issued key draws on the memory budget.",
+        )
+    )
     async def issue(self, request: Request) -> Response:
         body = await json_object(request)
         state = self.runtime.state
@@ -116,6 +219,15 @@ class KeyEndpoints:
             )
         return json_response(self._key_json(issued, await self._usage(issued)), 201)
 
+    @described(
+        Operation(
+            "revokeKey",
+            "Revoke a key: its next request is answered 401 invalid_token",
+            "keys",
+            {204: Answer("Revoked")},
+            errors={404: ("unknown_key",), 503: ("state_unavailable",)},
+        )
+    )
     async def revoke(self, request: Request) -> Response:
         state = self.runtime.state
         key = request.path_params["key"]
@@ -131,6 +243,15 @@ class KeyEndpoints:
         state.limiter.forget(key_bucket(key))
         return Response(status_code=204)
 
+    @described(
+        Operation(
+            "liftBan",
+            "Lift a key's ban",
+            "keys",
+            {200: Answer("Whether it was banned", LIFTED)},
+            errors={404: ("unknown_key",), 503: ("state_unavailable",)},
+        )
+    )
     async def lift_ban(self, request: Request) -> Response:
         key = request.path_params["key"]
         if key not in self.runtime.state.keys:

@@ -5,8 +5,6 @@ Read ``control_routes`` top to bottom to find any control endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -16,13 +14,12 @@ from mockstore.control.dashboard import DashboardEndpoints
 from mockstore.control.documents import DocumentEndpoints
 from mockstore.control.journal import JournalEndpoints
 from mockstore.control.keys import KeyEndpoints
+from mockstore.control.operations import ControlRoute, Endpoint
 from mockstore.control.scenario import ScenarioEndpoints
 from mockstore.control.state import StateEndpoints
 from mockstore.control.tenants import TenantEndpoints
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
-
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def route(path: str, **endpoints: Endpoint) -> Route:
@@ -30,18 +27,19 @@ def route(path: str, **endpoints: Endpoint) -> Route:
 
     Starlette answers a method a path lacks with a 405 whose ``Allow`` names the
     methods of the one Route that matched; a path split over several Routes
-    would leave some out. So each path gets exactly one Route.
+    would leave some out. So each path gets exactly one Route, which keeps each
+    method's endpoint (``ControlRoute``) for the control API's OpenAPI document.
     """
     if len(endpoints) == 1:
-        [(method, endpoint)] = endpoints.items()
-        return Route(path, endpoint, methods=[method])
+        [endpoint] = endpoints.values()
+        return ControlRoute(path, endpoint, endpoints)
 
     async def by_method(request: Request) -> Response:
         # Starlette allows HEAD wherever GET is; the GET endpoint answers it.
         method = "GET" if request.method == "HEAD" else request.method
         return await endpoints[method](request)
 
-    return Route(path, by_method, methods=list(endpoints), name=path)
+    return ControlRoute(path, by_method, endpoints)
 
 
 def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> list[Route]:
@@ -59,6 +57,7 @@ def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> l
         route("/memory", GET=state.memory),
         route("/openapi.json", GET=documents.openapi),
         route("/schema", GET=documents.scenario_schema),
+        route("/control.openapi.json", GET=documents.control_openapi),
         route("/scenario", GET=scenario.show, PUT=scenario.swap),
         route("/reset", POST=state.reset),
         route("/clock", GET=clock.show, POST=clock.move),
@@ -71,10 +70,10 @@ def control_routes(runtime: Runtime, tenants: TenantRegistry | None = None) -> l
         route("/verify", POST=journal.verify),
         route("/report", GET=journal.report),
         # The dashboard: its page (no token needed: see application.py) and what it reads.
-        route("/", GET=dashboard.to_page),
+        route("/", GET=dashboard.root),
         route("/ui", GET=dashboard.page),
         # Starlette's own trailing-slash redirect would drop the /__mockstore prefix.
-        route("/ui/", GET=dashboard.to_page),
+        route("/ui/", GET=dashboard.ui_folder),
         route("/ui/{name}", GET=dashboard.asset),
         route("/events", GET=dashboard.events),
         route("/scenarios", GET=dashboard.list_scenarios),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -41,8 +42,24 @@ from starlette.responses import Response
 
 from mockstore.control.dashboard import bundled_source
 from mockstore.control.http import error_response, json_response, state_unavailable
+from mockstore.control.operations import (
+    INTEGER,
+    STRING,
+    Answer,
+    Body,
+    Example,
+    Operation,
+    Param,
+    Schema,
+    array,
+    described,
+    doc,
+    nullable,
+    obj,
+    setting,
+)
 from mockstore.memory import OverBudget, budget_of
-from mockstore.scenario import ScenarioError, bundled_names, load_scenario
+from mockstore.scenario import ScenarioError, bundled_names, load_scenario, scenario_schema
 from mockstore.scenario.loader import priced
 from mockstore.shared.backend import StateUnavailable
 from mockstore.state import Prepared, Runtime, release
@@ -51,14 +68,111 @@ from mockstore.state import Prepared, Runtime, release
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+def _scenario_document() -> Schema:
+    """The scenario JSON Schema as a component, its own references pointing into it."""
+    document = {k: v for k, v in scenario_schema().items() if k not in ("$schema", "$id")}
+    text = json.dumps(document).replace(
+        '"#/$defs/', '"#/components/schemas/ScenarioDocument/$defs/'
+    )
+    return Schema("ScenarioDocument", json.loads(text))
+
+
+SCENARIO_DOCUMENT = _scenario_document()
+PLAN = obj({"per_minute": INTEGER, "per_day": doc(nullable(INTEGER), "null: no day allowance")})
+SCENARIO = Schema(
+    "Scenario",
+    obj(
+        {
+            "name": STRING,
+            "description": STRING,
+            "file": doc(STRING, "Where it was loaded from"),
+            "seed": INTEGER,
+            "base_path": setting("base_path"),
+            "isolation": setting("isolation"),
+            "clock": obj(
+                {
+                    "start": doc(nullable({"type": "number"}), "Unix seconds; null: real time"),
+                    "mode": setting("clock", "mode"),
+                    "headers": setting("clock", "headers"),
+                }
+            ),
+            "plans": {"type": "object", "additionalProperties": PLAN},
+            "keys": array(obj({"key": STRING, "plan": STRING, "tenant": STRING})),
+            "faults": doc(INTEGER, "How many fault rules"),
+            "routes": doc(INTEGER, "How many scripted routes"),
+            "pets": doc(INTEGER, "How many pets it starts with"),
+            "source": doc(STRING, "The YAML (or JSON) it was loaded from"),
+        },
+        description="The running scenario: a summary and its source",
+    ),
+)
+EXAMPLE_YAML = """\
+version: 1
+name: two-keys
+keys:
+  - {key: ci-free, plan: free}
+  - {key: ci-pro, plan: pro}
+pets:
+  - {id: 1, name: Rex, categoryId: 1, status: available}
+"""
+LOAD = Body(
+    "A scenario's YAML or JSON (at most the control body limit, 8 MiB by default), "
+    "or a bundled scenario's name alone",
+    {
+        "application/yaml": doc(STRING, "A scenario in YAML"),
+        "application/json": SCENARIO_DOCUMENT,
+        "text/plain": doc(
+            {"type": "string", "enum": list(bundled_names())},
+            "A bundled scenario's name, read from the package (never a file of the server's)",
+        ),
+    },
+    examples=(
+        Example("yaml", "Two keys and a pet", EXAMPLE_YAML, "application/yaml"),
+        Example("bundled", "A bundled scenario by name", "free-tier-exhaustion", "text/plain"),
+        Example(
+            "json",
+            "A scenario as JSON",
+            {"version": 1, "name": "json-one", "keys": [{"key": "ci-key", "plan": "pro"}]},
+        ),
+    ),
+    required=True,
+)
+
+
 class ScenarioEndpoints:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._loading: asyncio.Lock | None = None
 
+    @described(
+        Operation(
+            "getScenario",
+            "The running scenario",
+            "scenario",
+            {200: Answer("Its summary and source", SCENARIO)},
+        )
+    )
     async def show(self, request: Request) -> Response:
         return json_response(self.runtime.scenario.to_json())
 
+    @described(
+        Operation(
+            "loadScenario",
+            "Load a scenario: the state starts afresh from it",
+            "scenario",
+            {200: Answer("The scenario now running", SCENARIO)},
+            errors={
+                400: ("invalid_scenario",),
+                503: ("state_unavailable",),
+                507: ("memory_budget",),
+            },
+            params=(Param("file", STRING, "The name error messages give the body"),),
+            body=LOAD,
+            description="Parsed, validated and built while the API keeps answering, then "
+            "swapped in atomically; a scenario with problems is refused with each one "
+            "(`problems`, as mockstore validate prints them) and the running one stays.",
+        )
+    )
     async def swap(self, request: Request) -> Response:
         name = request.query_params.get("file", "<PUT /__mockstore/scenario>")
         # The body's size and arrival time are bounded by ControlAPI.

@@ -6,8 +6,52 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.control.http import error_response, json_object, json_response, state_unavailable
+from mockstore.control.operations import (
+    STRING,
+    Answer,
+    Body,
+    Example,
+    Operation,
+    Schema,
+    array,
+    described,
+    doc,
+    nullable,
+    obj,
+)
 from mockstore.shared.backend import StateUnavailable
 from mockstore.tenants import TenantRegistry
+from mockstore.urls import TENANT_ID
+
+TENANT = Schema(
+    "Tenant",
+    obj(
+        {
+            "id": STRING,
+            "path": doc(STRING, "Its root on this server: /__mockstore/tenants/<id>"),
+            "scenario": doc(STRING, "Its running scenario's name"),
+        },
+        description="An isolated mock inside this server",
+    ),
+)
+CREATE = Body(
+    "The tenant's id, or none for a generated one",
+    {
+        "application/json": obj(
+            {
+                "id": doc(
+                    nullable({"type": "string", "pattern": f"^{TENANT_ID.pattern}$"}),
+                    "1-64 letters, digits, '.', '_' or '-'; absent or null: generated",
+                )
+            },
+            optional=("id",),
+        )
+        | {"additionalProperties": False}
+    },
+    examples=(Example("named", "A tenant for pytest-xdist worker gw0", {"id": "gw0"}),),
+)
+# A tenant's own control API has no tenants.
+NO_TENANTS = ("not_found",)
 
 
 class TenantEndpoints:
@@ -19,6 +63,15 @@ class TenantEndpoints:
             "not_found", "this server has no tenants (a tenant's own control API)", 404
         )
 
+    @described(
+        Operation(
+            "listTenants",
+            "The server's tenants",
+            "tenants",
+            {200: Answer("The tenants", array(TENANT))},
+            errors={404: NO_TENANTS, 503: ("state_unavailable",)},
+        )
+    )
     async def list_tenants(self, request: Request) -> Response:
         if self.registry is None:
             return self._off()
@@ -28,6 +81,22 @@ class TenantEndpoints:
             return state_unavailable(exc)
         return json_response([tenant.to_json() for tenant in self.registry])
 
+    @described(
+        Operation(
+            "createTenant",
+            "Make a tenant: a mock of its own, from the running scenario",
+            "tenants",
+            {201: Answer("The tenant", TENANT)},
+            errors={
+                400: ("malformed_json", "invalid_request"),
+                404: NO_TENANTS,
+                409: ("tenant_exists",),
+                503: ("state_unavailable",),
+                507: ("too_many_tenants", "memory_budget"),
+            },
+            body=CREATE,
+        )
+    )
     async def create(self, request: Request) -> Response:
         if self.registry is None:
             return self._off()
@@ -43,6 +112,15 @@ class TenantEndpoints:
             return state_unavailable(exc)
         return json_response(tenant.to_json(), 201)
 
+    @described(
+        Operation(
+            "deleteTenant",
+            "Delete a tenant and all it holds but its journal (kept for the report)",
+            "tenants",
+            {204: Answer("Deleted")},
+            errors={404: ("not_found",), 503: ("state_unavailable",)},
+        )
+    )
     async def delete(self, request: Request) -> Response:
         if self.registry is None:
             return self._off()

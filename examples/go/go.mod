@@ -1,0 +1,3 @@
+module example.com/petstore-client/mockstoretest
+
+go 1.19
