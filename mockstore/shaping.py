@@ -131,14 +131,18 @@ def _group(ex: Any) -> str | None:
     return key.tenant if key is not None and ex.state.stores.per_key else None
 
 
-async def _seconds(semantics: HttpSemantics, ex: Any, runtime: Any, ids: list[int]) -> list[int]:
-    """The creation seconds of the pets ``ids`` of the caller's store."""
+async def _seconds(semantics: HttpSemantics, ex: Any, runtime: Any, body: bytes) -> list[int]:
+    """The creation seconds of the pets a read's ``body`` shows, in the caller's store."""
+    operation = ex.operation
     if runtime.shared is not None:
+        ids = pet_ids(operation, body, ex.params)
         return await created.seconds(
             runtime.shared, _group(ex), ids, semantics.conditional.pets_modified
         )
     store = semantics.creation_seconds(ex.state, _group(ex))
-    return [store.of(pet_id) for pet_id in ids]
+    if not store.first_ids:
+        return []  # nothing created: every pet dates from pets_modified (no body to parse)
+    return [store.of(pet_id) for pet_id in pet_ids(operation, body, ex.params)]
 
 
 async def _note(semantics: HttpSemantics, ex: Any, runtime: Any, body: bytes) -> None:
@@ -180,8 +184,7 @@ async def finish(
         await _note(semantics, ex, runtime, answer.body)
     modified: int | None = None
     if semantics.wants_dates(operation, status, request.method):
-        ids = pet_ids(operation, answer.body, ex.params)
-        seconds = await _seconds(semantics, ex, runtime, ids)
+        seconds = await _seconds(semantics, ex, runtime, answer.body)
         # Written on the headers' clock, and compared there with If-Modified-Since.
         modified = math.floor(
             semantics.last_modified(seconds, ex.now) + ex.compiled.headers.offset(ex.state.clock)

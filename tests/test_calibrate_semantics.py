@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from mockstore.cli.main import main
+from mockstore.keys import key_alias
 from tests.fidelity_session import client_session
 from tests.support import mock_server
 from tests.upstream import new_key, profiled_standin, recorder
@@ -58,6 +59,32 @@ EXTRA = (
     ExtraField("retryAfterMs", "retry_after_ms", None, ("rate_limited",)),
     ExtraField("details", "details", None, ("invalid_body",)),
 )
+
+
+# What a team writes from the provider's documentation: its request-id header, and
+# mockstore's defaults for everything else.
+TEAM = """\
+version: 1
+behaviour:
+  request_id: {header: X-Correlation-Id, format: uuid, prefix: ""}
+"""
+
+
+def _team(main_key: str, tight: str) -> str:
+    """``TEAM`` with the provider's keys (as recordings show them) on their documented plans."""
+    return TEAM + (
+        "keys:\n"
+        f"  - {{key: {key_alias(main_key)}, plan: {{per_minute: 1000}}}}\n"
+        f"  - {{key: {key_alias(tight)}, plan: {{per_minute: 5, per_day: 20}}}}\n"
+    )
+
+
+# Each difference of HTTP semantics, as drift names its cause before calibration.
+NAMED_BEFORE = {
+    ("OPTIONS /v1/pets", "status"): {"http.cors", "http.options"},
+    ("GET /v1/pets/?limit=1", "status"): {"http.trailing_slash"},
+    ("GET /v1/store/orders", "status"): {"maintenance"},
+}
 
 
 def _mockstore(*args: str) -> tuple[int, str, str]:
@@ -95,7 +122,17 @@ def calibrated() -> Iterator[dict[str, Any]]:
             "drift", str(har), "--scenario", str(out), "--format", "json"
         )
         assert status in (0, 1), err
-        yield {"text": out.read_text(), "drift": json.loads(report)}
+        team = work / "team.yaml"
+        team.write_text(_team(main_key, tight))
+        status, before, err = _mockstore(
+            "drift", str(har), "--scenario", str(team), "--format", "json"
+        )
+        assert status == 1, err
+        yield {
+            "text": out.read_text(),
+            "drift": json.loads(report),
+            "before": json.loads(before),
+        }
 
 
 def test_every_part_is_learned_from_the_recording(calibrated: dict[str, Any]) -> None:
@@ -155,3 +192,53 @@ def test_the_calibrated_mock_answers_as_the_provider(calibrated: dict[str, Any])
     assert preflight.status_code == 204
     assert slashed.status_code == 308
     assert [d["field"] for d in invalid["details"]] == ["categoryId", "name"]
+
+
+def test_before_calibration_drift_names_the_settings_that_remove_each_difference(
+    calibrated: dict[str, Any],
+) -> None:
+    differences = calibrated["before"]["differences"]
+    by_request: dict[tuple[str, str], set[str]] = {}
+    for difference in differences:
+        where = (difference["request"], difference["where"])
+        by_request.setdefault(where, set()).add(str(difference["setting"]))
+    for where, settings in NAMED_BEFORE.items():
+        assert by_request.get(where, set()) & settings, (where, by_request.get(where))
+    # A 304 where the team's mock answered in full is the conditional setting's, never the
+    # store's (issue 25: drift blamed the store though the pet was listed and fetched).
+    conditional = [d for d in differences if d["recorded"] == "304" and d["where"] == "status"]
+    assert conditional
+    for difference in conditional:
+        assert difference["cause"] == "setting", difference
+        assert difference["setting"] in (
+            "http.conditional.operations",
+            "http.conditional.last_modified",
+            "behaviour.etag.getPet",
+        ), difference
+    # A client's own id answered back is the echo's, not a header no setting writes.
+    echoed = [d for d in differences if d["where"] == "header x-correlation-id"]
+    assert echoed and all(d["setting"] == "behaviour.request_id.echo" for d in echoed), echoed
+
+
+def test_each_suggestion_of_these_settings_validates_applied(calibrated: dict[str, Any]) -> None:
+    from mockstore.scenario import load_scenario
+
+    mine = ("http.", "maintenance", "behaviour.request_id.echo")
+    suggested = [
+        d
+        for d in calibrated["before"]["differences"]
+        if d["cause"] == "setting" and str(d["setting"]).startswith(mine) and "set_to" in d
+    ]
+    assert suggested
+    for difference in suggested:
+        data = yaml.safe_load(TEAM)
+        node = data
+        path = difference["setting"].split(".")
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        value = difference["set_to"]
+        if path == ["maintenance"]:
+            data["maintenance"] = [value]
+        else:
+            node[path[-1]] = value
+        load_scenario(yaml.safe_dump(data), "applied.yaml")  # raises if it does not validate

@@ -268,7 +268,8 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
             allow[template] = ", ".join(m.strip() for m in was.split(",") if m.strip())
             return setting(ALLOW, allow)
         return cannot("allow")
-    sent = _request_header(ex, name)
+    ids = {*ctx.request_ids, (ctx.behaviour.request_id.header or "").lower()}
+    sent = _request_header(ex, name) if name in ids else None
     if sent is not None and was == sent and now != sent:
         # The client's own request id, answered back: the pattern that accepts it.
         fitting = next((p for p in ECHO_PATTERNS if re.fullmatch(p, sent)), None)
