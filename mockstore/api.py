@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from starlette.types import Receive, Scope, Send
 
 from mockstore import shaping, sharing, transport
-from mockstore.error_bodies import ErrorFacts
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
@@ -82,13 +81,14 @@ class Answer:
         return answer
 
     @classmethod
-    def made(cls, made: Made) -> Answer:
+    def made(cls, made: Made, ratelimit: bool = True) -> Answer:
         """An answer the scenario's HTTP semantics made in the API's place (``shaping``)."""
         if made.error is not None:
             answer = cls(made.status, made.error.body(), (*made.error.headers, *made.headers))
             answer.error = made.error
         else:
             answer = cls(made.status, b"", tuple(made.headers))
+        answer.ratelimit = ratelimit
         return answer
 
     @classmethod
@@ -265,7 +265,9 @@ class PetStoreAPI:
                 if "gateway" in semantics.stages:
                     made = shaping.staged(semantics, ex, "gateway")
                     if made is not None:
-                        await self._gateway(send, ex, made, receive)
+                        # Before the limiter: nothing counted, no rate-limit figures.
+                        await shaping.gateway(ex, self.runtime, receive)
+                        await self._respond(send, ex, Answer.made(made, ratelimit=False))
                         return
             operation = resolved.operation
             if operation is not None:
@@ -300,7 +302,7 @@ class PetStoreAPI:
                     if unrouted is not None and semantics.serves_options(method, unrouted):
                         unrouted = None  # OPTIONS is one of the path's methods
                     if semantics.stages - {"gateway"}:
-                        made = self._staged(ex, semantics)
+                        made = shaping.after_limiter(semantics, ex)
                         if made is not None:
                             await self._respond(send, ex, Answer.made(made))
                             return
@@ -437,36 +439,6 @@ class PetStoreAPI:
             "unexpected error answering %s %s (%s)", method, path, request_id or "no answer",
             exc_info=exc, extra={"method": method, "path": path, "request_id": request_id},
         )  # fmt: skip
-
-    async def _gateway(self, send: Send, ex: Exchange, made: Made, receive: Receive) -> None:
-        """Send an answer the scenario's HTTP semantics made before the rate limiter.
-
-        Nothing is counted and the answer states no rate-limit figures; in a shared
-        state its request number still comes from Redis (``shaping.number``).
-        """
-        client = ex.scope.get("client")
-        ex.caller = ex.compiled.service.bystander(
-            ex.state, client[0] if client else "unknown", ex.now
-        )
-        ex.number = await shaping.number(self.runtime, receive)
-        answer = Answer.made(made)
-        answer.ratelimit = False
-        await self._respond(send, ex, answer)
-
-    @staticmethod
-    def _staged(ex: Exchange, semantics: HttpSemantics) -> Made | None:
-        """An answer made after the limiter counted the caller: at the ``counted`` stage
-        (any caller within its allowance), then at ``authenticated`` (a valid key)."""
-        caller = ex.caller
-        if caller.decision.verdict != "allowed":
-            return None  # the limiter's refusal comes first
-        if "counted" in semantics.stages:
-            made = shaping.staged(semantics, ex, "counted")
-            if made is not None:
-                return made
-        if caller.admitted and "authenticated" in semantics.stages:
-            return shaping.staged(semantics, ex, "authenticated")
-        return None
 
     def _answer(self, ex: Exchange, route: Route | None) -> Answer:
         """What the operation (or the scenario's scripted route for it) answers."""
@@ -608,10 +580,14 @@ class PetStoreAPI:
                 extra = answer.extra
             else:
                 if answer.error is not None and profile.rewrites_errors:
-                    answer.body = profile.error_body(answer.error, _error_facts(ex, request_id))
+                    answer.body = profile.error_body(
+                        answer.error, shaping.error_facts(ex, request_id)
+                    )
                 extra = self._extra(ex, answer)
         else:
-            request_id, extra, journaled = await self._shaped(ex, answer, request_id)
+            request_id, extra, journaled = await shaping.shaped(
+                ex, self.runtime, answer, request_id, self._extra
+            )
         body = answer.body
         scope = ex.scope
         # HEAD: the same status and headers as GET, Content-Length included; no body.
@@ -658,30 +634,6 @@ class PetStoreAPI:
             await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, tuple(headers), journaled, "response")
         return request_id
-
-    async def _shaped(
-        self, ex: Exchange, answer: Answer, generated: bytes
-    ) -> tuple[bytes, Sequence[Header], bytes | None]:
-        """``_respond``'s answer shaped by the scenario's HTTP semantics: the request id it
-        carries (the client's own, if echoed), its headers beyond build's, and the content
-        the journal keeps when the body is sent coded (None: the body as sent)."""
-        semantics = ex.compiled.semantics
-        assert semantics is not None
-        request = ex.request
-        request_id = (
-            generated if request is None else semantics.request_id(request.headers, generated)
-        )
-        profile = ex.compiled.profile
-        if profile is None:
-            extra: Sequence[Header] = answer.extra
-        else:
-            if answer.error is not None and profile.rewrites_errors:
-                answer.body = profile.error_body(answer.error, _error_facts(ex, request_id))
-            extra = self._extra(ex, answer)
-        content = answer.body
-        if request is not None:
-            extra = await shaping.finish(semantics, ex, self.runtime, answer, extra, generated)
-        return request_id, extra, None if content is answer.body else content
 
     async def _respond_held(
         self, send: Send, ex: Exchange, answer: Answer, connections: Account
@@ -805,22 +757,6 @@ class PetStoreAPI:
                     "outcome": outcome,
                 },
             )
-
-
-def _error_facts(ex: Exchange, request_id: bytes) -> ErrorFacts:
-    """What a scenario's Error bodies may state of this answer (``error_bodies``)."""
-    scope = ex.scope
-    caller = ex.caller
-    decision = caller.decision
-    return ErrorFacts(
-        request_id.decode("latin-1"),
-        ex.now,
-        scope["method"],
-        scope["path"],
-        caller.credentials.token if caller.credentials.kind == "bearer" else None,
-        decision.retry_at if decision.retry_after else None,
-        decision.limit,
-    )
 
 
 def _origin(scope: Scope) -> str | None:

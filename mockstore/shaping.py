@@ -20,12 +20,13 @@ The request's headers are read once, only those the semantics need
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from starlette.types import Receive
 
 from mockstore import encoding, maintenance, sharing
+from mockstore.error_bodies import ErrorFacts
 from mockstore.errors import ApiError
 from mockstore.headers import http_date
 from mockstore.http_semantics import HttpSemantics, Made, Request, pet_ids
@@ -103,6 +104,14 @@ def staged(semantics: HttpSemantics, ex: Any, stage: str) -> Made | None:
     return made
 
 
+async def gateway(ex: Any, runtime: Any, receive: Receive) -> None:
+    """Ready an exchange answered at the gateway: its caller as the limiter stands (nothing
+    counted) and, in a shared state, its request number from Redis."""
+    client = ex.scope.get("client")
+    ex.caller = ex.compiled.service.bystander(ex.state, client[0] if client else "unknown", ex.now)
+    ex.number = await number(runtime, receive)
+
+
 async def number(runtime: Any, receive: Receive) -> int | None:
     """A gateway answer's request number in a shared state (None in memory).
 
@@ -124,6 +133,63 @@ async def number(runtime: Any, receive: Receive) -> int | None:
             headers=((b"retry-after", b"1"),),
         )
         raise sharing.Unavailable(refusal) from None
+
+
+def after_limiter(semantics: HttpSemantics, ex: Any) -> Made | None:
+    """An answer made once the limiter counted the caller: at the ``counted`` stage (any
+    caller within its allowance), then at ``authenticated`` (a valid key)."""
+    caller = ex.caller
+    if caller.decision.verdict != "allowed":
+        return None  # the limiter's refusal comes first
+    if "counted" in semantics.stages:
+        made = staged(semantics, ex, "counted")
+        if made is not None:
+            return made
+    if caller.admitted and "authenticated" in semantics.stages:
+        return staged(semantics, ex, "authenticated")
+    return None
+
+
+def error_facts(ex: Any, request_id: bytes) -> ErrorFacts:
+    """What a scenario's Error bodies may state of this answer (``error_bodies``)."""
+    scope = ex.scope
+    caller = ex.caller
+    decision = caller.decision
+    return ErrorFacts(
+        request_id.decode("latin-1"),
+        ex.now,
+        scope["method"],
+        scope["path"],
+        caller.credentials.token if caller.credentials.kind == "bearer" else None,
+        decision.retry_at if decision.retry_after else None,
+        decision.limit,
+    )
+
+
+async def shaped(
+    ex: Any,
+    runtime: Any,
+    answer: Answering,
+    generated: bytes,
+    extra_of: Callable[[Any, Any], Sequence[Header]],
+) -> tuple[bytes, Sequence[Header], bytes | None]:
+    """An answer shaped by the scenario's HTTP semantics: the request id it carries (the
+    client's own, if echoed), its headers beyond ``build``'s (``extra_of(ex, answer)``: the
+    answer's own and its profile's), and the content the journal keeps when the body is sent
+    coded (None: the body as sent)."""
+    semantics: HttpSemantics = ex.compiled.semantics
+    request = ex.request
+    request_id = generated
+    if request is not None:
+        request_id = semantics.request_id(request.headers, generated)
+    profile = ex.compiled.profile
+    if profile is not None and answer.error is not None and profile.rewrites_errors:
+        answer.body = profile.error_body(answer.error, error_facts(ex, request_id))
+    extra = extra_of(ex, answer)
+    content = answer.body
+    if request is not None:
+        extra = await finish(semantics, ex, runtime, answer, extra, generated)
+    return request_id, extra, None if content is answer.body else content
 
 
 def _group(ex: Any) -> str | None:
@@ -216,4 +282,16 @@ async def finish(
     return added
 
 
-__all__ = ["Request", "finish", "number", "request_of", "resolved", "served", "staged"]
+__all__ = [
+    "Request",
+    "after_limiter",
+    "error_facts",
+    "finish",
+    "gateway",
+    "number",
+    "request_of",
+    "resolved",
+    "served",
+    "shaped",
+    "staged",
+]

@@ -102,7 +102,11 @@ def test_every_other_setting_of_the_schema_is_read_by_the_builder() -> None:
     scenario = ROOT / "mockstore" / "scenario"
     named = {
         node.value
-        for path in [scenario / "build.py", *scenario.glob("*_section.py")]
+        for path in [
+            scenario / "build.py",
+            scenario / "surroundings.py",
+            *scenario.glob("*_section.py"),
+        ]
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }

@@ -20,9 +20,6 @@ from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
-from mockstore.scenario.error_templates import check_error_bodies
-from mockstore.scenario.http_section import check_http, http_settings
-from mockstore.scenario.latency_section import check_latency, rules_of
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -35,7 +32,6 @@ from mockstore.scenario.loader import (
     scenario_schema,
     schema_default,
 )
-from mockstore.scenario.maintenance_section import check_windows, windows_of
 from mockstore.scenario.model import (
     Behaviour,
     Delay,
@@ -48,6 +44,7 @@ from mockstore.scenario.model import (
     Scenario,
     behaviour_value,
 )
+from mockstore.scenario.surroundings import surroundings
 from mockstore.urls import CONTROL_PREFIX, is_control_path
 
 Path = tuple[str | int, ...]
@@ -201,7 +198,6 @@ class _Builder:
             self._check_route(raw, path, base_path)
             if self.clean(path):
                 routes.append(self._route(index, raw))
-        http, maintenance, latency = self._semantics(base_path)
         return Scenario(
             name=self.get(("name",), FilePath(self.file.split(" ")[0]).stem or "scenario"),
             description=self.get(("description",), "").strip(),
@@ -220,9 +216,7 @@ class _Builder:
             behaviour=self._behaviour(),
             faults=tuple(faults),
             routes=tuple(routes),
-            http=http,
-            maintenance=maintenance,
-            latency=latency,
+            **surroundings(self.data, self.get, self.problem, self.checkable, base_path),
             journal_size=self.get(("journal", "size")),
             journal_body_bytes=self.get(("journal", "body_bytes")),
             drift_accept=self._drift_accept(),
@@ -265,24 +259,6 @@ class _Builder:
                     ("behaviour", "deprecation_link"),
                     f"{{{unknown[0]}}} names nothing: {{successor}} is the only placeholder",
                 )
-
-    def _semantics(self, base_path: str) -> tuple[Any, Any, Any]:
-        """The ``http``, ``maintenance`` and ``latency`` sections, checked and built.
-
-        Each module that knows a section checks what the schema cannot say of it;
-        a section the schema refused anywhere is built as its default.
-        """
-        etag = self.get(("behaviour", "etag"), {})
-        http_raw = self.data.get("http")
-        check_http(http_raw, self.problem, etag if isinstance(etag, dict) else {}, base_path)
-        check_windows(self.data.get("maintenance"), self.problem, base_path, self.checkable)
-        check_latency(self.data.get("latency"), self.problem, self.checkable)
-        check_error_bodies(self.data.get("behaviour"), self.problem)
-        return (
-            http_settings(self.get(("http",), None)),
-            windows_of(self.get(("maintenance",), None)),
-            rules_of(self.get(("latency",), None)),
-        )
 
     def _behaviour_items(self, name: str) -> list[tuple[int, dict[str, Any]]]:
         behaviour = self.data.get("behaviour")
