@@ -225,7 +225,7 @@ def header_presence(
         else:
             dated.discard(operation)
         return setting(LAST_MODIFIED, [op for op in _READS if op in dated])
-    if name.startswith("access-control-"):
+    if name.startswith("access-control-") and (http.cors is not None or _preflight(ex)):
         if was is None:
             return setting(CORS) if http.cors is not None else cannot("unexplained")
         if _preflight(ex):

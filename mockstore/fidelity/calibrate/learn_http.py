@@ -93,12 +93,25 @@ class HttpLearner:
         """The response headers this learner settles (no constant header stands for them):
         ``Last-Modified``, the ``Access-Control-*`` ones, and the advisory header."""
         names = {"last-modified"}
-        for s in self.seen:
-            names.update(name for name in s.headers if name.startswith("access-control-"))
+        if any(
+            self._preflight(s) and "access-control-allow-origin" in s.headers for s in self.seen
+        ):
+            # A provider that answers preflights: its Access-Control-* are CORS's, not
+            # constant headers (one without CORS may send them as constants).
+            for s in self.seen:
+                names.update(name for name in s.headers if name.startswith("access-control-"))
         advisory = self._advisory_header()
         if advisory is not None:
             names.add(advisory[0].lower())
         return frozenset(names)
+
+    @staticmethod
+    def _preflight(s: Seen) -> bool:
+        return (
+            s.item.method == "OPTIONS"
+            and _request_header(s, "origin") is not None
+            and _request_header(s, "access-control-request-method") is not None
+        )
 
     def _open(self, text: str) -> None:
         if self.notes:
@@ -305,13 +318,7 @@ class HttpLearner:
 
     def cors(self) -> None:
         result, cite = self.result, self.cite
-        preflights = [
-            s
-            for s in self.seen
-            if s.item.method == "OPTIONS"
-            and _request_header(s, "origin")
-            and _request_header(s, "access-control-request-method")
-        ]
+        preflights = [s for s in self.seen if self._preflight(s)]
         if not preflights:
             if self.seen:
                 self._open("http.cors: the recording has no CORS preflight (no CORS kept)")
