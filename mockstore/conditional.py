@@ -13,7 +13,9 @@ representation last changed when it was created: the scenario's own pets at
 last changed when the newest of the pets it shows was created (an empty one:
 ``pets_modified``). Creation instants are kept per second, as change points:
 the first id created in each second (ids only grow), so a store keeps at most
-one small pair per created pet, and usually far fewer. A header never states an
+one small pair per created pet, and usually far fewer; each is charged to the
+state's share of the memory budget before it is kept (refused, the pet dates from
+the change point before it: an older validator, never a newer one). A header never states an
 instant after its answer's own: ``Last-Modified`` is at most ``now``.
 
 Pure: no HTTP framework; the web layer reads the request's headers and calls in.
@@ -74,6 +76,10 @@ def not_modified(
     return False
 
 
+# What one change point holds: two 8-byte integers (charged to the state's memory budget).
+POINT_BYTES = 16
+
+
 class CreationSeconds:
     """When each pet of one store was created, to the second, as change points.
 
@@ -90,15 +96,18 @@ class CreationSeconds:
         self.first_ids = array("q")
         self.seconds = array("q")
 
+    def adds(self, pet_id: int, now: float) -> bool:
+        """Whether noting a pet created at ``now`` adds a change point (``POINT_BYTES``)."""
+        if self.seconds and self.seconds[-1] == math.floor(now):
+            return False
+        # An id is never reused: a note out of order adds nothing.
+        return not (self.first_ids and pet_id <= self.first_ids[-1])
+
     def note(self, pet_id: int, now: float) -> None:
         """A pet was created at ``now``."""
-        second = math.floor(now)
-        if self.seconds and self.seconds[-1] == second:
-            return
-        if self.first_ids and pet_id <= self.first_ids[-1]:
-            return  # an id is never reused: a note out of order adds nothing
-        self.first_ids.append(pet_id)
-        self.seconds.append(second)
+        if self.adds(pet_id, now):
+            self.first_ids.append(pet_id)
+            self.seconds.append(math.floor(now))
 
     def of(self, pet_id: int) -> int:
         """The second pet ``pet_id`` was created in (``pets_modified`` for the scenario's)."""
@@ -113,4 +122,11 @@ def last_modified(seconds: list[int], pets_modified: float, now: float) -> int:
     return min(latest, math.floor(now))
 
 
-__all__ = ["CreationSeconds", "last_modified", "modified_since", "none_match", "not_modified"]
+__all__ = [
+    "POINT_BYTES",
+    "CreationSeconds",
+    "last_modified",
+    "modified_since",
+    "none_match",
+    "not_modified",
+]

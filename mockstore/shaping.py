@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from starlette.types import Receive
 
 from mockstore import encoding, maintenance, sharing
+from mockstore.conditional import POINT_BYTES
 from mockstore.error_bodies import ErrorFacts
 from mockstore.errors import ApiError
 from mockstore.headers import http_date
@@ -218,8 +219,13 @@ async def _note(semantics: HttpSemantics, ex: Any, runtime: Any, body: bytes) ->
         return
     if runtime.shared is not None:
         await created.note(runtime.shared, _group(ex), ids[0], ex.now)
-    else:
-        semantics.creation_seconds(ex.state, _group(ex)).note(ids[0], ex.now)
+        return
+    seconds = semantics.creation_seconds(ex.state, _group(ex))
+    if seconds.adds(ids[0], ex.now):
+        account = ex.state.account
+        if account is not None and not account.reserve(POINT_BYTES):
+            return  # no room: the pet dates from the change point before it
+        seconds.note(ids[0], ex.now)
 
 
 def _header(headers: Sequence[Header], name: bytes) -> bytes | None:

@@ -85,7 +85,15 @@ async def seconds(
             f"the shared state at {shared.url} cannot be reached: {exc}"
         ) from exc
     base = math.floor(pets_modified)
-    return [int(value) if value else base for value in found]
+    return [_second(value, base) for value in found]
+
+
+def _second(value: Any, base: int) -> int:
+    """A second read back from Redis (input like any other: not a number is no point)."""
+    try:
+        return int(value) if value else base
+    except (TypeError, ValueError):
+        return base
 
 
 __all__ = ["NOTE", "SECONDS", "note", "seconds", "seconds_key"]
