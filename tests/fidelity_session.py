@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from mockstore.fidelity.calibrate.learn_http import CLIENT_IDS
+
 WAIT = 30.0
 # More 429s than any ban threshold the stand-ins use (kennel 5, menagerie 6, profiled 2-5).
 SEND_ON = 8
@@ -110,15 +112,6 @@ APP = "https://app.example.com"
 ID_HEADERS = (
     "X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Trace-Id", "X-Amzn-RequestId",
 )  # fmt: skip
-# Ids of every kind a client sends, so which ones a provider answers back tells its rule.
-CLIENT_IDS = (
-    "0f8fad5b-d9cb-469f-a165-70867728950e",
-    "9f86d081884c7d659a2feaa0c55ad015",
-    "client-test-0001",
-    "test.case_1.attempt",
-    "a:b",
-    "id@{weird}/x",
-)
 
 
 def _http_semantics(

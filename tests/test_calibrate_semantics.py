@@ -242,3 +242,31 @@ def test_each_suggestion_of_these_settings_validates_applied(calibrated: dict[st
         else:
             node[path[-1]] = value
         load_scenario(yaml.safe_dump(data), "applied.yaml")  # raises if it does not validate
+
+
+def test_probes_settle_what_no_recording_shows_and_write_nothing() -> None:
+    from mockstore.scenario import load_scenario
+    from tests.upstream.counting import counted
+
+    refusals = replace(GATEWAY.refusals, extra_fields=EXTRA)
+    limits = replace(
+        GATEWAY.rate_limits, plans=(*GATEWAY.rate_limits.plans, ("tester", Plan(1_000)))
+    )
+    profile = replace(GATEWAY, http=HTTP, refusals=refusals, rate_limits=limits)
+    key = new_key()
+    with tempfile.TemporaryDirectory(prefix="probe-semantics-") as directory:
+        out = Path(directory) / "probed.yaml"
+        with counted("profiled", {key: "tester"}, profile=profile) as served:
+            status, _, err = _mockstore(
+                "calibrate", "--target", served.url, "--key", key, "--out", str(out)
+            )
+            writes = served.counting.writes
+            refused = served.counting.by_status(429)
+        assert status == 0, err
+        assert (writes, refused) == (0, 0)  # read-only, no allowance spent to its end
+        scenario = load_scenario(out.read_text(), str(out))
+    http = scenario.http
+    assert http.conditional.operations == frozenset({"getPet", "listPets"})
+    assert http.cors is not None and http.cors.origins == ("https://app.example.com",)
+    assert http.options.serve and http.trailing_slash.answer == "redirect"
+    assert scenario.behaviour.request_id.echo == "[A-Za-z0-9._-]{8,64}"

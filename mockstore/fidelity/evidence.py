@@ -173,6 +173,19 @@ def read(
         relative = item.path[len(base) :] if item.path.startswith(base + "/") else item.path
         declared = _declared_size(item)
         facts = classify(item.method, relative, item.query, item.headers, item.body, declared)
+        if (
+            facts.operation is None
+            and 200 <= item.status < 300
+            and len(relative) > 1
+            and relative.endswith("/")
+        ):
+            # A path with a trailing slash the provider served as without it
+            # (http.trailing_slash: serve): the operation it answered.
+            bare = classify(
+                item.method, relative.rstrip("/"), item.query, item.headers, item.body, declared
+            )
+            if bare.operation is not None:
+                facts = bare
         token = bearer(item.headers) if facts.auth == "bearer" else None
         alias = (token if is_alias(token) else key_alias(token)) if token else None
         headers: dict[str, str] = {}

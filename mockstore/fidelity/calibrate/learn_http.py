@@ -48,6 +48,18 @@ ECHO_PATTERNS = (
     "[\\x21-\\x7e]{1,200}",
 )
 
+# Ids of every kind a client sends (calibrate's probes, the tests' client session), so which
+# ones a provider answers back tells which of ECHO_PATTERNS is its rule: each answers a
+# different set of them back.
+CLIENT_IDS = (
+    "0f8fad5b-d9cb-469f-a165-70867728950e",
+    "9f86d081884c7d659a2feaa0c55ad015",
+    "client-test-0001",
+    "test.case_1.attempt",
+    "a:b",
+    "id@{weird}/x",
+)
+
 Cite = Callable[..., str]
 
 
@@ -597,4 +609,4 @@ def _operation(template: str) -> str | None:
     return None
 
 
-__all__ = ["ECHO_PATTERNS", "HttpLearner"]
+__all__ = ["CLIENT_IDS", "ECHO_PATTERNS", "HttpLearner"]
