@@ -209,13 +209,28 @@ class HttpSemantics:
                     error.status, error=error, rule=window.name, retry_after=window.retry_after
                 )
         options = self.options
-        if options is not None and options.stage == stage and request.method == "OPTIONS":
+        if (
+            options is not None
+            and options.stage == stage
+            and request.method == "OPTIONS"
+            and not self._a_cors_preflight(request)  # a plain OPTIONS only
+        ):
             allow = served(relative)
             if allow:
                 return Made(
                     options.status, [(b"allow", allow.encode("latin-1"))], rule="http.options"
                 )
         return None
+
+    def _a_cors_preflight(self, request: Request) -> bool:
+        """Whether a request is a preflight the scenario's CORS answers (at whatever stage)."""
+        cors = self.cors
+        headers = request.headers
+        return (
+            cors is not None
+            and is_preflight(request.method, headers.get(ORIGIN), headers.get(REQUEST_METHOD))
+            and cors.applies(request.relative)
+        )
 
     def _redirect(self, request: Request) -> Made:
         target = self.base + request.relative.rstrip("/")

@@ -220,3 +220,19 @@ def test_scenario_problems_are_refused_with_their_place() -> None:
     ), lines
     assert any("* allows every origin: give it alone" in line for line in lines), lines
     assert any("write '/pets'" in line for line in lines), lines
+
+
+def test_a_plain_options_rule_leaves_preflights_to_cors() -> None:
+    scenario = BASE + (
+        "http:\n  options: {serve: true, stage: gateway}\n"
+        "  cors: {origins: ['*'], stage: counted}\n"
+    )
+    with mock_server(scenario) as api, _client(api) as http:
+        preflight = http.options("/pets", headers=PREFLIGHT)
+        plain = http.options("/pets")
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == "*"
+    assert "x-ratelimit-remaining" in preflight.headers  # CORS's stage: counted
+    assert "allow" not in preflight.headers
+    assert plain.headers["allow"] == "GET, HEAD, OPTIONS, POST"
+    assert "x-ratelimit-remaining" not in plain.headers  # OPTIONS's: the gateway

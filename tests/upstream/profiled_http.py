@@ -221,7 +221,10 @@ class Front:
                     retry = formatdate(math.ceil(closes), usegmt=True)
                 body = {"code": window.code, "message": message, "status": window.status}
                 return Made(window.status, [("Retry-After", retry)], body, "maintenance")
-        if choices.options == stage and method == "OPTIONS":
+        preflight = (
+            cors is not None and "origin" in headers and "access-control-request-method" in headers
+        )
+        if choices.options == stage and method == "OPTIONS" and not preflight:
             allow = allow_of(relative)
             if allow:
                 return Made(choices.options_status, [("Allow", allow)])
