@@ -11,7 +11,8 @@
 #   MOCKSTORE_SCENARIO_YAML  a whole scenario inline, for CI service containers that start
 #                            before the repository is checked out (or PUT one to
 #                            /__mockstore/scenario after checkout)
-#   MOCKSTORE_CONTROL_TOKEN  require this bearer token on the control API
+#   MOCKSTORE_CONTROL_TOKEN  require this bearer token on the control API (the image
+#                            otherwise serves it open: MOCKSTORE_INSECURE_CONTROL_API=1)
 #   MOCKSTORE_LOG_FORMAT     text | json      MOCKSTORE_LOG_LEVEL  info | warning | ...
 # A scenario that fails validation stops the container at start (exit 1), its
 # problems in the log as file:line:column: path: message.
@@ -42,7 +43,12 @@ RUN groupadd --system --gid 10001 mockstore \
 # Users' scenario files: mount a directory here (read-only is enough).
 WORKDIR /scenarios
 USER 10001:10001
+# Every interface, so that a published port reaches it; with no token, the control
+# API is open to whoever reaches that port (a CI job's network, a test cluster):
+# said so here, as mockstore refuses to start that way unless told. Set
+# MOCKSTORE_CONTROL_TOKEN to close it (and MOCKSTORE_INSECURE_CONTROL_API=0).
 ENV MOCKSTORE_HOST=0.0.0.0 \
+    MOCKSTORE_INSECURE_CONTROL_API=1 \
     MOCKSTORE_PORT=8080 \
     MOCKSTORE_LOG_FORMAT=text
 EXPOSE 8080

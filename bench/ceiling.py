@@ -18,17 +18,13 @@ import sys
 from collections.abc import Sequence
 
 import uvicorn
+
+# The body and the uvicorn settings are the floor's (which imports no Starlette).
+from floor import constant_body, settings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-
-
-def constant_body(size: int) -> bytes:
-    """A valid JSON document (a string) of exactly ``size`` bytes (at least 2)."""
-    if size < 2:
-        raise ValueError("the body must be at least 2 bytes (a JSON string)")
-    return b'"' + b"x" * (size - 2) + b'"'
 
 
 def build_app(body: bytes) -> Starlette:
@@ -50,23 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def settings(host: str, port: int) -> dict[str, object]:
-    """uvicorn's settings for the ceiling (also used by bench/stages.py).
-
-    The same as mockstore's own (``mockstore.server.uvicorn_config``), so the
-    only difference between the two sides is the application.
-    """
-    return {
-        "host": host,
-        "port": port,
-        "loop": "uvloop",
-        "http": "httptools",
-        "lifespan": "off",
-        "access_log": False,
-        "server_header": False,
-        "date_header": False,
-        "log_level": "warning",
-    }
+__all__ = ["build_app", "constant_body", "settings"]
 
 
 if __name__ == "__main__":

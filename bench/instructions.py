@@ -45,7 +45,7 @@ LIST_SOLD = "/v1/pets?limit=100&status=sold"
 @dataclass(frozen=True)
 class Side:
     id: str
-    scenario: str | None  # None: the ceiling
+    scenario: str | None  # None: a bench app (``ceiling.py`` or ``floor.py``, by ``id``)
     target: str
     method: str = "GET"
     # Request headers beyond the key; "{etag}" stands for the target's ETag (read first).
@@ -56,6 +56,7 @@ class Side:
 
 PREFLIGHT = (("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "GET"))
 SIDES = (
+    Side("floor", None, LIST_20),
     Side("ceiling", None, LIST_20),
     Side("mockstore", "baseline", LIST_20),
     Side("journal-off", "journal-off", LIST_20),
@@ -110,8 +111,8 @@ def _etag(connection: http.client.HTTPConnection, target: str, key: str | None) 
 
 def _command(side: Side, port: int, body_bytes: int) -> list[str]:
     if side.scenario is None:
-        ceiling = str(ROOT / "bench" / "ceiling.py")
-        return [PYTHON, ceiling, "--port", str(port), "--body-bytes", str(body_bytes)]
+        app = str(ROOT / "bench" / f"{side.id}.py")
+        return [PYTHON, app, "--port", str(port), "--body-bytes", str(body_bytes)]
     scenario = str(SCENARIOS / f"{side.scenario}.yaml")
     serve = [PYTHON, "-m", "mockstore", "serve", "--port", str(port), "--log-level", "warning"]
     return [*serve, "--scenario", scenario]

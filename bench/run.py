@@ -182,11 +182,20 @@ def mockstore_server(name: str, scenario: str, workdir: Path) -> Server:
     return Server(name, command, port, workdir / f"{name}.log", scenario)
 
 
-def ceiling_server(body_bytes: int, workdir: Path) -> Server:
+# The bench apps, by side id: ``floor.py`` (raw ASGI) and ``ceiling.py`` (bare Starlette).
+BENCH_APPS = ("floor", "ceiling")
+
+
+def bench_app_server(name: str, body_bytes: int, workdir: Path) -> Server:
+    """``floor.py`` or ``ceiling.py`` (``name``) serving a constant body of ``body_bytes``."""
     port = free_port()
-    command = [PYTHON, str(BENCH / "ceiling.py"), "--port", str(port)]
+    command = [PYTHON, str(BENCH / f"{name}.py"), "--port", str(port)]
     command += ["--body-bytes", str(body_bytes)]
-    return Server("ceiling", command, port, workdir / "ceiling.log")
+    return Server(name, command, port, workdir / f"{name}.log")
+
+
+def ceiling_server(body_bytes: int, workdir: Path) -> Server:
+    return bench_app_server("ceiling", body_bytes, workdir)
 
 
 # -- HTTP probes --------------------------------------------------------------
@@ -431,6 +440,11 @@ class Comparison:
 
 COMPARISONS = (
     Comparison(
+        "floor", "#29", "mockstore / floor (raw ASGI, same bytes), `GET /v1/pets?limit=20`",
+        "mockstore", "floor", 0.75, "≥ 75% of the floor by server CPU (#29)",
+        instructions=0.75, instructions_text="≥ 75% of the floor (#29)",
+    ),
+    Comparison(
         "stack", "#2, #21", "mockstore / ceiling, `GET /v1/pets?limit=20`",
         "mockstore", "ceiling", 0.80, "≥ 80% of the ceiling (#21; #2: ≥ 60%)",
         instructions=0.85, instructions_text="≥ 85% of the ceiling (#21)",
@@ -482,7 +496,7 @@ def check_side(side: Side, reference_body: bytes | None) -> None:
         raise server.fail(f"GET {side.target} with the bench key answered {reply.status}: "
                           f"{reply.body[:300]!r}")  # fmt: skip
     side.body_bytes = len(reply.body)
-    if side.id == "ceiling":
+    if side.id in BENCH_APPS:
         return
     limit = reply.headers.get("x-ratelimit-limit")
     if limit != str(BENCH_PER_MINUTE):
@@ -496,6 +510,24 @@ def check_side(side: Side, reference_body: bytes | None) -> None:
         raise server.fail(
             f"GET {side.target} answers a different body than the reference side "
             f"({len(reply.body)} vs {len(reference_body)} bytes): not a like-for-like comparison"
+        )
+
+
+def check_floor(floor: Server, reference: Reply) -> None:
+    """The floor must send mockstore's header names with values of the same lengths."""
+    reply = get(floor.port, LIST_20, BENCH_KEY)
+
+    def shape(headers: dict[str, str]) -> dict[str, int]:
+        return {name: len(value) for name, value in headers.items()}
+
+    # The request id and the remaining count grow a digit now and then: the lengths of
+    # the names and values in all, within a few bytes, and the same names.
+    if (
+        set(reply.headers) != set(reference.headers)
+        or abs(sum(shape(reply.headers).values()) - sum(shape(reference.headers).values())) > 4
+    ):
+        raise floor.fail(
+            f"its headers {shape(reply.headers)} are not mockstore's {shape(reference.headers)}"
         )
 
 
@@ -671,9 +703,14 @@ def measure_throughput(
         if reference.status != 200:
             raise baseline.fail(f"GET {LIST_20} with the bench key answered {reference.status}")
         ceiling = ceiling_server(len(reference.body), workdir)
-        with servers_running([ceiling]):
+        floor = bench_app_server("floor", len(reference.body), workdir)
+        with servers_running([ceiling, floor]):
             wait_until_serving(ceiling, "/v1/pets")
+            wait_until_serving(floor, "/v1/pets")
+            check_floor(floor, reference)
             sides = [
+                Side("floor", f"floor: raw ASGI, mockstore's headers, {len(reference.body)}-byte "
+                     "body", LIST_20, floor),
                 Side("ceiling", f"ceiling: bare Starlette, {len(reference.body)}-byte body",
                      LIST_20, ceiling),
                 Side("mockstore", "mockstore, bench/scenarios/baseline.yaml", LIST_20, baseline,
@@ -690,10 +727,12 @@ def measure_throughput(
                      mockstore_servers["large-inventory"], _is_list("sold", 100)),
             ]  # fmt: skip
             for side in sides:
-                same_as_baseline = side.target == LIST_20 and side.id != "ceiling"
+                same_as_baseline = side.target == LIST_20 and side.id not in BENCH_APPS
                 check_side(side, reference.body if same_as_baseline else None)
-                if side.id == "ceiling" and side.body_bytes != len(reference.body):
-                    raise ceiling.fail(f"serves {side.body_bytes} bytes, not {len(reference.body)}")
+                if side.id in BENCH_APPS and side.body_bytes != len(reference.body):
+                    raise side.server.fail(
+                        f"serves {side.body_bytes} bytes, not {len(reference.body)}"
+                    )
             log(f"warming up each side ({warmup} s)")
             for side in sides:
                 warm = run_wrk(side.server, side.target, warmup, side.id)

@@ -1,6 +1,7 @@
 """Where a request's instructions go, stage by stage: callgrind with marker functions.
 
-    .venv/bin/python bench/stages.py                 # the ceiling and mockstore, side by side
+    .venv/bin/python bench/stages.py                 # the floor and mockstore, side by side
+    .venv/bin/python bench/stages.py --sides floor,ceiling,mockstore
     .venv/bin/python bench/stages.py --python ../base/.venv/bin/python   # another tree's mockstore
     .venv/bin/python bench/stages.py --scenario faults-50 --sides mockstore
 
@@ -89,7 +90,10 @@ STAGES: dict[str, tuple[str, ...]] = {
 RECEIVE = {
     "mockstore": "mockstore.protocol:GuardedHttpToolsProtocol.data_received",
     "ceiling": "uvicorn.protocols.http.httptools_impl:HttpToolsProtocol.data_received",
+    "floor": "uvicorn.protocols.http.httptools_impl:HttpToolsProtocol.data_received",
 }
+# The bench apps (no mockstore): ``ceiling.py`` (bare Starlette) and ``floor.py`` (raw ASGI).
+BENCH_APPS = ("ceiling", "floor")
 
 # The rows of the report: (label, what it is computed from).
 ROWS = (
@@ -205,11 +209,12 @@ def serve(args: argparse.Namespace) -> int:
 
     patched = patch(markers, args.side)
     Path(args.report).write_text(json.dumps(patched))
-    if args.side == "ceiling":
-        import ceiling
+    if args.side in BENCH_APPS:
+        import floor
 
-        app = ceiling.build_app(ceiling.constant_body(args.body_bytes))
-        settings = ceiling.settings("127.0.0.1", args.port)
+        bench_app = importlib.import_module(args.side)
+        app = bench_app.build_app(floor.constant_body(args.body_bytes))
+        settings = floor.settings("127.0.0.1", args.port)
         uvicorn.Server(uvicorn.Config(measured_app(app, markers), **settings)).run()
         return 0
     from mockstore.app import MockstoreApp
@@ -565,7 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="the server's interpreter")
     parser.add_argument("--scenario", default="baseline", help="a file of bench/scenarios")
     parser.add_argument("--target", default=LIST_20, help="the request measured")
-    parser.add_argument("--sides", default="ceiling,mockstore")
+    parser.add_argument("--sides", default="floor,mockstore")
     parser.add_argument("--label", default="", help="a name for the mockstore column")
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=12_000)
@@ -603,8 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         sides = args.sides.split(",")
         results: dict[str, dict[str, float]] = {}
-        # mockstore first: the ceiling's constant body is as long as its answer.
-        for side in sorted(sides, key=lambda s: s == "ceiling"):
+        # mockstore first: a bench app's constant body is as long as its answer.
+        for side in sorted(sides, key=lambda s: s in BENCH_APPS):
             measured = measure_side(
                 args.python,
                 markers,
@@ -619,8 +624,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             results[side] = breakdown(measured, overhead)
             print(f"{side}: measured {', '.join(measured.patched)}", file=sys.stderr)
         columns = {
-            side if side == "ceiling" else (args.label or side): results[side] for side in sides
+            side if side in BENCH_APPS else (args.label or side): results[side] for side in sides
         }
+        if "floor" in results and "mockstore" in results:
+            # What mockstore costs beyond the stack, row by row (issue 29).
+            floor, mine = results["floor"], results["mockstore"]
+            columns[f"{args.label or 'mockstore'} - floor"] = {
+                key: mine[key] - floor.get(key, 0.0) for key in mine
+            }
     print(table(columns))
     Path(args.output).write_text(
         json.dumps(

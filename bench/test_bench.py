@@ -126,7 +126,8 @@ def _side(side_id: str, runs: list[run.WrkRun]) -> run.Side:
 def test_a_comparison_uses_medians_and_pairs_rounds() -> None:
     top = _side("mockstore", [_run("mockstore", r, v, 40) for r, v in ((1, 80), (2, 90), (3, 85))])
     bottom = _side("ceiling", [_run("ceiling", r, v, 25) for r, v in ((1, 100), (2, 100), (3, 90))])
-    result = run.compare({"mockstore": top, "ceiling": bottom}, run.COMPARISONS[0])
+    stack = next(c for c in run.COMPARISONS if c.id == "stack")
+    result = run.compare({"mockstore": top, "ceiling": bottom}, stack)
     assert result["ratio"] == pytest.approx(85 / 100)
     assert result["per_round_ratios"] == pytest.approx([0.8, 0.9, 85 / 90])
     assert result["cpu_cost_ratio"] == pytest.approx(25 / 40)

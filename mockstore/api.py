@@ -230,7 +230,7 @@ class PetStoreAPI:
         ex = Exchange(scope, state, self._compiled_for(state.scenario))
         # What had been answered when it arrived: the etiquette report tells a
         # request already in flight when a 429 was sent from one sent after it.
-        ex.arrived_after = self.runtime.journal.last_seq
+        ex.arrived_after = self.runtime.outbox.last_seq
         # The whole pipeline in one try (free in Python 3.11 until something raises):
         # anything unexpected is still answered, with the caller's headers.
         try:
@@ -700,7 +700,7 @@ class PetStoreAPI:
         ``headers`` are the answer's, as a tuple of pairs or as the header
         block sent the fast way (the journal stores either, see journal.py).
         """
-        journal = self.runtime.journal
+        journal = self.runtime.outbox
         latency_ms = (time.perf_counter() - ex.started) * 1000
         scope = ex.scope
         caller = ex.caller

@@ -27,6 +27,7 @@ from mockstore.limits import Limits
 from mockstore.memory import Account, MemoryBudget
 from mockstore.runs import RunCounter
 from mockstore.scenario import Scenario, ScenarioSpec, load_scenario_source
+from mockstore.shared.deadline import outside_any_deadline
 from mockstore.state import Runtime
 from mockstore.store import PetStore
 from mockstore.tenants import TenantRegistry
@@ -80,10 +81,15 @@ class AppShell:
         self._background: list[Background] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._shutdown: list[Background] = []
+        self._startup: list[Background] = []
 
     def run_in_background(self, task: Background) -> None:
         """Run ``task()`` from the server's start to its stop (needs the ASGI lifespan)."""
         self._background.append(task)
+
+    def on_startup(self, step: Background) -> None:
+        """Await ``step()`` before the server serves (needs the ASGI lifespan)."""
+        self._startup.append(step)
 
     def on_shutdown(self, close: Background) -> None:
         """Await ``close()`` once the server has stopped serving (needs the ASGI lifespan)."""
@@ -92,7 +98,7 @@ class AppShell:
     @property
     def needs_lifespan(self) -> bool:
         """True when background tasks or closing need the ASGI lifespan to run them."""
-        return bool(self._background or self._shutdown)
+        return bool(self._background or self._shutdown or self._startup)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -133,16 +139,31 @@ class AppShell:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    self.start_background()
+                    await self.start()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     await self.stop_background()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
+    async def start(self) -> None:
+        """The start-up steps (bounded: one that cannot finish is said and left to the
+        background tasks), then the background tasks (the lifespan's start; a tenant's)."""
+        for step in self._startup:
+            try:
+                await asyncio.wait_for(step(), _CLOSE_TIMEOUT)
+            except Exception as exc:  # Redis away: the background tasks try again
+                log.warning("a start-up step did not finish: %r", exc)
+        self.start_background()
+
     def start_background(self) -> None:
-        """Start the background tasks (the lifespan's start; a tenant's, when it is made)."""
-        self._tasks = [asyncio.create_task(task()) for task in self._background]
+        """Start the background tasks (the lifespan's start; a tenant's, when it is made).
+
+        They outlive whatever starts them: a control call's deadline (a tenant made
+        or joined by one) is not theirs."""
+        self._tasks = [
+            asyncio.create_task(task(), context=outside_any_deadline()) for task in self._background
+        ]
 
     async def stop_background(self) -> None:
         """Stop the background tasks, then close (the lifespan's end; a deleted tenant's)."""
@@ -241,18 +262,17 @@ class MockstoreApp(AppShell):
                 # Every process builds every tenant, whichever process made it.
                 self.run_in_background(registry.follow)
 
-    def share(self, shared: Any, from_start: bool = False) -> None:
-        """Keep this mock's state in Redis (``shared``, a ``SharedState``; not yet opened).
-
-        ``from_start``: the journal takes in the other processes' entries from
-        before this process started too (a tenant this process joins).
-        """
+    def share(self, shared: Any) -> None:
+        """Keep this mock's state in Redis (``shared``, a ``SharedState``; not yet opened)."""
         from mockstore.shared.journal import JournalSharing
 
         self.runtime.shared = shared
-        # Every process's journal (report, HAR, dashboard) holds every process's traffic.
-        sharing = JournalSharing(shared, self.runtime, from_start=from_start)
+        # One journal for the mock: every process's traffic, numbered alike everywhere.
+        sharing = JournalSharing(shared, self.runtime)
+        # Registered before it serves: a read through another process waits for it.
+        self.on_startup(sharing.register)
         self.run_in_background(sharing.run)
+        self.on_shutdown(sharing.close)
         self.on_shutdown(shared.close)
 
     def _new_tenant(self, tenant_id: str) -> MockstoreApp:

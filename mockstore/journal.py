@@ -462,7 +462,17 @@ class Journal:
     def begin_run(self, run: Run) -> None:
         """Number every entry from now on with ``run`` (see ``mockstore.runs``)."""
         self.run = run.number
+        if self.runs and self.runs[-1].number == run.number:
+            self.runs.pop()  # the same run again (a shared state's, set once more)
         self.runs.append(run)
+
+    def skip_to(self, seq: int, forgotten: int = 0) -> None:
+        """Sequence numbers up to ``seq`` were handed out elsewhere (a shared journal's:
+        ``mockstore.shared.journal``): those not appended count as dropped, but for
+        ``forgotten`` of them (cleared before they came)."""
+        if seq > self.last_seq:
+            self.last_seq = seq
+        self._seq_at_clear += forgotten
 
     def run_of(self, number: int) -> Run | None:
         """Where run ``number`` began, if it is among the runs kept."""

@@ -23,6 +23,12 @@ connection, for what the server is waiting on:
   once that is full the client must read within ``write_timeout`` or the
   connection is dropped (unsent bytes discarded).
 
+Requests a client pipelines ahead of its answers wait in uvicorn's queue:
+at most ``pipelining.MAX_QUEUED`` of them, each charged to the budget, a read
+parsed no further than the queue has room for (``pipelining.Queue``). The
+answer in one message and the check that the installed uvicorn fits it are
+``fast_answer.py``.
+
 The head limit holds per request whatever the framing: a head that begins
 after another request in the same read (pipelining) is measured, not
 assumed to start with the read. What a connection holds beyond a request of
@@ -53,16 +59,13 @@ from types import MethodType
 from typing import Any, ClassVar
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import (
-    STATUS_LINE,
-    HttpToolsProtocol,
-    RequestResponseCycle,
-)
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mockstore.errors import error_body
-from mockstore.headers import parse_block
-from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
+from mockstore.fast_answer import EXTENSIONS, Fit, probe, send_answer
+from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
 from mockstore.memory import Account, MemoryBudget, format_size
+from mockstore.pipelining import HeldFlow, Queue
 from mockstore.urls import CONTROL_PREFIX
 
 # The dashboard's event stream, the server's or a tenant's.
@@ -86,6 +89,10 @@ class _HeadTooLarge(Exception):
     """Raised inside a parser callback to stop parsing a head that is over the limit."""
 
 
+class _QueueOverBudget(Exception):
+    """Raised inside a parser callback: the budget cannot take another pipelined request."""
+
+
 class _Wait:
     """What one connection is waiting on from its client, and until when.
 
@@ -102,6 +109,7 @@ class _Wait:
         "max_head",
         "midread",
         "phase",
+        "queue",
         "read",
         "timed",
         "unsent",
@@ -120,99 +128,8 @@ class _Wait:
         self.charged = 0  # bytes reserved from the budget for a head spanning reads
         # While the client does not read: the deadline for it to, and the bytes charged.
         self.unsent: asyncio.TimerHandle | None = None
-
-
-# Every request's scope names the one-message answer (limits.RESPONSE): shared,
-# never written.
-_EXTENSIONS: dict[str, dict[str, Any]] = {RESPONSE: {}}
-_END = b"\r\n"
-_END_AND_CLOSE = b"connection: close\r\n\r\n"
-
-
-async def send_answer(cycle: RequestResponseCycle, message: Any) -> None:
-    """uvicorn's ``send`` for one request, which also takes an answer in one message.
-
-    Bound to each request's cycle as its ``send`` (see ``on_headers_complete``).
-    For a ``RESPONSE`` message (``limits.RESPONSE``) it writes the status line,
-    the app's header block and the body with one ``writelines`` (one
-    ``writev`` under uvloop: the body is not copied), where uvicorn writes
-    twice and first checks each header against two regular
-    expressions, lower-cases its name and reads it for ``Content-Length`` and
-    ``Connection`` (about 3,000 instructions a header). It keeps uvicorn's
-    bookkeeping: flow control, a client that left, ``connection: close`` when
-    the connection will not be kept alive, the end-of-response callback. Any
-    other message goes to uvicorn's ``send`` unchanged.
-
-    The app sends it only for a body of at most ``WRITE_CHUNK``: a larger one
-    goes the standard way, in pieces, so that a client that does not read
-    paces it (``pause_writing``) instead of finding it all in the buffer.
-
-    The hidden costs: the block is written as the app built it, so it is only
-    for headers mockstore made itself (``api.py`` sends scripted ones, which
-    may say anything, the standard way): no ``Content-Length`` check, no
-    ``Connection`` or ``Transfer-Encoding`` header in it. And it relies on
-    uvicorn 0.54's cycle attributes, which ``tests/test_fast_answer.py`` checks
-    on the wire against the standard path.
-    """
-    if message["type"] != RESPONSE:
-        await RequestResponseCycle.send(cycle, message)
-        if cycle.response_complete:
-            _unbind(cycle)
-        return
-    if cycle.flow.write_paused and not cycle.disconnected:
-        await cycle.flow.drain()
-    if cycle.disconnected:
-        return
-    if cycle.response_started or cycle.access_log or cycle.default_headers:
-        # Misuse (uvicorn's send says what), or headers uvicorn adds itself.
-        await _as_two_messages(cycle, message)
-        return
-    cycle.response_started = True
-    cycle.waiting_for_100_continue = False
-    keep_alive = cycle.keep_alive
-    transport = cycle.transport
-    transport.writelines(
-        (
-            STATUS_LINE[message["status"]],
-            message["head"],
-            _END if keep_alive else _END_AND_CLOSE,
-            message["body"],
-        )
-    )
-    cycle.response_complete = True
-    cycle.message_event.set()
-    if not keep_alive:
-        transport.close()
-    cycle.on_response()
-    _unbind(cycle)
-
-
-def _unbind(cycle: RequestResponseCycle) -> None:
-    """Drop the cycle's own ``send`` once its answer is complete.
-
-    The bound method refers to the cycle that holds it: left there, that
-    reference cycle would keep every finished request (its scope, headers and
-    buffers) alive until the cyclic garbage collector ran, which then cost
-    more than the rest of the request (about 8,000 instructions each). The
-    app keeps the method it was handed, so a late call still lands here.
-    """
-    # ``del``, not ``__dict__.pop``: reading ``__dict__`` would make CPython 3.11
-    # give the instance a real dict, and every later attribute read slower.
-    try:  # noqa: SIM105 - contextlib.suppress costs more than this whole function
-        del cycle.send
-    except AttributeError:
-        pass
-
-
-async def _as_two_messages(cycle: RequestResponseCycle, message: Any) -> None:
-    start = {
-        "type": "http.response.start",
-        "status": message["status"],
-        "headers": list(parse_block(message["head"])),
-    }
-    await RequestResponseCycle.send(cycle, start)  # type: ignore[arg-type]
-    body = {"type": "http.response.body", "body": message["body"]}
-    await RequestResponseCycle.send(cycle, body)  # type: ignore[arg-type]
+        # Requests pipelined behind the one being answered (made when first needed).
+        self.queue: Queue | None = None
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -227,6 +144,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # The share of the server's memory budget that connections draw on (not
     # uvicorn's ``connections``, the set of open connections).
     memory: ClassVar[Account] = MemoryBudget().connections
+    # What the installed uvicorn allows (``fast_answer.probe``): the one-message
+    # answer offered to the app, and whether a request's ``Connection: close`` is
+    # left to uvicorn. Set per server by ``protocol_class``.
+    extensions: ClassVar[dict[str, dict[str, Any]]] = {}
+    fast: ClassVar[bool] = False
+    close_by_hand: ClassVar[bool] = False
+    plain: ClassVar[bool] = True  # not fast, or closing by hand: one check a request
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -236,6 +160,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # Reading resumes only while the pipelined queue has room (``pipelining``).
+        self.flow: HeldFlow = HeldFlow(transport)  # type: ignore[assignment]
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         if len(self.connections) > self.limits.max_connections and not self._make_room():
             self._refuse(503, "server_busy", "every connection is busy; retry shortly")
@@ -257,6 +183,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if wait.charged:
             self.memory.release(wait.charged)
             wait.charged = 0
+        if wait.queue is not None:
+            wait.queue.close()
+            wait.queue = None  # the queue refers to this protocol: no cycle left behind
         super().connection_lost(exc)
 
     def shutdown(self) -> None:
@@ -329,6 +258,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         wait = self._wait
+        if len(data) > self.flow.slice_above:
+            # More requests than the queue has room for may end in this read
+            # (or some are queued already, or bytes are held): a slice at a time.
+            (wait.queue or self._queue()).feed(data)
+            return
         if wait.phase == IDLE:
             # Any byte starts a head, even the blank lines a parser skips.
             wait.phase = HEAD
@@ -346,6 +280,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         except httptools.HttpParserError as exc:
             if isinstance(exc.__context__, _HeadTooLarge):
                 self._refuse_head_too_large()
+            elif isinstance(exc.__context__, _QueueOverBudget):
+                self._queue().stop("a pipelined request")
             else:
                 self.send_400_response(str(exc) or "invalid request")
             return
@@ -386,18 +322,51 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 raise _HeadTooLarge
         scope = self.scope
         scope[HEAD_BYTES] = head  # for the journal's byte budget: counted once
-        scope["extensions"] = _EXTENSIONS
+        scope["extensions"] = self.extensions
         wait.phase = BODY
         previous = self.cycle
+        if (
+            previous is not None
+            and not previous.response_complete
+            and not (wait.queue or self._queue()).admit(head)
+        ):
+            # uvicorn would queue it behind the one being answered: the budget says no.
+            raise _QueueOverBudget
         HttpToolsProtocol.on_headers_complete(self)
         cycle = self.cycle
         if cycle is not previous:
+            if self.plain:
+                self._plain_cycle(cycle)
+                return
             # uvicorn made the cycle (of a class it names) and its task has not
             # run yet: the app will be handed this ``send``. An attribute of the
             # instance, not a subclass swapped in: assigning ``__class__`` makes
             # every later attribute read of the cycle slower (CPython 3.11's
             # attribute caches are per class), about 3,000 instructions a request.
             cycle.send = MethodType(send_answer, cycle)  # type: ignore[method-assign]
+
+    def _plain_cycle(self, cycle: Any) -> None:
+        """A new cycle where the installed uvicorn does not fit the fast path, or ignores close."""
+        if self.close_by_hand and not self.parser.should_keep_alive():
+            # This uvicorn keeps the connection after a request that asked to close it.
+            cycle.keep_alive = False
+        if self.fast:
+            cycle.send = MethodType(send_answer, cycle)
+
+    def _queue(self) -> Queue:
+        """This connection's queue of pipelined requests, made the first time it is needed."""
+        wait = self._wait
+        if wait.queue is None:
+            wait.queue = Queue(self)
+        return wait.queue
+
+    def finish_then_close(self) -> bool:
+        """Close the connection after the last request parsed is answered; False if none is due."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete:
+            return False
+        cycle.keep_alive = False
+        return True
 
     def _head_began_midread(self) -> int:
         """A head began after another request within this read: count what came of it.
@@ -439,7 +408,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # A head spanning reads is held in the parser's buffers until it is
             # complete: charged its most, as it may grow to that.
             if not self.memory.reserve(wait.max_head):
-                self._refuse_over_budget("a request head that spans reads")
+                self.refuse_over_budget("a request head that spans reads")
                 return
             wait.charged = wait.max_head
             wait.deadline = self.loop.call_later(self.limits.header_timeout, self._late)
@@ -510,7 +479,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     # -- answers written by the connection itself --------------------------------
 
-    def _refuse_over_budget(self, what: str) -> None:
+    def refuse_over_budget(self, what: str) -> None:
         budget = self.memory.root.ceiling
         self._refuse(
             507,
@@ -555,10 +524,21 @@ def _seconds(value: float) -> str:
 
 
 def protocol_class(
-    limits: Limits, budget: MemoryBudget | None = None
+    limits: Limits, budget: MemoryBudget | None = None, fit: Fit | None = None
 ) -> type[GuardedHttpToolsProtocol]:
-    """The protocol class for one server, with its limits and the budget its connections draw on."""
-    attributes: dict[str, Any] = {"limits": limits}
+    """The protocol class for one server, with its limits and the budget its connections draw on.
+
+    ``fit`` is what the installed uvicorn allows (``fast_answer.probe``, asked
+    once); a test passes its own to force the standard path.
+    """
+    fit = probe() if fit is None else fit
+    attributes: dict[str, Any] = {
+        "limits": limits,
+        "fast": fit.fast,
+        "extensions": EXTENSIONS if fit.fast else {},
+        "close_by_hand": not fit.honours_close,
+        "plain": not fit.fast or not fit.honours_close,
+    }
     if budget is not None:
         attributes["memory"] = budget.connections
     return type("MockstoreHttpProtocol", (GuardedHttpToolsProtocol,), attributes)

@@ -21,6 +21,7 @@ the thread.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import errno
 import socket
@@ -100,6 +101,10 @@ def uvicorn_config(app: AppShell, *, log_level: str | None = None) -> Any:
     only when the app has something to start or close (``--watch``, the
     recorder's upstream client). uvicorn adds no ``Server`` or ``Date`` header:
     the mock writes its own, and a recording passes the upstream's through.
+    No WebSocket protocol: mockstore serves none, so a request asking to
+    upgrade is answered as the HTTP request it also is (uvicorn would hand it
+    to the app as a WebSocket nothing accepts, a text/plain 500), and serving
+    never imports ``websockets`` (part of the start, issue 29).
     """
     import uvicorn
 
@@ -110,6 +115,7 @@ def uvicorn_config(app: AppShell, *, log_level: str | None = None) -> Any:
         app,
         loop="auto",
         http=protocol_class(limits, app.budget),
+        ws="none",
         timeout_keep_alive=limits.keep_alive_timeout,
         lifespan="on" if app.needs_lifespan else "off",
         access_log=False,
@@ -263,6 +269,10 @@ class MockServer:
         if self._server is None or not self._server.started or not self.running:
             raise RuntimeError(f"{self!r} is not running")
         loop = self._server.servers[0].get_loop()
+        runtime = self.app.runtime
+        if runtime.shared is not None:
+            # Every process's mock, and a journal_seq every process numbers alike.
+            return asyncio.run_coroutine_threadsafe(_shared_reset(runtime), loop).result(timeout)
         done: concurrent.futures.Future[ResetResult] = concurrent.futures.Future()
 
         def reset() -> None:
@@ -310,3 +320,15 @@ class MockServer:
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
         return f"<MockServer {self.base_url} {self.app.runtime.scenario.name!r} {state}>"
+
+
+async def _shared_reset(runtime: Any) -> Any:
+    """``MockServer.reset`` with a shared state: through Redis, after a journal barrier."""
+    from mockstore.clients.types import ResetResult
+    from mockstore.shared.deadline import within
+
+    with within():
+        await runtime.shared.reset()
+        if runtime.shared.journal is not None:
+            await runtime.shared.journal.barrier()
+    return ResetResult("reset", runtime.scenario.name, runtime.journal.last_seq, runtime.run)

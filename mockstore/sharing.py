@@ -20,6 +20,7 @@ limit is 413, one that stopped coming is an aborted request.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from starlette.types import Message, Receive
@@ -29,25 +30,23 @@ from mockstore.faults import SharedRules, shared_outcome, shared_rules
 from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
 from mockstore.service import OPERATIONS, Caller
-from mockstore.shared.backend import (
-    MAX_RELOADS,
-    Operation,
-    SharedState,
-    Stale,
-    StateUnavailable,
-    decision_of,
-)
+from mockstore.shared.backend import MAX_RELOADS, SharedState, Stale, StateUnavailable
+from mockstore.shared.buckets import decision_of
+from mockstore.shared.request import run_request
 from mockstore.shared.store import (
+    Operation,
     RequestStore,
     create_operation,
     get_operation,
     list_operation,
+    pets_only,
 )
 from mockstore.shared.tenants import TenantGone
 from mockstore.state import NO_BAN
 from mockstore.store import PetStore
 from mockstore.validation import path_parameters
 
+log = logging.getLogger("mockstore.shared")
 # How often this request was started again because the configuration changed under it.
 RESTARTS = "mockstore.restarts"
 _GET = OPERATIONS["getPet"]
@@ -136,7 +135,7 @@ async def admit(
                 rules = shared_rules(state.faults, facts)
     now = ex.now
     try:
-        reply = await shared.request(bucket, plan, now, state.clock.wall(), operation, rules)
+        reply = await run_request(shared, bucket, plan, now, state.clock.wall(), operation, rules)
     except Stale:
         restarts = ex.scope.get(RESTARTS, 0)
         if restarts >= MAX_RELOADS:
@@ -151,7 +150,10 @@ async def admit(
         if rules is not None:
             ex.outcome = shared_outcome(state.faults, reply[9])
         if local is not None:
-            ex.shared = RequestStore(local, operation, reply[8])
+            result = reply[8]
+            if operation is not None and operation.kind != "create" and result:
+                result = pets_only(shared.url, result)
+            ex.shared = RequestStore(local, operation, result)
     return receive, caller
 
 

@@ -241,16 +241,39 @@ class Runtime:
             header_bytes=scenario.journal_header_bytes,
             account=account,
         )
+        # Where the API records its answers: the journal itself, or with a shared state
+        # the entries waiting to be shipped to every process's journal (``open_outbox``).
+        self.outbox = self.journal
         self.runs = runs or RunCounter()
         # The state in Redis this runtime answers from (a ``mockstore.shared.SharedState``,
         # which builds on this module: not named here); None: in memory.
         self.shared: Any = None
         self._begin_run(first_run)
 
-    def _begin_run(self, reason: RunReason) -> Run:
+    def open_outbox(self) -> Journal:
+        """Record answers apart from the journal from now on (a shared state's: the journal
+        is every process's, ``mockstore.shared.journal``); the outbox it records into."""
+        if self.outbox is self.journal:
+            journal = self.journal
+            self.outbox = Journal(
+                journal.size,
+                journal.body_bytes,
+                max_bytes=journal.max_bytes,
+                header_bytes=journal.header_bytes,
+                account=self.account,
+            )
+            self.outbox.begin_run(journal.runs[-1])
+        return self.outbox
+
+    def begin_run(self, reason: RunReason, number: int) -> Run:
+        """Begin a run numbered ``number`` (the shared state's: numbered in Redis)."""
+        return self._begin_run(reason, number)
+
+    def _begin_run(self, reason: RunReason, number: int | None = None) -> Run:
+        """Begin a run: number ``number`` when the shared state numbered it, else the next."""
         clock = self.state.clock
         run = Run(
-            self.runs.next(),
+            self.runs.next() if number is None else number,
             reason,
             self.journal.last_seq + 1,
             clock.now(),
@@ -259,15 +282,25 @@ class Runtime:
             self.state.scenario.clock_headers,
         )
         self.journal.begin_run(run)
+        if self.outbox is not self.journal:
+            self.outbox.begin_run(run)
         return run
+
+    def adopt_run(self, run: Run) -> None:
+        """Make ``run`` the one the next request joins (the shared state's, begun elsewhere)."""
+        if not self.journal.runs or self.journal.runs[-1] != run:
+            self.journal.begin_run(run)
+            if self.outbox is not self.journal:
+                self.outbox.begin_run(run)
 
     @property
     def run(self) -> int:
         """The run the next request belongs to."""
         return self.journal.run
 
-    def move_clock(self, when: float) -> bool:
-        """Set the scenario clock; True when that moved it back and began a new run.
+    def move_clock(self, when: float, number: int | None = None) -> bool:
+        """Set the scenario clock; True when that moved it back and began a new run
+        (numbered ``number``, when the shared state numbered it).
 
         Moving back, the limits and bans are recomputed for the new instant
         (``RateLimiter.rebase``): no answer names a wait that only makes sense
@@ -280,7 +313,7 @@ class Runtime:
             return False
         state.limiter.rebase(now, when)
         state.clock.set(when)
-        self._begin_run("clock")
+        self._begin_run("clock", number)
         return True
 
     def _share(self, name: str, floor: int = 0) -> Account | None:
@@ -307,8 +340,9 @@ class Runtime:
     def scenario(self) -> Scenario:
         return self.state.scenario
 
-    def reset(self) -> MockState:
-        """Back to the scenario's initial state: pets, counters, bans, clock, call counts."""
+    def reset(self, number: int | None = None) -> MockState:
+        """Back to the scenario's initial state: pets, counters, bans, clock, call counts
+        (a new run: numbered ``number``, when the shared state numbered it)."""
         clock = self._clock_override
         if clock is not None:
             clock.set(clock.start)
@@ -322,7 +356,7 @@ class Runtime:
             self.timebase,
             self._keys,
         )
-        self._begin_run("reset")
+        self._begin_run("reset", number)
         return self.state
 
     def swap(self, scenario: Scenario) -> MockState:
@@ -359,7 +393,7 @@ class Runtime:
             raise
         return Prepared(scenario, template, state, share)
 
-    def install(self, prepared: Prepared) -> Prepared:
+    def install(self, prepared: Prepared, number: int | None = None) -> Prepared:
         """Swap a prepared state in: on the event loop, one assignment, so atomic.
 
         Returns the state it replaced, for ``release`` to free off the loop;
@@ -372,14 +406,15 @@ class Runtime:
         self._scenario_share = prepared.share
         self._keys = scenario_keys(scenario)
         self.state = prepared.state
-        self.journal.resize(
-            scenario.journal_size,
-            scenario.journal_body_bytes,
-            max_bytes=scenario.journal_max_bytes,
-            header_bytes=scenario.journal_header_bytes,
-        )
+        for journal in {id(self.journal): self.journal, id(self.outbox): self.outbox}.values():
+            journal.resize(
+                scenario.journal_size,
+                scenario.journal_body_bytes,
+                max_bytes=scenario.journal_max_bytes,
+                header_bytes=scenario.journal_header_bytes,
+            )
         replaced.discard()
-        self._begin_run("scenario")
+        self._begin_run("scenario", number)
         return replaced
 
     def give_journal(self) -> Journal:
@@ -390,6 +425,9 @@ class Runtime:
         """
         journal = self.journal
         self.journal = Journal(0, journal.body_bytes)
+        if self.outbox is not journal:
+            self.outbox.close()  # what was not shipped goes with the mock
+        self.outbox = self.journal
         return journal
 
     def close(self) -> None:
@@ -401,6 +439,8 @@ class Runtime:
             self.account.release(MOCK_COST)
         self._closed = True
         self.journal.close()
+        if self.outbox is not self.journal:
+            self.outbox.close()
         if self.account is not None:
             self.account.close()
 

@@ -151,6 +151,13 @@ class TenantRegistry:
         """``delete``, in every process when the registry is in Redis; False: no such tenant."""
         if self.shared is None:
             return self.delete(tenant_id) is not None
+        built = self._tenants.get(tenant_id)
+        if built is not None:
+            # Its journal is kept for reports: first every answer any process gave it
+            # (read your writes, as a journal read), which the others ship on request.
+            sharing = built.app.runtime.shared.journal if built.app.runtime.shared else None
+            if sharing is not None:
+                await sharing.barrier()
         incarnation = await self.shared.unregister(tenant_id)
         await self._drop(tenant_id)
         if incarnation is None:
@@ -188,13 +195,19 @@ class TenantRegistry:
 
     async def follow(self) -> None:
         """``sync`` every ``SYNC_EVERY`` seconds, until cancelled (the server's background)."""
+        warned = -60.0
         while True:
             try:
                 await self.sync()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # Redis away: the API says so; this tries again
+            except StateUnavailable as exc:  # Redis away: the API says so; this tries again
                 log.debug("tenants not followed: %s", exc)
+            except Exception:  # never silently: said, and tried again
+                now = asyncio.get_running_loop().time()
+                if now - warned >= 60:
+                    warned = now
+                    log.exception("following the tenants in the shared state failed")
             await asyncio.sleep(SYNC_EVERY)
 
     def _lock(self) -> asyncio.Lock:
@@ -238,8 +251,8 @@ class TenantRegistry:
             raise self._full(refused[1:])
         async with self._lock():
             await self._drop_now(tenant_id)  # a stale one, deleted elsewhere
+            await app.start()  # registered in the journal's streams before it serves
             tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
-            app.start_background()
         return tenant
 
     async def _join(self, tenant_id: str, incarnation: int) -> Tenant | None:
@@ -249,8 +262,7 @@ class TenantRegistry:
         assert self.shared is not None
         app = self._build(tenant_id)
         state = TenantState(self.shared.url, app.runtime, tenant_id, incarnation)
-        # The tenant's traffic before this process joined is its traffic too.
-        app.share(state, from_start=True)
+        app.share(state)
         try:
             await state.join()
         except TenantGone:
@@ -264,8 +276,8 @@ class TenantRegistry:
         except BaseException:
             await _stop(app)
             raise
+        await app.start()  # registered in the journal's streams before it serves
         tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
-        app.start_background()
         return tenant
 
     async def _drop(self, tenant_id: str) -> None:
@@ -273,11 +285,14 @@ class TenantRegistry:
             await self._drop_now(tenant_id)
 
     async def _drop_now(self, tenant_id: str) -> None:
-        """Forget a tenant this process built: its journal is kept, the rest given back."""
+        """Forget a tenant this process built: its journal is kept, the rest given back.
+
+        Kept in the same step as it leaves the live ones (no await between): a report
+        read while its background stops covers it all the same."""
         tenant = self._tenants.pop(tenant_id, None)
         if tenant is not None:
-            await tenant.app.stop_background()
             self.kept.keep(tenant_id, tenant.app.runtime.give_journal())
+            await tenant.app.stop_background()
             _close(tenant.app)
 
     async def _lookup(self, tenant_id: str) -> Tenant | None:

@@ -94,6 +94,7 @@ class ScenarioWatcher:
         from watchfiles import awatch
 
         log.info("watching %s for changes", self.display)
+        caught_up = False
         while True:
             folders = self.watched()
             # Not recursive: the file's siblings' subtrees are not ours.
@@ -110,6 +111,11 @@ class ScenarioWatcher:
             )
             try:
                 async for changed in changes:
+                    if not changed and not caught_up:
+                        # The first tick, once the watch is in place: the file as it is.
+                        caught_up = True
+                        await self._catch_up()
+                        continue
                     if not changed and not await self._try_again():
                         continue
                     try:
@@ -132,6 +138,20 @@ class ScenarioWatcher:
                     )
                     return
                 log.info("%s now leads elsewhere; watching there (%s)", self.display, exc)
+
+    async def _catch_up(self) -> None:
+        """The file as it is once the watch is in place: an edit made while nothing watched
+        it (before, or while a worker started again in place of the watching one that
+        died) is put in service."""
+        try:
+            text = await asyncio.to_thread(read_limited, self.path)
+        except (OSError, UnicodeDecodeError, ScenarioTooLarge):
+            return  # said by the reload that the next change makes
+        if text != self._text:
+            try:
+                await self.reload()
+            except Exception:
+                log.exception("reloading %s failed; the running scenario stays", self.display)
 
     async def _try_again(self) -> bool:
         """True when an edit waits for the shared state, and it answers again."""

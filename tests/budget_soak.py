@@ -30,6 +30,7 @@ import secrets
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -212,6 +213,14 @@ class BudgetSoak(HostileMix):
 
     # -- running ----------------------------------------------------------------------
 
+    def extra_steps(self) -> list[Callable[[httpx.Client], str]]:
+        """More clients run as ``_loop`` steps (a subclass's attacks)."""
+        return []
+
+    def extra_threads(self) -> list[Callable[[], None]]:
+        """More clients run in threads of their own (a subclass's attacks)."""
+        return []
+
     def run(self, sample_every: float = 1.0) -> SoakResult:
         # The large listing the slow readers ask for: 16 pets of 1 MiB.
         with httpx.Client(timeout=60) as client:
@@ -235,9 +244,10 @@ class BudgetSoak(HostileMix):
             self.scenario_loads,
             self.clock_abuse,
             self.raw_hars,
+            *self.extra_steps(),
         ]
         threads = [threading.Thread(target=self._loop, args=(s,), daemon=True) for s in steps]
-        for extra in (self.slow_clients, self.readers, self.well_behaved):
+        for extra in (self.slow_clients, self.readers, self.well_behaved, *self.extra_threads()):
             threads.append(threading.Thread(target=extra, daemon=True))
         started = time.monotonic()
         for thread in threads:

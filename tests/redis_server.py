@@ -34,8 +34,10 @@ def _free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process; ``url`` is ``redis://127.0.0.1:PORT/0``."""
 
-    def __init__(self, databases: int = 16) -> None:
+    def __init__(self, databases: int = 16, debug: bool = False) -> None:
         self.databases = databases
+        # ``DEBUG SLEEP`` (a slow Redis) needs the command allowed (Redis 7: off by default).
+        self.debug = debug
         self.port = _free_port()
         self.directory = tempfile.mkdtemp(prefix="mockstore-redis-")
         self.process: subprocess.Popen[bytes] | None = None
@@ -48,6 +50,8 @@ class RedisServer:
         command = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1"]
         command += ["--save", "", "--appendonly", "no", "--dir", self.directory]
         command += ["--databases", str(self.databases)]
+        if self.debug:
+            command += ["--enable-debug-command", "local"]
         self.process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.directory
         )

@@ -8,8 +8,11 @@ subprocess and reads its banner: only for tests about the command line itself
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -35,6 +38,22 @@ KEYS = {
 # What a tool adds to a control API POST that has no JSON body (mockstore.Control
 # sends it too): the server refuses body-less POSTs a web page could send cross-site.
 TOOL = {"X-Mockstore-Client": "mockstore-tests"}
+
+
+# How long a test waits for an answer: httpx's default (5 s) is a verdict on how loaded
+# the machine is (at load 25 on 2 cores an answer has taken longer), never the mock's.
+PATIENT = 120.0
+
+
+class _Patient:
+    """httpx's top-level calls (``patient.get(url, ...)``: a fresh connection each), waiting
+    ``PATIENT`` seconds for an answer unless given a ``timeout`` of their own."""
+
+    def __getattr__(self, method: str) -> Callable[..., httpx.Response]:
+        return functools.partial(getattr(httpx, method), timeout=PATIENT)
+
+
+patient = _Patient()
 
 
 def auth(plan_or_key: str = "pro") -> dict[str, str]:
@@ -107,19 +126,29 @@ def mock_server(scenario: Any = "default", **options: Any) -> Iterator[LiveServe
         yield LiveServer(server.base_url, mock=server)
 
 
+# How long a CLI server may take to start before a test gives up on it: generous, since
+# on a loaded machine (load 20+ on 2 cores) a start takes tens of seconds; a server that
+# cannot start exits, and that fails at once, whatever this says.
+START_SECONDS = 300.0
+
+
 @contextmanager
 def live_server(
     *args: str,
     env: dict[str, str] | None = None,
-    timeout: float = 15.0,
+    timeout: float = START_SECONDS,
     launcher: list[str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
 ) -> Iterator[LiveServer]:
     """Start ``python -m mockstore serve --port 0 ARGS`` and yield it once it listens.
 
-    ``launcher`` replaces ``python -m mockstore`` (a script that prepares the
-    process, then runs the CLI); ``preexec_fn`` runs in the child before it
-    starts (to lower its limits, say).
+    It listens once its banner is printed (the socket is bound and listening
+    before); it is ready once it answers any HTTP request. It is given up on
+    only when it exits, or after ``timeout`` seconds: then it and every process
+    it started (its process group: ``--workers``) are killed, and the error
+    says what its log said. ``launcher`` replaces ``python -m mockstore`` (a
+    script that prepares the process, then runs the CLI); ``preexec_fn`` runs
+    in the child before it starts (to lower its limits, say).
     """
     command = [*(launcher or [sys.executable, "-m", "mockstore"]), "serve", "--port", "0", *args]
     if "--log-level" not in args:
@@ -131,6 +160,7 @@ def live_server(
         text=True,
         env={**os.environ, **(env or {})},
         preexec_fn=preexec_fn,
+        start_new_session=True,  # its own process group: its workers go with it
     )
     output: list[str] = []
     found = threading.Event()
@@ -147,37 +177,71 @@ def live_server(
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    deadline = time.monotonic() + timeout
-    while not found.is_set():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            reader.join(2)
-            raise RuntimeError("mockstore did not start:\n" + "\n".join(output))
-        found.wait(0.05)
-    server = LiveServer(address[0], process, output, reader=reader)
-    _wait_healthy(server.url, deadline)
+    try:
+        deadline = time.monotonic() + timeout
+        while not found.wait(0.05):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise _not_started(process, reader, output, timeout, "printed no address")
+        server = LiveServer(address[0], process, output, reader=reader)
+        if not _answers(server.url, process, deadline):
+            raise _not_started(process, reader, output, timeout, "never answered over HTTP")
+    except BaseException:
+        _stop_group(process)
+        reader.join(5)
+        raise
     try:
         yield server
     finally:
         process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        reader.join(2)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(30)
+        _stop_group(process)  # what is left of it (a worker its stop did not reach)
+        reader.join(5)
 
 
-def _wait_healthy(url: str, deadline: float) -> None:
-    # Any HTTP answer means it serves: with --no-control the health check is a 404.
-    while time.monotonic() < deadline:
+def _answers(url: str, process: subprocess.Popen[str], deadline: float) -> bool:
+    """Whether the server answers any HTTP request (with --no-control the health check is
+    a 404) before it exits or ``deadline`` passes. It listens already: the request
+    waits in its backlog until it serves, so one patient request is enough."""
+    while process.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
         try:
-            httpx.get(url + "/__mockstore/health", timeout=1)
-            return
+            httpx.get(url + "/__mockstore/health", timeout=left)
+            return True
         except httpx.TransportError:
-            pass
-        time.sleep(0.02)
-    raise RuntimeError("mockstore never answered its health check")
+            time.sleep(0.05)  # between workers, say: try again while it runs
+    return False
+
+
+def _not_started(
+    process: subprocess.Popen[str],
+    reader: threading.Thread,
+    output: list[str],
+    timeout: float,
+    why: str,
+) -> RuntimeError:
+    """The error for a server that did not start: what happened, then what its log said."""
+    code = process.poll()
+    if code is None:
+        what = f"still running after {timeout:g} s: killed with its process group"
+        _stop_group(process)
+    else:
+        what = f"exited with code {code}"
+    reader.join(5)  # everything it printed
+    log = "\n".join(output) or "(nothing)"
+    return RuntimeError(
+        f"mockstore (pid {process.pid}) did not start ({why}; {what}); its log:\n{log}"
+    )
+
+
+def _stop_group(process: subprocess.Popen[str]) -> None:
+    """Kill the server's process group (it and its workers), and reap the server."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(30)
 
 
 def _operation_for(method: str, path: str, base: str = "/v1") -> schemas.Operation | None:

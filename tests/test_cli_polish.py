@@ -112,7 +112,9 @@ def test_port_in_use_is_explained() -> None:
 
 
 def test_an_address_that_cannot_be_had_is_explained() -> None:
-    result = run("serve", "--host", "203.0.113.7", "--port", "0")  # TEST-NET-3, never local
+    result = run(
+        "serve", "--host", "203.0.113.7", "--port", "0", "--control-token", "t0ken"
+    )  # TEST-NET-3, never local
     assert result.returncode == 1
     assert_no_traceback(result)
     assert "cannot listen on 203.0.113.7:0" in result.stderr

@@ -9,6 +9,7 @@ the ``Host`` header then carries. All against a real server.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -206,12 +207,13 @@ def test_only_the_literal_control_prefix_reaches_the_control_api(
     assert "/__mockstore" in error["message"]
 
 
-def _serve_output(*args: str) -> str:
+def _serve_output(*args: str, env: dict[str, str] | None = None) -> str:
     process = subprocess.Popen(
         [sys.executable, "-m", "mockstore", "serve", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, **(env or {})},
     )
     lines = []
     try:
@@ -226,10 +228,31 @@ def _serve_output(*args: str) -> str:
     return "".join(lines)
 
 
-def test_serving_beyond_loopback_without_a_token_warns() -> None:
-    output = _serve_output("--host", "0.0.0.0")
+@pytest.mark.parametrize("command", ["serve", "record"])
+def test_an_open_control_api_beyond_loopback_is_refused_before_it_starts(command: str) -> None:
+    # Issue 27: main started with a warning, its whole control API open to the network.
+    extra = ["--upstream", "http://127.0.0.1:9/v1"] if command == "record" else []
+    done = subprocess.run(
+        [sys.executable, "-m", "mockstore", command, "--port", "0", "--host", "0.0.0.0", *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("MOCKSTORE_")},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "serving" not in done.stderr + done.stdout
+    for remedy in ("--control-token", "--insecure-control-api", "127.0.0.1"):
+        assert remedy in done.stderr
+
+
+def test_the_flag_naming_the_risk_starts_it_with_a_warning() -> None:
+    output = _serve_output("--host", "0.0.0.0", "--insecure-control-api")
     assert "warning" in output.lower()
     assert "--control-token" in output
+    assert (
+        "warning"
+        in _serve_output("--host", "0.0.0.0", env={"MOCKSTORE_INSECURE_CONTROL_API": "1"}).lower()
+    )
 
 
 def test_no_warning_on_loopback_or_with_a_token() -> None:

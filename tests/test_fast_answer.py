@@ -17,13 +17,19 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import pytest
 import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mockstore.app import MockstoreApp
+from mockstore.fast_answer import Fit, probe
 from mockstore.journal import Entry
+from mockstore.limits import Limits
+from mockstore.protocol import protocol_class
 from mockstore.scenario import load_scenario
 from mockstore.server import listen, uvicorn_config
 
@@ -70,12 +76,27 @@ REQUESTS = [
 ]
 
 
+# The standard ways an answer goes out, each held to the fast way byte for byte:
+# uvicorn's own protocol, and mockstore's protocol falling back to the standard
+# path (as it does when the installed uvicorn does not fit, ``fast_answer.probe``).
+STANDARD = ("uvicorn", "fallback")
+
+
 @contextmanager
-def _serving(app: MockstoreApp, fast: bool) -> Iterator[int]:
-    """``app`` on a free port: mockstore's own protocol (``fast``) or uvicorn's plain one."""
+def _serving(app: MockstoreApp, way: str) -> Iterator[int]:
+    """``app`` on a free port: mockstore's protocol (``fast`` or ``fallback``), or uvicorn's."""
     config = uvicorn_config(app, log_level="warning")
-    if not fast:
+    if way == "uvicorn":
         config.http = "httptools"  # uvicorn's own: no one-message answers
+    elif way == "fallback":
+        config.http = protocol_class(app.limits, app.budget, Fit(fast=False, honours_close=True))
+    with _serving_config(config) as port:
+        yield port
+
+
+@contextmanager
+def _serving_config(config: uvicorn.Config) -> Iterator[int]:
+    """A uvicorn server of ``config`` on a free port, in a thread."""
     server = uvicorn.Server(config)
     sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
@@ -94,10 +115,12 @@ def _serving(app: MockstoreApp, fast: bool) -> Iterator[int]:
 
 
 @contextmanager
-def _both() -> Iterator[tuple[tuple[MockstoreApp, int], tuple[MockstoreApp, int]]]:
+def _both(
+    standard: str = "uvicorn",
+) -> Iterator[tuple[tuple[MockstoreApp, int], tuple[MockstoreApp, int]]]:
     scenario = load_scenario(SCENARIO, "fast.yaml")
     fast_app, plain_app = MockstoreApp(scenario), MockstoreApp(scenario)
-    with _serving(fast_app, True) as fast_port, _serving(plain_app, False) as plain_port:
+    with _serving(fast_app, "fast") as fast_port, _serving(plain_app, standard) as plain_port:
         yield (fast_app, fast_port), (plain_app, plain_port)
 
 
@@ -137,8 +160,9 @@ class Reader:
         raise AssertionError(f"the connection stayed open: {self.data[-300:]!r}")
 
 
-def test_every_kind_of_answer_is_the_same_bytes_both_ways() -> None:
-    with _both() as ((fast_app, fast_port), (plain_app, plain_port)):
+@pytest.mark.parametrize("standard", STANDARD)
+def test_every_kind_of_answer_is_the_same_bytes_both_ways(standard: str) -> None:
+    with _both(standard) as ((fast_app, fast_port), (plain_app, plain_port)):
         connections = [socket.create_connection(("127.0.0.1", p)) for p in (fast_port, plain_port)]
         readers = [Reader(sock) for sock in connections]
         try:
@@ -168,11 +192,14 @@ def test_every_kind_of_answer_is_the_same_bytes_both_ways() -> None:
             assert (fast_entry.status, fast_entry.client) == (plain_entry.status, "127.0.0.1")
 
 
-def test_a_connection_that_ends_gets_connection_close_both_ways() -> None:
+@pytest.mark.parametrize("standard", STANDARD)
+def test_a_connection_that_ends_gets_connection_close_both_ways(standard: str) -> None:
+    # A 200 and a 201 (uvicorn 0.30 kept the connection after those) and HTTP/1.0.
     close = b"GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + PRO + b"\r\n"
+    create = REQUESTS[9][1].replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
     old = b"GET /v1/pets?limit=1 HTTP/1.0\r\nHost: x\r\n" + PRO + b"\r\n"
-    with _both() as ((_, fast_port), (_, plain_port)):
-        for request in (close, old):
+    with _both(standard) as ((_, fast_port), (_, plain_port)):
+        for request in (close, create, old):
             answers = []
             for port in (fast_port, plain_port):
                 with socket.create_connection(("127.0.0.1", port)) as sock:
@@ -186,13 +213,14 @@ def test_a_connection_that_ends_gets_connection_close_both_ways() -> None:
 @given(
     sequence=st.lists(st.sampled_from(range(len(REQUESTS))), min_size=1, max_size=12),
     pipelined=st.integers(1, 4),
+    standard=st.sampled_from(STANDARD),
 )
 def test_any_sequence_pipelined_or_not_is_the_same_bytes_both_ways(
-    sequence: list[int], pipelined: int
+    sequence: list[int], pipelined: int, standard: str
 ) -> None:
     # Requests sent ``pipelined`` at a time in one write: the answers come back
     # in order, whole, and the same both ways.
-    with _both() as ((_, fast_port), (_, plain_port)):
+    with _both(standard) as ((_, fast_port), (_, plain_port)):
         received = []
         for port in (fast_port, plain_port):
             with socket.create_connection(("127.0.0.1", port)) as sock:
@@ -203,3 +231,66 @@ def test_any_sequence_pipelined_or_not_is_the_same_bytes_both_ways(
                     answers += [reader.answer(head_only=r.startswith(b"HEAD")) for r in batch]
                 received.append(answers)
         assert received[0] == received[1]
+
+
+# -- the probe: the installed uvicorn, and uvicorns that differ ------------------------
+
+
+class _KeepsClosedConnections(HttpToolsProtocol):
+    """uvicorn as 0.30 was: a request's ``Connection: close`` left the cycle keep-alive."""
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        if self.cycle is not None:
+            self.cycle.keep_alive = True
+
+
+class _NoPipeline(HttpToolsProtocol):
+    """A uvicorn whose internals moved: no ``pipeline`` of queued requests."""
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        self.pipeline.clear()
+
+
+class _OtherCycles(HttpToolsProtocol):
+    """A uvicorn whose cycles lack what the one-message answer sets."""
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        del cycle.waiting_for_100_continue
+        super()._start_asgi_task(cycle, app)
+
+
+def test_the_installed_uvicorn_fits_the_fast_path() -> None:
+    assert probe() == Fit(fast=True, honours_close=True)
+
+
+def test_a_uvicorn_that_keeps_closed_connections_is_found_out() -> None:
+    fit = probe(_KeepsClosedConnections)
+    assert fit.fast and not fit.honours_close
+
+
+@pytest.mark.parametrize("base", [_NoPipeline, _OtherCycles])
+def test_a_uvicorn_whose_internals_differ_gets_the_standard_path(
+    base: type[HttpToolsProtocol],
+) -> None:
+    fit = probe(base)
+    assert not fit.fast and fit.reason, fit
+    protocol = protocol_class(Limits(), None, fit)
+    assert protocol.extensions == {} and protocol.plain
+
+
+def test_closing_by_hand_ends_the_connection_after_a_200_and_a_201() -> None:
+    # The path a uvicorn that ignores ``Connection: close`` gets: marked by the protocol.
+    app = MockstoreApp(load_scenario(SCENARIO, "fast.yaml"))
+    config = uvicorn_config(app, log_level="warning")
+    config.http = protocol_class(app.limits, app.budget, Fit(fast=True, honours_close=False))
+    create = REQUESTS[9][1].replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
+    close = b"GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + PRO + b"\r\n"
+    with _serving_config(config) as port:
+        for request, status in ((close, b"200"), (create, b"201")):
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                sock.sendall(request)
+                answer = Reader(sock).rest()  # fails unless the server closes
+            assert answer.startswith(b"HTTP/1.1 " + status)
+            assert b"\r\nconnection: close\r\n" in answer

@@ -12,7 +12,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mockstore.fidelity.recorder import _aliased, _Scrubber
+from mockstore.fidelity.aliases import Scrubber, aliased
 from mockstore.journal import mask
 from mockstore.keys import is_alias, key_alias
 
@@ -43,7 +43,7 @@ def test_a_journaled_credential_carries_the_alias_in_place_of_the_secret(
     key: str, scheme: bytes
 ) -> None:
     value = scheme + key.encode()
-    journaled = _aliased(b"authorization", value)
+    journaled = aliased(b"authorization", value)
     assert journaled == scheme + key_alias(key).encode()
     assert key.encode() not in journaled or is_alias(key)
 
@@ -52,7 +52,7 @@ def test_a_journaled_credential_carries_the_alias_in_place_of_the_secret(
 def test_a_secret_echoed_anywhere_is_replaced_in_what_is_journaled(
     key: str, before: bytes, after: bytes
 ) -> None:
-    scrub = _Scrubber()
+    scrub = Scrubber()
     scrub.learn(b"authorization", b"Bearer " + key.encode())
     journaled = scrub(before + key.encode() + after)
     assert key.encode() not in journaled or is_alias(key)

@@ -67,6 +67,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.app",
         "mockstore.api",
         "mockstore.protocol",
+        "mockstore.pipelining",
+        "mockstore.fast_answer",
         "mockstore.transport",
         "mockstore.tenants",
         "mockstore.sharing",

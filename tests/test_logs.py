@@ -176,7 +176,7 @@ def test_startup_block_shows_scenario_address_keys_and_plans() -> None:
 
 def test_startup_block_of_a_scenario_without_keys_says_how_to_get_one() -> None:
     empty = "version: 1\nname: keyless\n"
-    with live_server(env={"MOCKSTORE_SCENARIO_YAML": empty}, timeout=20) as server:
+    with live_server(env={"MOCKSTORE_SCENARIO_YAML": empty}) as server:
         text = server.log()
     assert "scenario: keyless (MOCKSTORE_SCENARIO_YAML)" in text
     assert "(none: issue one with POST /__mockstore/keys)" in text

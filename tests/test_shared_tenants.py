@@ -9,7 +9,9 @@ the server's own mock in one Redis database; a deleted tenant's keys leave Redis
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,9 +22,12 @@ from typing import Any
 import httpx
 import pytest
 
+from mockstore import MockServer
+from mockstore.shared.deadline import CONTROL_SECONDS
+from mockstore.shared.journal import JournalSharing
 from mockstore.tenants import MAX_TENANTS
 from tests.redis_server import RedisServer
-from tests.support import TOOL, live_server
+from tests.support import PATIENT, TOOL, live_server, patient
 
 SCENARIO = """\
 version: 1
@@ -60,7 +65,7 @@ def _eventually(check: Callable[[], bool], what: str, timeout: float = 15.0) -> 
 
 def _make(url: str, tenant_id: str | None = None) -> httpx.Response:
     body = {} if tenant_id is None else {"id": tenant_id}
-    return httpx.post(url + "/__mockstore/tenants", json=body, headers=TOOL, timeout=30)
+    return patient.post(url + "/__mockstore/tenants", json=body, headers=TOOL, timeout=30)
 
 
 def test_a_tenant_made_through_one_process_is_served_listed_and_deleted_through_another(
@@ -76,13 +81,13 @@ def test_a_tenant_made_through_one_process_is_served_listed_and_deleted_through_
         }
         in_a, in_b = a.url + made.json()["path"], b.url + made.json()["path"]
         # B never heard of it: it looks in Redis before answering.
-        assert httpx.get(in_b + "/v1/pets", headers=PRO).json() == []
-        listed = httpx.get(b.url + "/__mockstore/tenants").json()
+        assert patient.get(in_b + "/v1/pets", headers=PRO).json() == []
+        listed = patient.get(b.url + "/__mockstore/tenants").json()
         assert [t["id"] for t in listed] == ["team"]
-        assert httpx.get(in_b + "/__mockstore/health").json()["scenario"] == "shared-tenants"
+        assert patient.get(in_b + "/__mockstore/health").json()["scenario"] == "shared-tenants"
         assert _make(b.url, "team").status_code == 409
         # A 20-per-minute key spread over both processes at once admits exactly 20.
-        with httpx.Client(timeout=30) as http, ThreadPoolExecutor(max_workers=8) as pool:
+        with httpx.Client(timeout=PATIENT) as http, ThreadPoolExecutor(max_workers=8) as pool:
             statuses = Counter(
                 pool.map(
                     lambda i: http.get((in_a, in_b)[i % 2] + "/v1/pets", headers=TIGHT).status_code,
@@ -91,34 +96,36 @@ def test_a_tenant_made_through_one_process_is_served_listed_and_deleted_through_
             )
         assert statuses == Counter({200: 20, 429: 16})
         for url in (in_a, in_b):
-            keys = httpx.get(url + "/__mockstore/keys").json()
+            keys = patient.get(url + "/__mockstore/keys").json()
             assert next(k for k in keys if k["key"] == "tight-key")["minute"]["used"] == 20
-        assert httpx.get(b.url + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
+        remaining = patient.get(b.url + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"]
+        assert remaining == "19"
         # A pet made through A is the tenant's, seen through B; not the server's own.
-        pet = httpx.post(in_a + "/v1/pets", json={"name": "Solo", "categoryId": 1}, headers=PRO)
+        pet = patient.post(in_a + "/v1/pets", json={"name": "Solo", "categoryId": 1}, headers=PRO)
         assert pet.status_code == 201
-        assert httpx.get(f"{in_b}/v1/pets/{pet.json()['id']}", headers=PRO).json() == pet.json()
-        assert httpx.get(f"{b.url}/v1/pets/{pet.json()['id']}", headers=PRO).status_code == 404
+        assert patient.get(f"{in_b}/v1/pets/{pet.json()['id']}", headers=PRO).json() == pet.json()
+        assert patient.get(f"{b.url}/v1/pets/{pet.json()['id']}", headers=PRO).status_code == 404
         # A key issued and a clock moved through B are the tenant's in A.
-        issued = httpx.post(
+        issued = patient.post(
             in_b + "/__mockstore/keys", json={"key": "team-key", "plan": "pro"}, headers=TOOL
         )
         assert issued.status_code == 201
         team = {"Authorization": "Bearer team-key"}
-        assert httpx.get(in_a + "/v1/pets", headers=team).status_code == 200
-        assert httpx.get(a.url + "/v1/pets", headers=team).status_code == 401
-        moved = httpx.post(in_b + "/__mockstore/clock", json={"advance_seconds": 60}).json()
-        assert httpx.get(in_a + "/__mockstore/clock").json()["now"] == moved["now"]
-        assert httpx.get(a.url + "/__mockstore/clock").json()["now"] == "2026-03-01T12:00:05Z"
+        assert patient.get(in_a + "/v1/pets", headers=team).status_code == 200
+        assert patient.get(a.url + "/v1/pets", headers=team).status_code == 401
+        moved = patient.post(in_b + "/__mockstore/clock", json={"advance_seconds": 60}).json()
+        assert patient.get(in_a + "/__mockstore/clock").json()["now"] == moved["now"]
+        assert patient.get(a.url + "/__mockstore/clock").json()["now"] == "2026-03-01T12:00:05Z"
         # Deleted through B: 404 through A, API and control API alike, and gone from lists.
-        assert httpx.delete(in_b).status_code == 204
-        gone = httpx.get(in_a + "/v1/pets", headers=PRO)
+        assert patient.delete(in_b).status_code == 204
+        gone = patient.get(in_a + "/v1/pets", headers=PRO)
         assert (
             gone.status_code == 404 and gone.json()["message"] == "no tenant 'team' on this server"
         )
-        assert httpx.get(in_a + "/__mockstore/health").status_code == 404
-        assert httpx.get(a.url + "/__mockstore/tenants").json() == []
-        assert httpx.delete(in_a).status_code == 404
+        assert patient.get(in_a + "/__mockstore/health").status_code == 404
+        listed_in_a = patient.get(a.url + "/__mockstore/tenants")
+        assert listed_in_a.json() == [], (listed_in_a.text, a.log()[-3000:])
+        assert patient.delete(in_a).status_code == 404
         # What it kept in Redis goes with it (swept off the request path).
         client = _redis(redis_server)
         _eventually(
@@ -126,7 +133,8 @@ def test_a_tenant_made_through_one_process_is_served_listed_and_deleted_through_
         )
         assert client.hgetall("mockstore:tenants") == {}
         # The server's own mock was never touched: a fresh allowance.
-        assert httpx.get(a.url + "/v1/pets", headers=FREE).headers["x-ratelimit-remaining"] == "59"
+        remaining = patient.get(a.url + "/v1/pets", headers=FREE).headers["x-ratelimit-remaining"]
+        assert remaining == "59"
 
 
 def test_the_limit_on_tenants_holds_across_processes(
@@ -145,9 +153,9 @@ def test_the_limit_on_tenants_holds_across_processes(
         refused = next(r.json() for r in answers if r.status_code == 507)
         assert refused["code"] == "too_many_tenants"
         assert f"limit of {MAX_TENANTS} tenants" in refused["message"]
-        assert len(httpx.get(b.url + "/__mockstore/tenants").json()) == MAX_TENANTS
+        assert len(patient.get(b.url + "/__mockstore/tenants").json()) == MAX_TENANTS
         # One deleted through A makes room for one through B, and only one.
-        assert httpx.delete(a.url + "/__mockstore/tenants/tenant-7").status_code == 204
+        assert patient.delete(a.url + "/__mockstore/tenants/tenant-7").status_code == 204
         assert _make(b.url, "late").status_code == 201
         assert _make(a.url, "later").status_code == 507
 
@@ -160,34 +168,34 @@ def test_tenants_in_one_redis_database_are_isolated_from_each_other_and_the_serv
         two = b.url + _make(b.url, "two").json()["path"]
         two_in_a = a.url + "/__mockstore/tenants/two"
         # Allowances: spent in one, untouched in two and in the server.
-        with httpx.Client() as http:
+        with httpx.Client(timeout=PATIENT) as http:
             for _ in range(20):
                 http.get(one + "/v1/pets", headers=TIGHT)
-        assert httpx.get(one + "/v1/pets", headers=TIGHT).status_code == 429
-        assert (
-            httpx.get(two_in_a + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
-        )
-        assert httpx.get(b.url + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
+        assert patient.get(one + "/v1/pets", headers=TIGHT).status_code == 429
+        in_two = patient.get(two_in_a + "/v1/pets", headers=TIGHT)
+        assert in_two.headers["x-ratelimit-remaining"] == "19"
+        remaining = patient.get(b.url + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"]
+        assert remaining == "19"
         # Pets: the same next id in each mock, each its own pet.
         names = {}
         for url, name in ((one, "One"), (two_in_a, "Two"), (a.url, "Root")):
-            made = httpx.post(url + "/v1/pets", json={"name": name, "categoryId": 1}, headers=PRO)
+            made = patient.post(url + "/v1/pets", json={"name": name, "categoryId": 1}, headers=PRO)
             names[url] = made.json()
         assert len({pet["id"] for pet in names.values()}) == 1
         pet_id = names[one]["id"]
         for url, seen_from in ((one, one), (two, two_in_a), (b.url, a.url)):
-            assert httpx.get(f"{url}/v1/pets/{pet_id}", headers=PRO).json() == names[seen_from]
+            assert patient.get(f"{url}/v1/pets/{pet_id}", headers=PRO).json() == names[seen_from]
         # A scenario, a reset and a clock moved in one tenant stay in it.
-        assert httpx.put(two + "/__mockstore/scenario", content=b"empty-store").status_code == 200
-        assert httpx.post(one + "/__mockstore/reset", headers=TOOL).status_code == 200
-        assert httpx.get(one + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
-        assert httpx.get(two_in_a + "/__mockstore/scenario").json()["name"] == "empty-store"
-        assert httpx.get(one + "/__mockstore/scenario").json()["name"] == "shared-tenants"
-        assert httpx.get(b.url + "/__mockstore/scenario").json()["name"] == "shared-tenants"
-        assert httpx.get(f"{a.url}/v1/pets/{pet_id}", headers=PRO).json() == names[a.url]
+        assert patient.put(two + "/__mockstore/scenario", content=b"empty-store").status_code == 200
+        assert patient.post(one + "/__mockstore/reset", headers=TOOL).status_code == 200
+        assert patient.get(one + "/v1/pets", headers=TIGHT).headers["x-ratelimit-remaining"] == "19"
+        assert patient.get(two_in_a + "/__mockstore/scenario").json()["name"] == "empty-store"
+        assert patient.get(one + "/__mockstore/scenario").json()["name"] == "shared-tenants"
+        assert patient.get(b.url + "/__mockstore/scenario").json()["name"] == "shared-tenants"
+        assert patient.get(f"{a.url}/v1/pets/{pet_id}", headers=PRO).json() == names[a.url]
         # The server's reset leaves its tenants as they are (as in memory).
-        assert httpx.post(a.url + "/__mockstore/reset", headers=TOOL).status_code == 200
-        assert httpx.get(two + "/__mockstore/scenario").json()["name"] == "empty-store"
+        assert patient.post(a.url + "/__mockstore/reset", headers=TOOL).status_code == 200
+        assert patient.get(two + "/__mockstore/scenario").json()["name"] == "empty-store"
         # Each mock's keys are under its own prefix.
         keys = {k.decode() for k in _redis(redis_server).keys("mockstore:t:*")}
         assert {k.split(":")[2] for k in keys} == {"one", "two"}
@@ -200,13 +208,13 @@ def test_a_tenant_made_again_under_its_id_is_a_fresh_mock_in_every_process(
         in_a, in_b = a.url + "/__mockstore/tenants/again", b.url + "/__mockstore/tenants/again"
         assert _make(a.url, "again").status_code == 201
         for _ in range(3):
-            httpx.get(in_b + "/v1/pets", headers=FREE)
+            patient.get(in_b + "/v1/pets", headers=FREE)
         # Deleted and made again through A: B, which held the old one, serves the new.
-        assert httpx.delete(in_a).status_code == 204
+        assert patient.delete(in_a).status_code == 204
         assert _make(a.url, "again").status_code == 201
-        fresh = httpx.get(in_b + "/v1/pets", headers=FREE)
+        fresh = patient.get(in_b + "/v1/pets", headers=FREE)
         assert fresh.status_code == 200 and fresh.headers["x-ratelimit-remaining"] == "59"
-        assert httpx.get(in_a + "/v1/pets", headers=FREE).headers["x-ratelimit-remaining"] == "58"
+        assert patient.get(in_a + "/v1/pets", headers=FREE).headers["x-ratelimit-remaining"] == "58"
 
 
 def test_a_tenants_traffic_through_every_process_is_in_each_report(
@@ -214,29 +222,87 @@ def test_a_tenants_traffic_through_every_process_is_in_each_report(
 ) -> None:
     with live_server(*state) as a, live_server(*state) as b:
         assert _make(a.url, "audit").status_code == 201
-        httpx.get(a.url + "/__mockstore/tenants/audit/v1/pets", headers=PRO)
-        httpx.get(b.url + "/__mockstore/tenants/audit/v1/pets/1", headers=PRO)
-        httpx.get(b.url + "/__mockstore/tenants/audit/v1/pets", headers=PRO)
+        patient.get(a.url + "/__mockstore/tenants/audit/v1/pets", headers=PRO)
+        patient.get(b.url + "/__mockstore/tenants/audit/v1/pets/1", headers=PRO)
+        patient.get(b.url + "/__mockstore/tenants/audit/v1/pets", headers=PRO)
 
         def covered(url: str) -> bool:
-            journals = httpx.get(url + "/__mockstore/report").json()["summary"]["journals"]
+            journals = patient.get(url + "/__mockstore/report").json()["summary"]["journals"]
             return {"tenant": "audit", "deleted": False, "requests": 3} in journals
 
         _eventually(lambda: covered(a.url) and covered(b.url), "each report covers all three")
-        seen = httpx.get(a.url + "/__mockstore/requests", params={"tenant": "audit"}).json()
+        seen = patient.get(a.url + "/__mockstore/requests", params={"tenant": "audit"}).json()
         assert sorted(e["request"]["path"] for e in seen["entries"]) == [
             "/v1/pets",
             "/v1/pets",
             "/v1/pets/1",
         ]
         # Deleted through B: A keeps the journal it holds for its report, as in memory.
-        assert httpx.delete(b.url + "/__mockstore/tenants/audit").status_code == 204
+        assert patient.delete(b.url + "/__mockstore/tenants/audit").status_code == 204
 
         def kept(url: str) -> bool:
-            journals = httpx.get(url + "/__mockstore/report").json()["summary"]["journals"]
+            journals = patient.get(url + "/__mockstore/report").json()["summary"]["journals"]
             return {"tenant": "audit", "deleted": True, "requests": 3} in journals
 
         _eventually(lambda: kept(a.url) and kept(b.url), "each report keeps the deleted journal")
+
+
+def test_a_tenant_made_by_a_control_call_ships_its_journal_after_the_calls_deadline(
+    state: tuple[str, ...],
+) -> None:
+    # A control call waits for Redis at most CONTROL_SECONDS; the tenant it makes
+    # runs background work (its journal's shipping) that must not inherit that
+    # deadline: it outlives the call. Once the call's deadline has passed, what A
+    # answers for the tenant is still in a journal read through B (read your writes).
+    with live_server(*state) as a, live_server(*state) as b:
+        assert _make(a.url, "later").status_code == 201
+        time.sleep(CONTROL_SECONDS + 1)  # the create's deadline is over (a lower bound)
+        in_a = a.url + "/__mockstore/tenants/later"
+        assert patient.get(in_a + "/v1/pets", headers=PRO).status_code == 200
+        seen = patient.get(b.url + "/__mockstore/tenants/later/__mockstore/requests", timeout=30)
+        assert seen.status_code == 200, seen.text
+        assert [e["request"]["path"] for e in seen.json()["entries"]] == ["/v1/pets"], (
+            seen.text,
+            a.log()[-3000:],
+        )
+
+
+def test_a_report_read_while_a_deleted_tenant_stops_still_covers_it(
+    redis_server: RedisServer, state: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A deleted tenant leaves the live ones and joins the kept ones in one step: a
+    # report read while its background stops (here held open until the report is
+    # read) never finds it in neither list. A is a MockServer in this process, so
+    # its tenant's close can be held; B a process of its own.
+    closing, release = threading.Event(), threading.Event()
+    close = JournalSharing.close
+
+    async def held_close(self: JournalSharing) -> None:
+        if getattr(self.shared, "tenant_id", None) == "held":
+            closing.set()
+            await asyncio.to_thread(release.wait, 60)
+        await close(self)
+
+    monkeypatch.setattr(JournalSharing, "close", held_close)
+    scenario = Path(state[1])
+    with MockServer(scenario, state=redis_server.url) as mock, live_server(*state) as b:
+        a = mock.base_url
+        try:
+            assert _make(a, "held").status_code == 201
+            in_a = a + "/__mockstore/tenants/held"
+            assert patient.get(in_a + "/v1/pets", headers=PRO).status_code == 200
+            # Read through A (read your writes): its journal of the tenant holds the answer.
+            live = patient.get(a + "/__mockstore/report", timeout=30).json()["summary"]
+            assert {"tenant": "held", "deleted": False, "requests": 1} in live["journals"]
+            assert patient.delete(b.url + "/__mockstore/tenants/held").status_code == 204
+            # A lets it go (its next sync, or this request's look in Redis).
+            assert patient.get(in_a + "/v1/pets", headers=PRO, timeout=60).status_code == 404
+            assert closing.wait(60), "A never stopped the deleted tenant"
+            report = patient.get(a + "/__mockstore/report", timeout=30).json()
+            journals = report["summary"].get("journals", [])
+            assert {"tenant": "held", "deleted": True, "requests": 1} in journals, report["summary"]
+        finally:
+            release.set()
 
 
 def test_a_redis_back_empty_has_no_tenants_and_a_new_one_can_be_made(
@@ -245,19 +311,19 @@ def test_a_redis_back_empty_has_no_tenants_and_a_new_one_can_be_made(
     with live_server(*state) as a, live_server(*state) as b:
         assert _make(a.url, "lost").status_code == 201
         in_b = b.url + "/__mockstore/tenants/lost"
-        assert httpx.get(in_b + "/v1/pets", headers=PRO).status_code == 200
+        assert patient.get(in_b + "/v1/pets", headers=PRO).status_code == 200
         redis_server.stop()
-        away = httpx.get(in_b + "/v1/pets", headers=PRO)
+        away = patient.get(in_b + "/v1/pets", headers=PRO)
         assert away.status_code == 503 and away.json()["code"] == "state_unavailable"
         redis_server.start()
         # Back, but empty (no persistence): the tenant went with the rest of the state.
         # (A process's first request after may still meet a connection from before: 503.)
         for url in (in_b, a.url + "/__mockstore/tenants/lost"):
             _eventually(
-                lambda url=url: httpx.get(url + "/v1/pets", headers=PRO).status_code == 404,
+                lambda url=url: patient.get(url + "/v1/pets", headers=PRO).status_code == 404,
                 "the tenant is gone once Redis is back empty",
             )
-        assert httpx.get(b.url + "/__mockstore/tenants").json() == []
+        assert patient.get(b.url + "/__mockstore/tenants").json() == []
         # And the registry works again: one made through B is served through A.
         assert _make(b.url, "lost").status_code == 201
-        assert httpx.get(a.url + "/__mockstore/tenants/lost/v1/pets", headers=PRO).json() == []
+        assert patient.get(a.url + "/__mockstore/tenants/lost/v1/pets", headers=PRO).json() == []

@@ -44,7 +44,7 @@ OVERVIEW = """\
 examples:
   mockstore serve                                  # bundled 'default' on 127.0.0.1:8080
   mockstore serve --port 9000 --scenario flaky-create
-  MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0
+  MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0 --control-token s3cret
   mockstore validate scenarios/*.yaml              # exit 1 on any problem
   mockstore report --url http://127.0.0.1:8080 --format junit --fail-on warning
   mockstore COMMAND --help                         # a command's options, examples, exit statuses

@@ -14,6 +14,7 @@ from mockstore.cli.serving import (
     add_limits,
     add_logging,
     limits_from,
+    open_control_refusal,
     open_control_warning,
     run_until_stopped,
     shown_host,
@@ -31,7 +32,9 @@ examples:
 EXIT_CODES = (
     "    0  stopped by SIGTERM or Ctrl-C (the HAR is written to --out first)",
     "    1  the address cannot be had",
-    "    2  a bad --upstream or an unwritable --out, or usage error",
+    "    2  a bad --upstream, an unwritable --out, an unreadable --keys-file, a control API "
+    "open beyond loopback "
+    "without --control-token or --insecure-control-api, or usage error",
     PIPE,
 )
 
@@ -50,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         port_help="TCP port (0 picks a free one; env MOCKSTORE_PORT)",
     )
     parser.add_argument("--out", metavar="FILE.har", help="write the recording here on shutdown")
+    parser.add_argument(
+        "--keys-file",
+        default=os.environ.get("MOCKSTORE_RECORD_KEYS_FILE") or None,
+        metavar="FILE",
+        help="the keys your clients send, one a line ('#' comments): each is aliased wherever "
+        "it appears, even where nothing names it a key, as in a path (keys in credentials "
+        "headers, parameters and body members are learnt anyway; env MOCKSTORE_RECORD_KEYS_FILE)",
+    )
     parser.add_argument(
         "--timeout",
         type=positive(float),
@@ -95,6 +106,19 @@ def run(args: argparse.Namespace) -> int:
             reason = "it is a folder" if os.path.isdir(args.out) else f"{folder} is not writable"
             print(f"mockstore record: cannot write --out {args.out}: {reason}", file=sys.stderr)
             return 2
+    refusal = open_control_refusal(args.host, args.control_token, args.insecure_control_api)
+    if refusal is not None:
+        print(f"mockstore record: {refusal}", file=sys.stderr)
+        return 2
+    keys: list[str] = []
+    if args.keys_file:
+        from mockstore.fidelity.aliases import read_keys_file
+
+        try:
+            keys = read_keys_file(args.keys_file)
+        except ValueError as exc:
+            print(f"mockstore record: {exc}", file=sys.stderr)
+            return 2
     limits, limits_warning = limits_from(args)
     app = RecordApp(
         upstream,
@@ -104,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         control_token=args.control_token,
         limits=limits,
         allowed_hosts=args.allowed_host,
+        keys=keys,
     )
     try:
         sock = listen(args.host, args.port)

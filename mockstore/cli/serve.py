@@ -19,6 +19,7 @@ from mockstore.cli.serving import (
     add_limits,
     add_logging,
     limits_from,
+    open_control_refusal,
     open_control_warning,
     run_until_stopped,
     run_workers,
@@ -34,14 +35,16 @@ examples:
   mockstore serve --port 9000 --scenario flaky-create
   mockstore serve --scenario ./my-scenario.yaml --control-token s3cret
   mockstore serve --scenario ./my-scenario.yaml --watch   # reload the file when it changes
-  MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0
+  MOCKSTORE_SCENARIO=after-sunset mockstore serve --host 0.0.0.0 --control-token s3cret
   mockstore serve --state redis://127.0.0.1:6379/0 --workers 4   # four processes, one mock
   mockstore serve --scenario ./s.yaml --watch --state redis://127.0.0.1:6379/0 --workers 4
 """
 EXIT_CODES = (
     "    0  stopped by SIGTERM or Ctrl-C, after requests in flight finished",
-    "    1  the scenario is not found or not valid, or the address cannot be had",
-    f"{USAGE} (a bad option or environment variable, --workers without --state)",
+    "    1  the scenario is not found or not valid, the address cannot be had, or a worker "
+    "kept dying (--workers: 10 restarts within 60 s)",
+    f"{USAGE} (a bad option or environment variable, --workers without --state, a control "
+    "API open beyond loopback without --control-token or --insecure-control-api)",
     "    3  the shared state (--state) cannot be reached",
     PIPE,
 )
@@ -55,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_address(
         parser,
         host_help="address to listen on (0.0.0.0 for every interface; env MOCKSTORE_HOST; "
-        "default 127.0.0.1); beyond loopback without --control-token, start-up warns "
-        "that the control API is open",
+        "default 127.0.0.1); beyond loopback, give --control-token, or say "
+        "--insecure-control-api: an open control API is refused at start-up",
         port_help="TCP port (0 picks a free one; the address is printed; env MOCKSTORE_PORT)",
     )
     parser.add_argument(
@@ -111,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     problem = _state_problem(args)
+    if problem is None and not args.no_control:
+        problem = open_control_refusal(args.host, args.control_token, args.insecure_control_api)
     if problem is not None:
         print(f"mockstore: {problem}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -42,6 +43,16 @@ def add_control(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("MOCKSTORE_CONTROL_TOKEN") or None,
         metavar="TOKEN",
         help="require this bearer token on /__mockstore (env MOCKSTORE_CONTROL_TOKEN)",
+    )
+    parser.add_argument(
+        "--insecure-control-api",
+        action="store_true",
+        default=os.environ.get("MOCKSTORE_INSECURE_CONTROL_API", "").strip().lower()
+        in ("1", "true", "yes", "on"),
+        help="listen beyond loopback with a control API open to anyone who can reach it "
+        "(no --control-token): they can reset the mock, issue keys, move its clock and read "
+        "every recorded request. Without a token or this flag, such a server does not start "
+        "(env MOCKSTORE_INSECURE_CONTROL_API=1)",
     )
     parser.add_argument(
         "--allowed-host",
@@ -130,6 +141,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def open_control_refusal(host: str, token: str | None, insecure: bool) -> str | None:
+    """Why a server must not start: its control API would listen beyond loopback, open.
+
+    Started anyway only with ``--insecure-control-api``, the flag naming the risk.
+    """
+    if token or insecure or is_loopback(host):
+        return None
+    return (
+        f"not starting: the control API would be open to anyone who can reach {host} "
+        "(reset the mock, issue keys, move its clock, read every recorded request); give it "
+        "a token (--control-token or MOCKSTORE_CONTROL_TOKEN), listen on 127.0.0.1, or say "
+        "it is meant to be open with --insecure-control-api (MOCKSTORE_INSECURE_CONTROL_API=1)"
+    )
+
+
 def open_control_warning(
     host: str, port: int, token: str | None, remedy: str = "set a token, or --no-control"
 ) -> str | None:
@@ -179,6 +205,12 @@ def _stop_worker(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
+# A worker that keeps dying is not started again forever: past this many restarts
+# within RESTART_WINDOW seconds, the server stops (exit 1) and says why.
+MAX_RESTARTS = 10
+RESTART_WINDOW = 60.0
+
+
 def run_workers(
     app: Any,
     sock: Any,
@@ -193,51 +225,105 @@ def run_workers(
     connections among them), and their state is the one in Redis, so they
     answer as one mock. ``first_only`` is a background task of the first
     worker alone (``--watch``: one watcher, whose reloads reach every worker
-    through the shared state). The parent only waits: a stop signal (SIGTERM,
-    Ctrl-C) is passed on to every worker, which finishes its requests in
-    flight and exits. 0 once all stopped cleanly.
+    through the shared state).
+
+    The parent supervises: it keeps the socket and reaps every worker that
+    ends, whatever the order (no zombie); a worker that ends while the server
+    is not stopping (killed, crashed) is said in the log and started again in
+    its place, the first worker's background task with it, so ``--watch`` goes on
+    whichever worker died. A stop signal (SIGTERM, Ctrl-C) is passed on to every
+    worker, which finishes its requests in flight and exits. 0 once all stopped
+    cleanly; 1 when a worker kept dying (``MAX_RESTARTS`` within
+    ``RESTART_WINDOW`` seconds) or one did not stop cleanly when told to.
     """
-    workers: list[int] = []
-    for index in range(count):
+    workers: dict[int, int] = {}  # pid -> the worker's index
+    stopping = False
+    restarts: list[float] = []
+
+    def start(index: int) -> None:
         pid = os.fork()
         if pid == 0:  # a worker: serve until stopped, never return into the parent's code
-            code = 1
-            # A stop that comes before its server takes the signals over ends it as cleanly.
-            signal.signal(signal.SIGTERM, _stop_worker)
-            if index == 0 and first_only is not None:
-                app.run_in_background(first_only)
-            try:
-                code = run_until_stopped(app, sock, log_level)
-            except SystemExit as stop:  # a stop signal ends a worker as it ends serve: 0
-                code = stop.code if isinstance(stop.code, int) else 0
-            except BaseException:
-                log.exception("a worker stopped unexpectedly")
-            finally:
-                sys.stderr.flush()
-                os._exit(code)
-        workers.append(pid)
-    sock.close()
-
-    stopping = False
+            _serve_as_worker(app, sock, log_level, first_only if index == 0 else None)
+        workers[pid] = index
 
     def stop(signum: int, frame: object) -> None:
         nonlocal stopping
         stopping = True
-        for pid in workers:
+        for pid in list(workers):
             with contextlib.suppress(ProcessLookupError):  # it has stopped already
                 os.kill(pid, signal.SIGTERM)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    for index in range(count):
+        start(index)
     worst = 0
-    for pid in workers:
-        _, status = os.waitpid(pid, 0)  # retried by Python when a signal interrupts it
+    while workers:
+        try:
+            pid, status = os.wait()  # any worker, in whatever order they end
+        except ChildProcessError:  # none left (never expected: each one is in workers)
+            break
+        index = workers.pop(pid, None)
+        if index is None:
+            continue
         code = os.waitstatus_to_exitcode(status)
-        if stopping and code in (-signal.SIGTERM, -signal.SIGINT):
-            # Stopped by the signal passed on before its server had taken over the
-            # signals (a worker still starting): stopped as asked, not a failure.
-            code = 0
-        if code != 0:
-            log.error("worker %d ended with %d", pid, code)
-            worst = worst or (code if code > 0 else 1)
+        if stopping:
+            if code in (-signal.SIGTERM, -signal.SIGINT):
+                # Stopped by the signal passed on before its server had taken over the
+                # signals (a worker still starting): stopped as asked, not a failure.
+                code = 0
+            if code != 0:
+                log.error("worker %d (pid %d) ended with %s", index, pid, _ending(code))
+                worst = worst or (code if code > 0 else 1)
+            continue
+        now = time.monotonic()
+        restarts[:] = [at for at in restarts if now - at < RESTART_WINDOW]
+        if len(restarts) >= MAX_RESTARTS:
+            log.error(
+                "worker %d (pid %d) ended with %s; workers ended %d times within %g s, so "
+                "the server stops",
+                index, pid, _ending(code), len(restarts) + 1, RESTART_WINDOW,
+            )  # fmt: skip
+            worst = 1
+            stop(signal.SIGTERM, None)
+            continue
+        restarts.append(now)
+        log.error("worker %d (pid %d) ended with %s; starting it again", index, pid, _ending(code))
+        start(index)
+        if stopping:  # a stop signal came while it was being started
+            stop(signal.SIGTERM, None)
+    sock.close()
     return worst
+
+
+def _serve_as_worker(
+    app: Any,
+    sock: Any,
+    log_level: str,
+    background: Callable[[], Awaitable[None]] | None,
+) -> None:
+    """A forked worker's whole life: serve until stopped, then leave the process."""
+    code = 1
+    # A stop that comes before its server takes the signals over ends it as cleanly.
+    signal.signal(signal.SIGTERM, _stop_worker)
+    signal.signal(signal.SIGINT, _stop_worker)
+    if background is not None:
+        app.run_in_background(background)
+    try:
+        code = run_until_stopped(app, sock, log_level)
+    except SystemExit as stopped:  # a stop signal ends a worker as it ends serve: 0
+        code = stopped.code if isinstance(stopped.code, int) else 0
+    except BaseException:
+        log.exception("a worker stopped unexpectedly")
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _ending(code: int) -> str:
+    """How a worker ended, as the log says it: its exit code, or the signal that ended it."""
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+        return f"signal {-code}"
+    return f"exit code {code}"

@@ -28,13 +28,15 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mockstore.control.dashboard import is_public_path
 from mockstore.control.guard import ControlGuard, is_remote_client
-from mockstore.control.http import error_response
+from mockstore.control.http import HOLDS, RAW_KEYS, error_response
 from mockstore.control.routes import control_routes
 from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
 from mockstore.limits import Limits
+from mockstore.memory import budget_of
 from mockstore.routing import allow_header
 from mockstore.shared.backend import StateUnavailable
+from mockstore.shared.deadline import within
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX, TENANTS_PREFIX
@@ -112,6 +114,13 @@ def bounded_receive(receive: Receive, limit: int, seconds: float) -> Receive:
     return bounded
 
 
+# The control calls that read the journal (or answer with its position: a reset).
+_REPORTS = frozenset({"/report", "/report.html"})
+_JOURNAL_READS = frozenset(
+    {"/requests", "/requests.har", "/verify", "/events", "/reset", *_REPORTS}
+)
+
+
 def _too_large(limit: int) -> ApiError:
     return ApiError(
         "payload_too_large", f"the request body is over the limit of {limit} bytes", headers=_CLOSE
@@ -137,6 +146,7 @@ class ControlAPI:
         allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.runtime = runtime
+        self.tenants = tenants
         self.token = token
         self.limits = limits or Limits()
         self.guard = ControlGuard(allowed_hosts)
@@ -168,6 +178,10 @@ class ControlAPI:
         except ValueError:
             pass  # a Content-Length that is not a number: the server refuses it first
         receive = bounded_receive(receive, limit, self.limits.body_timeout)
+        scope[RAW_KEYS] = self.token is not None or not is_remote_client(scope)
+        budget = budget_of(self.runtime.account)
+        if budget is not None:
+            scope[HOLDS] = budget.connections  # what a large answer is charged while it is read
         if self.token is not None and path != "/health" and not is_public_path(path):
             if not self._has_token(scope):
                 await _needs_token()(scope, receive, send)
@@ -178,7 +192,11 @@ class ControlAPI:
                 await _answer(refusal, scope, receive, send)
                 return
         shared = self.runtime.shared
-        if shared is not None:
+        if shared is None:
+            await self.app(scope, receive, send)
+            return
+        # With a shared state the whole call waits for Redis at most CONTROL_SECONDS.
+        with within():
             # What another process changed (the clock, keys, the scenario) is read
             # before this answer; out of reach, each endpoint says so itself.
             try:
@@ -186,10 +204,25 @@ class ControlAPI:
             except StateUnavailable:
                 pass
             else:
-                if shared.journal is not None:
-                    # A clear made through another process, applied before any journal is read.
-                    await shared.journal.sync()
-        await self.app(scope, receive, send)
+                reads = path in _JOURNAL_READS or path.startswith("/requests/")
+                if reads and scope["method"] in ("GET", "POST"):
+                    await self._barrier(path)
+            await self.app(scope, receive, send)
+
+    async def _barrier(self, path: str) -> None:
+        """Read your writes: the journal this call reads holds every answer any process
+        gave before it (a server's report: its tenants' journals too)."""
+        journals = [self.runtime.shared.journal]
+        if path in _REPORTS and self.tenants is not None:
+            journals += [tenant.app.runtime.shared.journal for tenant in self.tenants]
+        done = await asyncio.gather(
+            *(journal.barrier() for journal in journals if journal is not None),
+            return_exceptions=True,
+        )
+        for outcome in done:
+            if isinstance(outcome, Exception) and not isinstance(outcome, StateUnavailable):
+                raise outcome
+            # Out of reach: the journal as this process last read it.
 
     def close(self) -> None:
         """Unlink the routes from this API's runtime (its tenant is deleted).

@@ -16,16 +16,26 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from mockstore.errors import ApiError, error_body
 from mockstore.errors import compact_json as encode_json
 from mockstore.limits import WRITE_CHUNK
+from mockstore.memory import Account, OverBudget
 from mockstore.transport import send_in_pieces
 
 JSON = "application/json"
 _TRUE = {"1", "true", "yes", "on"}
+
+# The scope key under which ``ControlAPI`` gives its endpoints the connections'
+# share of the memory budget: what a large answer is charged while a client
+# takes its time reading it.
+HOLDS = "mockstore.holds"
+# The scope key under which ``ControlAPI`` says whether this caller may see
+# clients' keys whole: a holder of the token, or a caller on this machine (the
+# same callers who may have a HAR with raw keys).
+RAW_KEYS = "mockstore.raw_keys"
 
 
 class PiecewiseResponse(Response):
@@ -33,16 +43,91 @@ class PiecewiseResponse(Response):
 
     Starlette sends a body in one message; a report or a scenario of several
     megabytes would then sit whole in the buffer of a client that does not read.
+    A larger body is held until its last piece went out, for as long as the
+    client takes (up to the write timeout): it is charged to the connections'
+    share of the memory budget meanwhile (``HOLDS``), or answered 507.
     """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if len(self.body) <= WRITE_CHUNK or scope.get("method") == "HEAD":
             await Response.__call__(self, scope, receive, send)
             return
-        await send(
-            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
-        )
-        await send_in_pieces(send, self.body)
+        account: Account | None = scope.get(HOLDS)
+        size = len(self.body)
+        if account is not None and not account.reserve(size):
+            await over_budget(account, size, "this answer")(scope, receive, send)
+            return
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            await send_in_pieces(send, self.body)
+        finally:
+            if account is not None:
+                account.release(size)
+
+
+def over_budget(account: Account, size: int, what: str) -> Response:
+    """507: ``size`` more bytes for ``what`` do not fit ``account``."""
+    refusal = OverBudget(what, size, account)
+    return error_response("memory_budget", f"{refusal}; retry shortly", 507)
+
+
+class HeldStream(StreamingResponse):
+    """A document made a batch at a time in a worker (``json_stream``), sent in pieces.
+
+    Each batch goes out ``WRITE_CHUNK`` at a time, so a client that does not
+    read holds a piece in the connection's buffer rather than a batch (one
+    journal entry may be megabytes). ``size`` bytes of ``account`` stay
+    reserved until the stream ends: the entries it was made from, which the
+    journal may drop meanwhile while a slow reader keeps them alive. Made by
+    ``held_stream``, which refuses it first when the budget has no room.
+    """
+
+    def __init__(
+        self,
+        chunks: Iterator[bytes],
+        account: Account | None,
+        size: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(_in_pieces(in_worker(chunks)), media_type=JSON, headers=headers)
+        self.account = account
+        self.size = size
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.account is not None:
+                self.account.release(self.size)
+                self.account = None
+
+
+def held_stream(
+    chunks: Iterator[bytes],
+    account: Account | None,
+    size: int,
+    what: str,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """A ``HeldStream`` with ``size`` bytes of ``account`` reserved, or 507 when they do not fit."""
+    if account is not None and size and not account.reserve(size):
+        return over_budget(account, size, what)
+    return HeldStream(chunks, account if size else None, size, headers)
+
+
+async def _in_pieces(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async for chunk in chunks:
+        if len(chunk) <= WRITE_CHUNK:
+            yield chunk
+            continue
+        for start in range(0, len(chunk), WRITE_CHUNK):
+            yield chunk[start : start + WRITE_CHUNK]
 
 
 def json_response(

@@ -9,7 +9,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockstore.clock import format_time
-from mockstore.control.http import error_response, json_object, json_response, state_unavailable
+from mockstore.control.http import (
+    RAW_KEYS,
+    error_response,
+    json_object,
+    json_response,
+    state_unavailable,
+)
 from mockstore.control.operations import (
     BOOLEAN,
     INTEGER,
@@ -48,7 +54,11 @@ KEY = Schema(
     "Key",
     obj(
         {
-            "key": doc(STRING, "The key: the bearer token to send"),
+            "key": doc(
+                STRING,
+                "The key: the bearer token to send (as `shown` to a caller from another "
+                "machine on a server without a control token)",
+            ),
             "shown": doc(STRING, "The key as the journal shows it (masked)"),
             "plan": STRING,
             "tenant": doc(
@@ -108,14 +118,16 @@ class KeyEndpoints:
             return await shared.usage(key_bucket(key.key), plan, state.clock.now())
         return state.limiter.usage(key_bucket(key.key), plan, state.clock.now())
 
-    def _key_json(self, key: ApiKey, usage: Usage) -> dict[str, Any]:
+    def _key_json(self, key: ApiKey, usage: Usage, raw: bool = True) -> dict[str, Any]:
         state = self.runtime.state
         plan = state.plans[key.plan]
         return {
-            "key": key.key,
+            # Whole only to a caller who may read raw keys (``RAW_KEYS``), else as shown.
+            "key": key.key if raw else mask(key.key),
             "shown": mask(key.key),  # as the journal (and the dashboard's traffic) shows it
             "plan": key.plan,
-            "tenant": key.tenant,
+            # A key's tenant is the key itself unless the scenario names one.
+            "tenant": key.tenant if raw or key.tenant != key.key else mask(key.tenant),
             "limits": {"per_minute": plan.per_minute, "per_day": plan.day},
             "minute": {
                 "used": usage.minute_used,
@@ -143,8 +155,9 @@ class KeyEndpoints:
     )
     async def list_keys(self, request: Request) -> Response:
         try:
+            raw = request.scope.get(RAW_KEYS, True)
             return json_response(
-                [self._key_json(k, await self._usage(k)) for k in self.runtime.state.keys]
+                [self._key_json(k, await self._usage(k), raw) for k in self.runtime.state.keys]
             )
         except StateUnavailable as exc:
             return state_unavailable(exc)

@@ -15,20 +15,22 @@ the limit get 431, slow heads 408, and past the connection cap the connection
 idle longest is closed, before the proxy sees anything.
 
 Only paths under the base path are forwarded, with their dot segments
-resolved first (``forwarded_path``): ``/v1/../../admin`` would reach the
-upstream's ``/admin``, outside what the recording is of. A path that leaves the
-base path, or hides a dot, slash or backslash in percent-encoding, is answered
-by the proxy itself (404, journaled as ``not_forwarded``, never replayed).
+resolved first (``forwarding.forwarded_path``): ``/v1/../../admin`` would reach
+the upstream's ``/admin``, outside what the recording is of. A path that leaves
+the base path, or holds anything a server might decode into a dot segment
+(percent-encoded, double-encoded or overlong dots and slashes, backslashes,
+``..;``), is answered by the proxy itself (404, journaled as ``not_forwarded``,
+never replayed).
 
 Every exchange is journaled with ``Journal.record``, so the control API's
 ``/requests``, ``/requests.har`` and ``/report`` work during a recording, and
 ``--out`` writes the HAR on shutdown. A real service's keys are secrets: what
 is journaled (and so every HAR, report and log line) carries each key's alias
-(``keys.key_alias``) in its place, in headers, bodies and URLs alike (a key in
-a query parameter named like one, or in the path, as sent or percent-encoded;
-the proxy remembers the last ``REMEMBERED_SECRETS`` keys it saw, so a key sent
-in a header once is aliased in any later URL too); the upstream gets the real
-key, the journal never does.
+(``keys.key_alias``) in its place, in headers, bodies and URLs alike: which
+values are keys is learnt from where they stand and remembered, or given
+(``--keys-file``), and each is aliased wherever it appears
+(``mockstore.fidelity.aliases``); the upstream gets the real key, the journal
+never does.
 
 Buffers: a body passes through one chunk at a time (uvicorn and httpx apply
 back-pressure); the journal keeps at most ``journal.body_bytes`` of each body.
@@ -40,11 +42,9 @@ import asyncio
 import json
 import logging
 import os
-import re
 import ssl
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote_to_bytes
@@ -59,6 +59,17 @@ from mockstore.control.journal import JournalEndpoints
 from mockstore.control.routes import route
 from mockstore.control.state import StateEndpoints
 from mockstore.errors import error_body
+from mockstore.fidelity.aliases import (
+    SECRET_RESPONSE_HEADERS,
+    KeyRing,
+    Scrubber,
+    aliased,
+    body_secrets,
+    is_credential_name,
+    is_secret_header,
+    secret_of,
+)
+from mockstore.fidelity.forwarding import forwarded_path
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
 from mockstore.limits import Limits
@@ -87,51 +98,9 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-# Request headers whose values are credentials: journaled as the alias of their secret.
-SECRET_REQUEST_HEADERS = frozenset(
-    {b"authorization", b"proxy-authorization", b"x-api-key", b"cookie"}
-)
-SECRET_RESPONSE_HEADERS = frozenset({b"set-cookie"})
-# Shorter strings are not scrubbed from bodies: too likely to occur by chance.
-_MIN_SCRUBBED = 8
-# Query parameters whose values are credentials (lower-case, '-' read as '_').
-SECRET_QUERY_PARAMETERS = frozenset(
-    {"api_key", "apikey", "key", "access_token", "token", "auth", "secret", "password"}
-)
-# Keys seen lately, aliased in every later URL (a key sent once in a header, then in a path).
-REMEMBERED_SECRETS = 4096
-# A dot, slash or backslash hidden in percent-encoding: an upstream may decode it into a
-# path segment, after the proxy decided the path stays under the base path.
-_HIDDEN_SEPARATOR = re.compile(rb"%(2e|2f|5c)", re.IGNORECASE)
-
-
-def forwarded_path(raw_path: bytes, base: str) -> bytes | None:
-    """``raw_path`` with its dot segments resolved (RFC 3986 5.2.4), if it stays under ``base``.
-
-    None for a path outside ``base`` after resolution, or one with a backslash
-    or a percent-encoded dot, slash or backslash (which an upstream may resolve
-    differently).
-    """
-    if b"\\" in raw_path or _HIDDEN_SEPARATOR.search(raw_path):
-        return None
-    segments: list[bytes] = []
-    parts = raw_path.split(b"/")[1:]
-    for segment in parts:
-        if segment == b"..":
-            if segments:
-                segments.pop()
-        elif segment != b".":
-            segments.append(segment)
-    resolved = b"/" + b"/".join(segments)
-    if parts and parts[-1] in (b".", b"..") and not resolved.endswith(b"/"):
-        resolved += b"/"
-    prefix = base.encode()
-    if resolved != prefix and not resolved.startswith(prefix + b"/"):
-        return None
-    return resolved
-
-
 ROUTER = Router(operations().values())
+# Credentials headers that hold no API key of their own (a cookie, a scheme's pair).
+_NOT_KEYS = frozenset({b"cookie", b"authorization", b"proxy-authorization"})
 
 
 def _connection_tokens(headers: Any) -> frozenset[bytes]:
@@ -141,68 +110,6 @@ def _connection_tokens(headers: Any) -> frozenset[bytes]:
         if name.lower() == b"connection":
             named.update(t.strip().lower() for t in value.split(b",") if t.strip())
     return frozenset(named)
-
-
-# Headers whose whole value is the secret (cookies hold several; the scheme-less key header).
-_WHOLE_VALUE = frozenset({b"cookie", b"set-cookie", b"x-api-key"})
-
-
-def _secret_of(name: bytes, value: bytes) -> bytes:
-    """The secret part of a credentials header: the token after the scheme, or all of it."""
-    if name in _WHOLE_VALUE:
-        return value.strip()
-    _scheme, space, token = value.strip().partition(b" ")
-    return token.strip() if space and token.strip() else value.strip()
-
-
-def _aliased(name: bytes, value: bytes) -> bytes:
-    """A credentials header value with its secret replaced by the secret's alias."""
-    secret = _secret_of(name, value)
-    if not secret:
-        return value
-    alias = key_alias(secret.decode("latin-1")).encode()
-    return value.replace(secret, alias)
-
-
-class _Scrubber:
-    """Replaces every secret seen in one exchange by its alias, in what the journal keeps."""
-
-    __slots__ = ("pairs",)
-
-    def __init__(self) -> None:
-        self.pairs: list[tuple[bytes, bytes]] = []
-
-    def learn(self, name: bytes, value: bytes) -> None:
-        self.add(_secret_of(name, value))
-
-    def add(self, secret: bytes) -> None:
-        """Alias ``secret`` (as sent and percent-encoded) in all this exchange journals."""
-        if len(secret) < _MIN_SCRUBBED or any(secret == known for known, _ in self.pairs):
-            return
-        alias = key_alias(secret.decode("latin-1")).encode()
-        self.pairs.append((secret, alias))
-        escaped = quote(secret, safe="").encode()
-        if escaped != secret:
-            self.pairs.append((escaped, alias))
-        # The longest first: a key that holds another is aliased whole.
-        self.pairs.sort(key=lambda pair: -len(pair[0]))
-
-    def __call__(self, data: bytes) -> bytes:
-        for secret, alias in self.pairs:
-            if secret in data:
-                data = data.replace(secret, alias)
-        return data
-
-    def url(self, data: bytes, remembered: Iterable[bytes] = ()) -> bytes:
-        """A path or query with every secret aliased: this exchange's, and any remembered.
-
-        A remembered key found in the URL is this exchange's from then on, so
-        an answer that echoes the URL is aliased too.
-        """
-        for secret in remembered:
-            if secret in data or quote(secret, safe="").encode() in data:
-                self.add(secret)
-        return self(data)
 
 
 class _Capped:
@@ -255,7 +162,12 @@ class RecordingProxy:
     """The ASGI app forwarding every API request to the upstream and journaling it."""
 
     def __init__(
-        self, upstream: Upstream, runtime: Runtime, timeout: float, body_timeout: float
+        self,
+        upstream: Upstream,
+        runtime: Runtime,
+        timeout: float,
+        body_timeout: float,
+        ring: KeyRing | None = None,
     ) -> None:
         self.upstream = upstream
         self.runtime = runtime
@@ -265,15 +177,8 @@ class RecordingProxy:
         self.body_timeout = body_timeout
         self._client: httpx.AsyncClient | None = None
         self._served = 0
-        # Keys seen lately (oldest first), aliased in any later URL.
-        self._secrets: OrderedDict[bytes, None] = OrderedDict()
-
-    def _remember(self, secrets: Iterable[bytes]) -> None:
-        for secret in secrets:
-            self._secrets[secret] = None
-            self._secrets.move_to_end(secret)
-        while len(self._secrets) > REMEMBERED_SECRETS:
-            self._secrets.popitem(last=False)
+        # The keys given to the recorder and those learnt lately, aliased wherever they appear.
+        self.ring = ring if ring is not None else KeyRing()
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -298,24 +203,27 @@ class RecordingProxy:
         now = time.time()  # a recording is on the wall clock: its times are the upstream's
         journal = self.runtime.journal
         cap = journal.body_bytes
-        scrub = _Scrubber()
+        scrub = Scrubber(self.ring)
         method: str = scope["method"]
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
         hop = HOP_BY_HOP | _connection_tokens(raw_headers)
         forward: list[tuple[bytes, bytes]] = []
         alias: str | None = None
         streamed_body = False
+        secret_headers = set()
         for name, value in raw_headers:
-            if name in SECRET_REQUEST_HEADERS:
+            if is_secret_header(name):
+                secret_headers.add(name)
                 scrub.learn(name, value)
-                if name == b"authorization" and value[:7].lower() == b"bearer ":
-                    alias = key_alias(_secret_of(name, value).decode("latin-1"))
+                # The key the journal names: a bearer token, else the first key header.
+                bearer = name == b"authorization" and value[:7].lower() == b"bearer "
+                if bearer or (alias is None and name not in _NOT_KEYS):
+                    alias = key_alias(secret_of(name, value).decode("latin-1"))
         for name, value in parse_qsl(scope["query_string"].decode("latin-1")):
-            if name.lower().replace("-", "_") in SECRET_QUERY_PARAMETERS:
-                scrub.learn(b"x-api-key", value.encode("latin-1"))
-        self._remember(secret for secret, _ in scrub.pairs)  # both forms: a URL may hold either
+            if is_credential_name(name):
+                scrub.add(value.encode("latin-1").strip())
         journaled = [
-            (name, _aliased(name, value) if name in SECRET_REQUEST_HEADERS else scrub(value))
+            (name, aliased(name, value) if name in secret_headers else scrub(value))
             for name, value in raw_headers
         ]
         for name, value in raw_headers:
@@ -330,11 +238,10 @@ class RecordingProxy:
         raw_path = forwarded_path(
             scope.get("raw_path") or quote(scope["path"]).encode(), self.upstream.base_path
         )
-        remembered = list(self._secrets)
         # What is journaled and logged: the path as resolved (as sent when refused).
         shown = unquote_to_bytes(raw_path) if raw_path is not None else scope["path"].encode()
-        path = scrub.url(shown, remembered).decode("utf-8", "replace")
-        query = scrub.url(scope["query_string"], remembered)
+        path = scrub(shown).decode("utf-8", "replace")
+        query = scrub(scope["query_string"])
         if raw_path is None:
             await self._not_forwarded(scope, send, now, started, journaled, path, query, alias)
             return
@@ -402,23 +309,28 @@ class RecordingProxy:
         finally:
             # A key the upstream refused counted for nothing: journaled as no key.
             key = alias if alias is not None and status != 401 else None
+            sent = request_copy.value()
+            answered = _decoded(response_copy.value(), encoding, outcome == "response")
+            # Keys only the body names: aliased there, and anywhere else they appear.
+            for secret in body_secrets(sent):
+                scrub.add(secret)
             self._journal(
                 scope,
                 now,
                 started,
                 request_id or self._next_id(),
-                journaled,
-                scrub(request_copy.value()),
+                [(n, v if n in secret_headers else scrub(v)) for n, v in journaled],
+                scrub(sent),
                 key,
                 status,
                 [
-                    (n, _aliased(n, v) if n in SECRET_RESPONSE_HEADERS else scrub(v))
+                    (n, aliased(n, v) if n in SECRET_RESPONSE_HEADERS else scrub(v))
                     for n, v in headers_out
                 ],
-                scrub(_decoded(response_copy.value(), encoding, outcome == "response")),
+                scrub(answered),
                 outcome,
-                query,
-                path,
+                scrub(query),
+                scrub(path.encode("utf-8", "surrogateescape")).decode("utf-8", "replace"),
             )
 
     async def _not_forwarded(
@@ -581,7 +493,9 @@ class RecordApp(AppShell):
         control_token: str | None = None,
         limits: Limits | None = None,
         allowed_hosts: Iterable[str] = (),
+        keys: Iterable[str] = (),
     ) -> None:
+        """``keys``: keys the clients send, aliased wherever they appear (``--keys-file``)."""
         self.upstream = upstream
         limits = limits or Limits()
         # The recording's journal: a scenario's (its size unless told), keeping more of
@@ -599,7 +513,9 @@ class RecordApp(AppShell):
         # One memory budget, as ``serve``'s: the journal and the connections draw on it.
         budget = MemoryBudget(limits.memory_budget)
         self.runtime = Runtime(scenario, account=budget.open_share("server", "the recording"))
-        self.proxy = RecordingProxy(upstream, self.runtime, timeout, limits.body_timeout)
+        self.proxy = RecordingProxy(
+            upstream, self.runtime, timeout, limits.body_timeout, KeyRing(keys)
+        )
         control = ControlAPI(
             self.runtime,
             control_token,

@@ -12,10 +12,12 @@ with file, line and column). Never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockstore.memory import MiB, format_size
 from mockstore.reports.har import HarError, Recorded, har_meta, read_har
 from mockstore.scenario import (
     Scenario,
@@ -24,12 +26,21 @@ from mockstore.scenario import (
     load_scenario,
     load_scenario_source,
 )
-from mockstore.validation import loads_bounded
+from mockstore.validation import MAX_JSON_DEPTH, json_depth_over, json_parse_cost
 
 # The largest HAR replay and drift read: parsed, a HAR takes several times its
 # size, and a full journal's (48 MiB of entries) is about 150 MB. A larger one
 # is refused before it is read; export it in parts (requests.har?since=N).
-MAX_HAR_BYTES = 256 * 1024 * 1024
+MAX_HAR_BYTES = 256 * MiB
+# What parsing a HAR may hold, bounded before it is parsed (``json_parse_cost``,
+# a few byte counts): a HAR of small objects holds up to 29 times its size once
+# parsed (190 MB of them took 3.39 GB, and more than a minute). A full default
+# journal's HAR (21.6 MB) is bounded at 350 MB, and holds 104 MB.
+MAX_HAR_PARSE = 512 * MiB
+# The longest body a HAR entry is read with: a journal keeps at most 1 MiB of
+# one, and a longer body (or a string posing as one) is cut to this and read as
+# cut short (one 8 MB string made replay use 0.97 GiB; 40 MB, a MemoryError).
+MAX_HAR_BODY = 1 * MiB
 
 
 class InputError(Exception):
@@ -51,8 +62,11 @@ class Recording:
 
 
 def recording_of(document: Any, source: str = "<har>") -> Recording:
-    """The recording a HAR document holds; raises ``HarError`` for one that is not a HAR."""
-    return Recording(source, read_har(document), har_meta(document))
+    """The recording a HAR document holds; raises ``HarError`` for one that is not a HAR.
+
+    A body longer than ``MAX_HAR_BODY`` is read cut to it, as cut short.
+    """
+    return Recording(source, read_har(document, MAX_HAR_BODY), har_meta(document))
 
 
 def read_recording(path: str) -> Recording:
@@ -70,8 +84,20 @@ def read_recording(path: str) -> Recording:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_HAR_BYTES:  # it grew since it was measured
         raise InputError(f"{path} is over the {MAX_HAR_BYTES:,} bytes a HAR may have")
+    cost = json_parse_cost(data)
+    if cost > MAX_HAR_PARSE:
+        raise InputError(
+            f"{path} could take {format_size(cost)} once parsed, over the "
+            f"{format_size(MAX_HAR_PARSE)} a HAR may (export it in parts: requests.har?since=N)"
+        )
     try:
-        document = loads_bounded(data.decode("utf-8"))
+        # One copy at a time: the bytes go once they are text, the text once parsed.
+        if json_depth_over(data):
+            raise ValueError(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
+        text = data.decode("utf-8")
+        del data
+        document = json.loads(text)
+        del text
     except UnicodeDecodeError as exc:
         raise InputError(f"{path} is not JSON: not UTF-8 text (byte {exc.start})") from None
     except ValueError as exc:  # not JSON, or nested too deep

@@ -313,13 +313,22 @@ class Recorded:
         return f"{where} {self.method} {target}{rid}"
 
 
-def _decode(text: str, encoding: str | None) -> bytes:
+def _decode(text: str, encoding: str | None, limit: int | None = None) -> bytes:
+    """A HAR body's bytes; with ``limit``, at most that many (the text cut before it is decoded)."""
+    if limit is not None:
+        # Every byte is at least one character of text (base64: 4 for 3): cut
+        # the text first, so a huge string is never encoded or decoded whole.
+        keep = -(-limit // 3) * 4 if encoding == "base64" else limit
+        if len(text) > keep:
+            text = text[:keep]
     if encoding == "base64":
         try:
-            return base64.b64decode(text, validate=True)
+            decoded = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise HarError(f"a base64 body does not decode: {exc}") from exc
-    return text.encode("utf-8")
+    else:
+        decoded = text.encode("utf-8")
+    return decoded if limit is None else decoded[:limit]
 
 
 def _parse_started(value: Any, where: str) -> float:
@@ -329,6 +338,22 @@ def _parse_started(value: Any, where: str) -> float:
         raise HarError(f"{where}: startedDateTime {value!r} is not ISO 8601") from exc
 
 
+# The longest URL, method or header a HAR entry is read with: four times the
+# most a mock takes in a whole request head (16 KiB); longer is no request a
+# server would read, and replaying it would only copy it many times over.
+MAX_HAR_FIELD = 64 * 1024
+
+
+def _field(value: Any, where: str) -> str:
+    text = str(value)
+    if len(text) > MAX_HAR_FIELD:
+        raise HarError(
+            f"{where} is {len(text):,} characters long, over the {MAX_HAR_FIELD:,} a request's "
+            "line or header may have here"
+        )
+    return text
+
+
 def _pairs(items: Any, where: str) -> list[tuple[str, str]]:
     if not isinstance(items, list):
         raise HarError(f"{where} must be a list")
@@ -336,12 +361,15 @@ def _pairs(items: Any, where: str) -> list[tuple[str, str]]:
     for item in items:
         if not isinstance(item, dict) or "name" not in item or "value" not in item:
             raise HarError(f"{where}: each header needs a name and a value")
-        pairs.append((str(item["name"]), str(item["value"])))
+        pairs.append((_field(item["name"], where), _field(item["value"], where)))
     return pairs
 
 
-def read_har(document: Any) -> list[Recorded]:
-    """The exchanges of a HAR document in file order; raises ``HarError``."""
+def read_har(document: Any, body_limit: int | None = None) -> list[Recorded]:
+    """The exchanges of a HAR document in file order; raises ``HarError``.
+
+    ``body_limit``: a longer body is read cut to it, and marked cut short.
+    """
     if not isinstance(document, dict) or not isinstance(document.get("log"), dict):
         raise HarError("not a HAR file: no 'log' object")
     log = document["log"]
@@ -352,7 +380,7 @@ def read_har(document: Any) -> list[Recorded]:
     for index, raw in enumerate(entries):
         where = f"log.entries[{index}]"
         try:
-            recorded.append(_entry(index, raw, where))
+            recorded.append(_entry(index, raw, where, body_limit))
         except HarError:
             raise
         except (AttributeError, KeyError, OverflowError, TypeError, ValueError) as exc:
@@ -361,11 +389,12 @@ def read_har(document: Any) -> list[Recorded]:
     return recorded
 
 
-def _entry(index: int, raw: Any, where: str) -> Recorded:
+def _entry(index: int, raw: Any, where: str, limit: int | None = None) -> Recorded:
     """One entry of ``log.entries``; raises ``HarError`` (or a lookup error) if it is not one."""
     try:
         request, response = raw["request"], raw["response"]
-        method, url = str(request["method"]), str(request["url"])
+        method = _field(request["method"], f"{where}.request.method")
+        url = _field(request["url"], f"{where}.request.url")
         status = int(response["status"])
     except (KeyError, TypeError, ValueError) as exc:
         raise HarError(f"{where}: missing or invalid request/response ({exc})") from exc
@@ -375,9 +404,15 @@ def _entry(index: int, raw: Any, where: str) -> Recorded:
     parts = urlsplit(url)
     post = request.get("postData") or {}
     content = response.get("content") or {}
-    body = _decode(str(post.get("text", "")), post.get("_encoding")) if post else b""
-    response_body = _decode(str(content.get("text", "")), content.get("encoding"))
+    sent = str(post.get("text", "")) if post else ""
+    body = _decode(sent, post.get("_encoding"), limit) if post else b""
+    answered = str(content.get("text", ""))
+    response_body = _decode(answered, content.get("encoding"), limit)
     size = content.get("size", len(response_body))
+    cut = limit is not None and len(response_body) == limit and len(answered) > limit
+    if cut and not (isinstance(size, int) and size > len(response_body)):
+        size = len(response_body) + 1  # read as cut short, whatever it claimed
+    request_cut = limit is not None and len(body) == limit and len(sent) > limit
     when = extra.get("time")
     if not isinstance(when, int | float):
         when = _parse_started(raw.get("startedDateTime"), where)
@@ -403,7 +438,7 @@ def _entry(index: int, raw: Any, where: str) -> Recorded:
         response_body=response_body,
         response_size=int(size) if isinstance(size, int) and size >= 0 else 0,
         outcome=str(outcome),
-        request_truncated=bool(extra.get("request_truncated", False)),
+        request_truncated=bool(extra.get("request_truncated", False)) or request_cut,
         extra=extra,
         duration_ms=_duration(raw),
     )

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore.journal import Entry, mask
-from mockstore.validation import loads_bounded
+from mockstore.memory import Account, OverBudget
+from mockstore.validation import json_parse_cost, loads_bounded
 
 CLOSEST = 3  # near misses shown in a failure message
 SHOWN = 5  # matched requests shown in a failure message
+
 
 FIELDS = ("operation", "method", "path", "key", "status", "body_contains")
 COUNTS = ("count", "at_least", "at_most")
@@ -128,7 +130,9 @@ def _bearer(entry: Entry) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else None
 
 
-def conditions(expectation: Expectation, base_path: str = "") -> list[Condition]:
+def conditions(
+    expectation: Expectation, base_path: str = "", scratch: Account | None = None
+) -> list[Condition]:
     """The conditions of an expectation, each with a check that explains a mismatch."""
     found: list[Condition] = []
     e = expectation
@@ -186,12 +190,20 @@ def conditions(expectation: Expectation, base_path: str = "") -> list[Condition]
         want_body = e.body_contains
 
         def check_body(entry: Entry) -> str | None:
-            if not entry.request_body:
+            raw = entry.request_body
+            if not raw:
                 return "there is no request body"
+            # One body parsed at a time, charged its most before it is parsed.
+            cost = json_parse_cost(raw)
+            if scratch is not None and not scratch.reserve(cost):
+                raise OverBudget(f"body_contains over a body of {len(raw)} bytes", cost, scratch)
             try:
-                body = loads_bounded(entry.request_body)
+                body = loads_bounded(raw)
             except ValueError:
                 return "the request body is not JSON"
+            finally:
+                if scratch is not None:
+                    scratch.release(cost)
             return contains(body, want_body)
 
         found.append(
@@ -258,9 +270,14 @@ def verify(
     expectation: Expectation,
     base_path: str = "",
     since: int | None = None,
+    scratch: Account | None = None,
 ) -> Verification:
-    """Count the entries meeting every condition and judge the count."""
-    checks = conditions(expectation, base_path)
+    """Count the entries meeting every condition and judge the count.
+
+    ``scratch`` is the share of the memory budget a ``body_contains`` check
+    parses each body within (``OverBudget`` when a body does not fit).
+    """
+    checks = conditions(expectation, base_path, scratch)
     matched: list[Entry] = []
     misses: list[tuple[int, int, Entry, list[str]]] = []
     for entry in entries:

@@ -27,8 +27,10 @@ Data layout (``PREFIX`` = ``mockstore:``)::
     mockstore:<epoch>:s:<n>:<group>:pets  hash: id -> the pet's JSON, as answered
     mockstore:<epoch>:s:<n>:<group>:ids   list: created ids in id order
     mockstore:<epoch>:s:<n>:<group>:ids:<status>  the same, of one status
-    mockstore:journals, mockstore:journal:<process>  every process's journal entries
-                                          (``mockstore.shared.journal``)
+    mockstore:runs                        the run counter of the mock and its tenants
+                                          (``runs``)
+    mockstore:journal, mockstore:journal:*  the mock's one journal stream and its
+                                          companions (``streams``, ``journal``)
 
 A tenant's mock has the same keys under a prefix of its own in place of
 ``mockstore:`` (``mockstore.shared.tenants``).
@@ -38,26 +40,44 @@ whatever the data holds; the old epoch's keys are swept in the background. The
 scenario's own pets are not copied into Redis: every process builds the same
 inventory from the scenario (it is deterministic, seeded), and Redis holds only
 what was created since.
+
+Beside this module: ``connection`` (the line to Redis and what a failure
+means), ``config`` (the configuration's fields, written and checked as they are
+read back), ``runs`` (run numbering), ``request`` (an API request's one round
+trip), ``buckets`` (rate-limit buckets read back), ``store`` (the created pets).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from mockstore.faults import SharedRules
 from mockstore.keys import ApiKey, KeyRing, key_bucket
-from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
-from mockstore.shared.batching import ScriptBatcher
-from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
-from mockstore.shared.scripts import CONTROL, REQUEST
-from mockstore.state import NO_BAN, Prepared, Runtime, release
-from mockstore.store import PetStore
+from mockstore.ratelimit import Plan, Usage
+from mockstore.runs import Run
+from mockstore.scenario import ScenarioError
+from mockstore.shared.buckets import preload, preloads, read_usage
+from mockstore.shared.config import (
+    BadConfig,
+    Config,
+    clock_json,
+    custom_plans_json,
+    digest_of,
+    generation_of,
+    keys_json,
+    parse,
+    plans_of,
+    run_json,
+    whole,
+)
+from mockstore.shared.connection import Connection
+from mockstore.shared.deadline import StateUnavailable, bounded
+from mockstore.shared.runs import next_run, run_in
+from mockstore.shared.store import read_created
+from mockstore.state import Prepared, Runtime, release
 
 log = logging.getLogger("mockstore.shared")
 
@@ -65,20 +85,13 @@ PREFIX = "mockstore:"
 # The root mock's (``SharedState.generation_key`` and ``config_key`` are each state's own).
 GENERATION = PREFIX + "gen"
 CONFIG = PREFIX + "config"
-# The largest int64 and the text the id sequence holds once it is spent.
-MAX_ID = str(PetStore.MAX_ID)
-PAST_MAX_ID = str(PetStore.MAX_ID + 1)
+# After a mock's prefix: the last journal sequence number handed out (``streams``).
+JOURNAL_SEQ = "journal:seq"
 # A control call's change, built against the configuration as this process has it.
 Build = Callable[[], tuple[dict[str, str], dict[str, Any]]]
-# No fault rule to count or fire: no counters, the seed unused, no rules.
-_NO_RULES = (0, "", 0)
 # How often one request may find the configuration changed under it before it
 # is answered 503 (a storm of control calls).
 MAX_RELOADS = 8
-
-
-class StateUnavailable(Exception):
-    """Redis cannot be reached, or failed to answer: the mock cannot answer from its state."""
 
 
 class Stale(Exception):
@@ -89,16 +102,16 @@ class _InService(Exception):
     """The scenario to install is the one in service already (``install_unless_serving``)."""
 
 
-class SharedState:
+class SharedState(Connection):
     """A runtime's state in Redis at ``url`` (``redis://host:port/db``).
 
-    Connections are made on first use in the event loop that uses them, so a
-    process may ``open`` in one loop (at start, before serving or forking) and
-    serve in another.
+    Its connections are a ``Connection``'s (``mockstore.shared.connection``): made
+    on first use in the event loop that uses them, so a process may ``open`` in
+    one loop (at start, before serving or forking) and serve in another.
     """
 
     def __init__(self, url: str, runtime: Runtime, prefix: str = PREFIX) -> None:
-        self.url = url
+        super().__init__(url)
         self.runtime = runtime
         # Every key of this mock starts with it (a tenant's: ``mockstore.shared.tenants``).
         self.prefix = prefix
@@ -108,88 +121,21 @@ class SharedState:
         self.epoch = ""
         self.digest = ""
         self.clock_moves_back = 0
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._request: Any = None
-        self._control: Any = None
-        self._reloading: asyncio.Lock | None = None
         self._sweeps: set[asyncio.Task[None]] = set()
         # The process's ``JournalSharing`` (``mockstore.shared.journal``), once its app runs one.
         self.journal: Any = None
-
-    # -- connection ----------------------------------------------------------
-
-    def client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            import redis.asyncio as redis
-            from redis.asyncio.retry import Retry
-            from redis.backoff import NoBackoff
-
-            # No retries: a request finds Redis gone at once and is answered 503;
-            # the next one connects again (the pool reconnects by itself).
-            # A request waits for a connection rather than fail when all are busy.
-            pool = redis.BlockingConnectionPool.from_url(
-                self.url,
-                socket_connect_timeout=2,
-                socket_timeout=5,
-                retry=Retry(NoBackoff(), 0),
-                max_connections=64,
-                timeout=5,
-            )
-            self._client = redis.Redis(connection_pool=pool)
-            self._loop = loop
-            # The request script's own line (``channel``); redis-py's for a URL it cannot take.
-            self._request = channel_for(self.url, REQUEST) or ScriptBatcher(
-                self._client, self._client.register_script(REQUEST)
-            )
-            self._control = self._client.register_script(CONTROL)
-            self._reloading = asyncio.Lock()
-        return self._client
+        # The journal sequence number the mock's journal starts after (its start's).
+        self.journal_from = 0
+        # A run begun before the mock was joined is this process's alone: forgotten then.
+        self._runs_shared = False
+        # Why this state's first run begins (a tenant's: its creation).
+        self.first_run = "start"
 
     async def close(self) -> None:
         """Close this loop's connections (before the loop ends, or the process forks)."""
-        client, self._client, self._loop = self._client, None, None
         for task in self._sweeps:
             task.cancel()
-        if isinstance(self._request, ScriptChannel):
-            self._request.close()
-        if client is not None:
-            await client.aclose()
-            await client.connection_pool.disconnect()
-
-    async def _call(self, script_of: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        import redis.exceptions
-
-        self.client()
-        try:
-            if script_of == "request":
-                return await self._request.call(keys, args)
-            return await self._control(keys=keys, args=args)
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
-            await self._connections_lost()
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        except (redis.exceptions.RedisError, ReplyError) as exc:
-            raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
-
-    async def _connections_lost(self) -> None:
-        """Close every pooled connection: Redis went away, and a connection made before
-        would fail one more request once it is back (each request tries once)."""
-        if self._client is not None:
-            with contextlib.suppress(Exception):
-                await self._client.connection_pool.disconnect()
-
-    def _unreachable(self, exc: BaseException) -> str:
-        return f"the shared state at {self.url} cannot be reached: {exc}"
-
-    async def ping(self) -> bool:
-        """True when Redis answers (for ``/health``)."""
-        try:
-            await self.client().ping()
-        except Exception:
-            await self._connections_lost()
-            return False
-        return True
+        await super().close()
 
     # -- start ---------------------------------------------------------------
 
@@ -202,96 +148,96 @@ class SharedState:
         when Redis cannot be reached.
         """
         try:
-            await self.client().ping()
+            await bounded(self.client().ping())
         except Exception as exc:
             raise StateUnavailable(f"cannot reach the shared state at {self.url}: {exc}") from None
         fields, generation = await self._read()
         scenario = self.runtime.scenario
-        ours = _digest(scenario.source, scenario.file)
-        if generation is not None and fields.get("digest") == ours:
-            await self._apply(fields, generation)
-            return
+        ours = digest_of(scenario.source, scenario.file)
+        config = self._checked(fields, generation) if generation is not None else None
+        if config is not None and generation is not None and config.digest == ours:
+            try:
+                await self._apply(config, generation)
+            except BadConfig as exc:
+                self._say_bad(exc)
+            else:
+                self.journal_from = config.journal
+                return
         if not await self._start_over(expected=generation or "", new_run=False):
             await self.refresh()  # another process started it first: join theirs
 
     async def _start_over(self, expected: str, new_run: bool) -> bool:
         """Put this process's scenario in service in Redis, from its start (a new epoch)."""
         runtime = self.runtime
+        number = await next_run(self)
         if new_run:
-            runtime.reset()
+            runtime.reset(number)
+        else:
+            runtime.begin_run(self.first_run, number)
+        run = runtime.journal.runs[-1]
+        journal_from = whole(await self.get(self.prefix + JOURNAL_SEQ)) or 0
         fields, change = self._start(runtime.state)
+        fields["run"] = run_json(run)
+        fields["journal"] = str(journal_from)
         reply = await self._control_call(expected, fields, change)
         if reply is None:  # someone else got there first
             return False
+        self.journal_from = journal_from
+        self._adopt_run(run)
         self._adopt(fields, reply)
         return True
 
-    # -- requests ------------------------------------------------------------
+    def _adopt_run(self, run: Run) -> None:
+        """Make the mock's run this process's (a run of its own from before is forgotten)."""
+        if not self._runs_shared:
+            self._runs_shared = True
+            self.runtime.journal.runs.clear()
+        self.runtime.adopt_run(run)
 
-    async def request(
-        self,
-        bucket: str,
-        plan: Plan,
-        now: float,
-        wall: float,
-        operation: Operation | None,
-        rules: SharedRules | None = None,
-    ) -> list[Any]:
-        """Count the caller, number the request, fire ``rules`` and run ``operation``: one
-        round trip.
+    def _checked(self, fields: dict[Any, Any] | None, generation: str) -> Config | None:
+        """The configuration, checked; None (said in the log) when it is not valid."""
+        try:
+            if generation_of(generation) is None:
+                raise BadConfig(f"the generation {generation[:40]!r} is not a whole number")
+            if fields is None:
+                raise BadConfig("it is not a hash")
+            return parse(fields)
+        except BadConfig as exc:
+            self._say_bad(exc)
+            return None
 
-        Returns the script's reply: ``[b"ok", verdict, minute used, day used,
-        minute start, day start, retry at, request number, operation's result,
-        rules fired]`` (``scripts.REQUEST``). ``Stale`` after reloading,
-        ``StateUnavailable`` when Redis is out of reach.
-        """
-        epoch = self.prefix + self.epoch + ":"
-        scenario = self.runtime.state.scenario
-        ban = scenario.ban or NO_BAN
-        keys = [self.generation_key, epoch + "b:" + bucket, epoch + "r:" + bucket, epoch + "n"]
-        first_request = scenario.behaviour.ratelimit_windows == "first_request"
-        args: list[Any] = [
-            self.generation,
-            repr(now),
-            repr(wall),
-            "f" if first_request else int(now // MINUTE) * MINUTE,
-            "f" if first_request else int(now // DAY) * DAY,
-            plan.per_minute,
-            plan.per_day,
-            ban.after_rejections,
-            "c" if ban.trigger == "consecutive" else repr(float(ban.within_seconds)),
-            repr(float(ban.duration_seconds)),
-        ]
-        if rules is None:
-            args += _NO_RULES
-        else:
-            keys.extend([epoch + counter for counter in rules.counters])
-            args += [len(rules.counters), scenario.seed, rules.rules, *rules.args]
-        if operation is None:
-            args.append("")
-        else:
-            keys.extend(operation.keys(epoch))
-            args.extend(operation.args)
-        reply = await self._call("request", keys, args)
-        if reply[0] == b"stale":
-            await self.refresh(reply[1].decode())
-            raise Stale
-        return reply
+    def _say_bad(self, exc: Exception) -> None:
+        log.warning(
+            "the shared configuration at %s is not one mockstore wrote (%s); the scenario "
+            "starts again from this process's",
+            self.url,
+            exc,
+        )
 
     # -- the configuration -----------------------------------------------------
 
-    async def _read(self) -> tuple[dict[str, str], str | None]:
+    async def _read(self) -> tuple[dict[Any, Any] | None, str | None]:
+        """The configuration's hash as read (None: not a hash) and its generation as text
+        (None: there is none; "" or another text that is not a number: not a valid one)."""
+        import redis.exceptions
+
         client = self.client()
         try:
             async with client.pipeline(transaction=True) as pipe:
                 pipe.get(self.generation_key)
                 pipe.hgetall(self.config_key)
-                generation, fields = await pipe.execute()
+                generation, fields = await bounded(pipe.execute(raise_on_error=False))
+        except StateUnavailable:
+            raise
         except Exception as exc:
-            await self._connections_lost()
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        decoded = {k.decode(): v.decode() for k, v in fields.items()}
-        return decoded, generation.decode() if generation is not None else None
+            await self.connections_lost()
+            raise StateUnavailable(self.unreachable(exc)) from exc
+        if isinstance(generation, redis.exceptions.ResponseError):
+            generation = b""  # not a string: the control script replaces it
+        if isinstance(fields, redis.exceptions.ResponseError) or not isinstance(fields, dict):
+            fields = None
+        text = generation.decode("utf-8", "replace") if generation is not None else None
+        return fields, text
 
     async def refresh(self, seen: str | None = None) -> None:
         """Reload the configuration if it changed; start it again if Redis lost it.
@@ -300,8 +246,8 @@ class SharedState:
         reloaded to it meanwhile (another request did), nothing is read again.
         """
         self.client()
-        assert self._reloading is not None
-        async with self._reloading:
+        assert self.reloading is not None
+        async with self.reloading:
             if seen and seen == self.generation:
                 return
             for _ in range(MAX_RELOADS):
@@ -315,43 +261,61 @@ class SharedState:
                     if await self._start_over(expected="", new_run=True):
                         return
                     continue
-                if generation != self.generation:
-                    await self._apply(fields, generation)
-                return
+                if generation == self.generation:
+                    return
+                config = self._checked(fields, generation)
+                if config is not None:
+                    try:
+                        await self._apply(config, generation)
+                        return
+                    except BadConfig as exc:
+                        self._say_bad(exc)
+                # Not one a process wrote: started again here (a compare-and-set on
+                # that very generation), as when Redis comes back empty.
+                if await self._start_over(expected=generation, new_run=True):
+                    return
             raise StateUnavailable("the shared state kept changing while this process read it")
 
-    async def _apply(self, fields: dict[str, str], generation: str) -> None:
-        """Make this process's state the configuration's (another process changed it)."""
+    async def _apply(self, config: Config, generation: str) -> None:
+        """Make this process's state the configuration's (another process changed it).
+
+        ``BadConfig`` when its scenario does not load here (nothing changed then)."""
         runtime = self.runtime
-        if fields["digest"] != self.digest:
+        number = config.run.number if config.run is not None else None
+        if config.digest != self.digest:
             from mockstore.scenario import load_scenario
 
-            scenario = await asyncio.to_thread(load_scenario, fields["source"], fields["file"])
+            try:
+                scenario = await asyncio.to_thread(load_scenario, config.source, config.file)
+            except ScenarioError as exc:
+                raise BadConfig(f"its scenario does not load: {exc}") from None
             prepared = await asyncio.to_thread(runtime.prepare, scenario)
-            replaced = runtime.install(prepared)
+            replaced = runtime.install(prepared, number)
             await asyncio.to_thread(release, [replaced])
-        elif fields["epoch"] != self.epoch and self.epoch:
-            runtime.reset()
-        clock = json.loads(fields["clock"])
-        moved_back = clock["back"] > self.clock_moves_back and self.epoch == fields["epoch"]
+        elif config.epoch != self.epoch and self.epoch:
+            runtime.reset(number)
+        clock = config.clock
+        moved_back = clock.back > self.clock_moves_back and self.epoch == config.epoch
         state = runtime.state
-        target = clock["at"]
+        target = clock.at
         wall_now = state.clock.wall()
-        if clock.get("real") and state.clock.mode != "manual":
+        if clock.real and state.clock.mode != "manual":
             # Real time: the wall clock itself, in every process (an offset carried
             # over from another process's readings would be off by their gap).
             target = wall_now
         elif state.clock.mode != "manual":
-            target += wall_now - clock["wall"]
+            target += wall_now - clock.wall
         if moved_back:
-            runtime.move_clock(min(target, state.clock.now()))
+            runtime.move_clock(min(target, state.clock.now()), number)
         state.clock.set(target, wall_now=wall_now)
-        state.keys = KeyRing([ApiKey(*key) for key in json.loads(fields["keys"])])
-        state.plans = {**state.scenario.plans, **_plans(json.loads(fields["plans"]))}
+        state.keys = KeyRing([ApiKey(*key) for key in config.keys])
+        state.plans = {**state.scenario.plans, **plans_of(config.plans)}
+        if config.run is not None:
+            self._adopt_run(config.run)
         self.generation = generation
-        self.epoch = fields["epoch"]
-        self.digest = fields["digest"]
-        self.clock_moves_back = clock["back"]
+        self.epoch = config.epoch
+        self.digest = config.digest
+        self.clock_moves_back = clock.back
 
     def _adopt(self, fields: dict[str, str], reply: list[Any]) -> None:
         """This process made the change: its state already is the configuration."""
@@ -371,7 +335,7 @@ class SharedState:
         """Delete what an old epoch left in Redis, a page at a time (off the request path)."""
         client = self.client()
         try:
-            async for keys in _pages(client, f"{self.prefix}{epoch}:*"):
+            async for keys in key_pages(client, f"{self.prefix}{epoch}:*"):
                 await client.unlink(*keys)
         except Exception as exc:  # the next sweep, or Redis's own eviction, takes the rest
             log.warning("could not sweep epoch %s of the shared state: %s", epoch, exc)
@@ -379,35 +343,22 @@ class SharedState:
     def _fresh_fields(
         self, scenario: Any, keys: Any, now: float, real_time: bool = False
     ) -> dict[str, str]:
+        wall = self.runtime.state.clock.wall()
         return {
             "source": scenario.source,
             "file": scenario.file,
-            "digest": _digest(scenario.source, scenario.file),
-            "clock": self._clock_json(now, self.clock_moves_back, real_time),
-            "keys": _keys_json(keys),
+            "digest": digest_of(scenario.source, scenario.file),
+            "clock": clock_json(now, wall, self.clock_moves_back, real_time),
+            "keys": keys_json(keys),
             "plans": "{}",
         }
-
-    def _clock_json(self, at: float, back: int, real: bool = False) -> str:
-        """The shared clock: ``at`` on it is ``wall`` on the wall clock; ``real``: real time."""
-        wall = self.runtime.state.clock.wall()
-        return json.dumps({"at": at, "wall": wall, "back": back, "real": real})
-
-    def _preloads(self, scenario: Any, now: float) -> list[list[str]]:
-        """The scenario's keys that start with allowance spent (``used:``)."""
-        first_request = scenario.behaviour.ratelimit_windows == "first_request"
-        return [
-            _preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day, first_request)
-            for spec in scenario.keys
-            if spec.used_minute or spec.used_day
-        ]
 
     async def _control_call(
         self, expected: str, fields: dict[str, str], change: dict[str, Any]
     ) -> list[Any] | None:
         """Run a control change if the generation is still ``expected``; None if it is not."""
         change = {"prefix_base": self.prefix, **change}
-        reply = await self._call(
+        reply = await self.call(
             "control",
             [self.generation_key, self.config_key],
             [expected, json.dumps(fields), json.dumps(change)],
@@ -433,19 +384,24 @@ class SharedState:
 
     async def reset(self) -> None:
         runtime = self.runtime
+        number = await next_run(self)
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             # Reset here first: the fresh clock and keys are what every process takes.
-            runtime.reset()
-            return self._start(runtime.state)
+            runtime.reset(number)
+            fields, change = self._start(runtime.state)
+            fields["run"] = run_json(runtime.journal.runs[-1])
+            return fields, change
 
         fields, reply = await self._change(build)
         self._adopt(fields, reply)
 
     async def install(self, prepared: Prepared) -> Prepared:
         """Put a prepared scenario in service everywhere; returns the state it replaced."""
-        fields, reply = await self._change(lambda: self._start(prepared.state))
-        replaced = self.runtime.install(prepared)
+        number = await next_run(self)
+        fields, reply = await self._change(lambda: self._started(prepared.state, number))
+        replaced = self.runtime.install(prepared, number)
+        self._adopt_run(run_in(fields))
         self._adopt(fields, reply)
         return replaced
 
@@ -454,20 +410,38 @@ class SharedState:
         text): then None, and nothing changes. Decided against the configuration the
         change is made on, so of replicas that each see one edit (``--watch`` on a
         ConfigMap) the first puts it in service, once, and the others join it."""
-        digest = _digest(prepared.scenario.source, prepared.scenario.file)
+        digest = digest_of(prepared.scenario.source, prepared.scenario.file)
+        number = await next_run(self)
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             if self.digest == digest:  # read again just before (``_change``)
                 raise _InService
-            return self._start(prepared.state)
+            return self._started(prepared.state, number)
 
         try:
             fields, reply = await self._change(build)
         except _InService:
             return None
-        replaced = self.runtime.install(prepared)
+        replaced = self.runtime.install(prepared, number)
+        self._adopt_run(run_in(fields))
         self._adopt(fields, reply)
         return replaced
+
+    def _started(self, state: Any, number: int) -> tuple[dict[str, str], dict[str, Any]]:
+        """``_start``, with the run a new scenario begins (numbered ``number``)."""
+        fields, change = self._start(state)
+        scenario = state.scenario
+        run = Run(
+            number,
+            "scenario",
+            self.runtime.journal.last_seq + 1,
+            state.clock.now(),
+            state.clock.wall(),
+            scenario.name,
+            scenario.clock_headers,
+        )
+        fields["run"] = run_json(run)
+        return fields, change
 
     def _start(self, state: Any) -> tuple[dict[str, str], dict[str, Any]]:
         """A new epoch that starts ``state`` (a reset's, or a new scenario's)."""
@@ -476,21 +450,39 @@ class SharedState:
         # A clock on real time (no start chosen, never moved) is the wall clock everywhere.
         real_time = state.clock.mode != "manual" and state.clock.wall_offset() == 0.0
         fields = self._fresh_fields(scenario, state.keys, now, real_time)
-        return fields, {"epoch": True, "preload": self._preloads(scenario, now)}
+        return fields, {"epoch": True, "preload": preloads(scenario, now)}
 
     async def move_clock(self, when: float) -> None:
         runtime = self.runtime
+        # Moving back begins a run: numbered before, as the change is built.
+        number = await next_run(self) if when < runtime.state.clock.now() else None
 
         def build() -> tuple[dict[str, str], dict[str, Any]]:
-            now = runtime.state.clock.now()
+            state = runtime.state
+            now = state.clock.now()
             change: dict[str, Any] = {}
+            fields = {}
             if when < now:
                 change["rebase"] = {"now": repr(now), "to": repr(when)}
+                run = Run(
+                    number or 0,
+                    "clock",
+                    runtime.journal.last_seq + 1,
+                    when,
+                    state.clock.wall(),
+                    state.scenario.name,
+                    state.scenario.clock_headers,
+                )
+                fields["run"] = run_json(run)
             back = self.clock_moves_back + (1 if when < now else 0)
-            return {"clock": self._clock_json(when, back)}, change
+            fields["clock"] = clock_json(when, state.clock.wall(), back)
+            return fields, change
 
         fields, reply = await self._change(build)
-        runtime.move_clock(when)
+        if "run" in fields and runtime.move_clock(when, number):
+            self._adopt_run(run_in(fields))
+        else:
+            runtime.move_clock(when)
         self._adopt(fields, reply)
 
     async def issue_key(self, key: ApiKey, plan: Plan, used: dict[str, int]) -> None:
@@ -498,8 +490,8 @@ class SharedState:
             state = self.runtime.state
             plans = {**state.plans, plan.name: plan}
             fields = {
-                "keys": _keys_json([*(k for k in state.keys if k.key != key.key), key]),
-                "plans": _custom_plans_json(state.scenario, plans),
+                "keys": keys_json([*(k for k in state.keys if k.key != key.key), key]),
+                "plans": custom_plans_json(state.scenario, plans),
             }
             change: dict[str, Any] = {}
             if used:
@@ -507,7 +499,7 @@ class SharedState:
                 first_request = state.scenario.behaviour.ratelimit_windows == "first_request"
                 day = used.get("day", minute)
                 change["preload"] = [
-                    _preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
+                    preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
                 ]
             return fields, change
 
@@ -524,7 +516,7 @@ class SharedState:
         def build() -> tuple[dict[str, str], dict[str, Any]]:
             keys = list(self.runtime.state.keys)
             held[:] = [k for k in keys if k.key == key]
-            return {"keys": _keys_json([k for k in keys if k.key != key])}, {
+            return {"keys": keys_json([k for k in keys if k.key != key])}, {
                 "forget": [key_bucket(key)]
             }
 
@@ -539,123 +531,16 @@ class SharedState:
 
     async def created_pets(self, group: str | None) -> list[bytes]:
         """The JSON of every pet created in a store (``group``: per-key isolation), in id order."""
-        keys = Operation("list", group, None, []).keys(self.prefix + self.epoch + ":")
-        client = self.client()
-        try:
-            ids = await client.lrange(keys[3], 0, -1)
-            return await client.hmget(keys[2], ids) if ids else []
-        except Exception as exc:
-            raise StateUnavailable(self._unreachable(exc)) from exc
+        return await read_created(self, self.prefix + self.epoch + ":", group)
 
     async def usage(self, bucket_id: str, plan: Plan, now: float) -> Usage:
         """A bucket's standing (the control API's keys), read without counting anything."""
         epoch = self.prefix + self.epoch + ":"
-        client = self.client()
-        try:
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.hmget(epoch + "b:" + bucket_id, "ms", "mu", "ds", "du", "bu")
-                pipe.llen(epoch + "r:" + bucket_id)
-                (ms, mu, ds, du, bu), rejections = await pipe.execute()
-        except Exception as exc:
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        limiter = self.runtime.state.limiter
-        if ms is None:
-            return limiter.standing(None, plan, now)
-        bucket = Bucket()
-        start = float if limiter._fractional else int
-        bucket.minute_start = start(float(ms))  # type: ignore[assignment]
-        bucket.minute_used = int(float(mu))
-        bucket.day_start = start(float(ds))  # type: ignore[assignment]
-        bucket.day_used = int(float(du))
-        bucket.minute_end = bucket.minute_start + MINUTE
-        bucket.day_end = bucket.day_start + DAY
-        bucket.banned_until = float(bu) if bu is not None else None
-        bucket.rejections.extend([now] * rejections)  # only their number is shown
-        return limiter.standing(bucket, plan, now)
+        return await read_usage(self, epoch, bucket_id, self.runtime.state.limiter, plan, now)
 
 
-class Operation:
-    """A store operation for the request script: its keys (after the epoch's) and arguments."""
-
-    __slots__ = ("args", "group", "kind", "status")
-
-    def __init__(self, kind: str, group: str | None, status: str | None, args: list[Any]) -> None:
-        self.kind = kind
-        self.group = group
-        self.status = status
-        self.args = [kind, *args]
-
-    def keys(self, epoch: str) -> list[str]:
-        group = self.group or ""
-        store = f"{epoch}s:{len(group)}:{group}:"
-        ids = store + "ids"
-        return [
-            store + "next",
-            store + "bytes",
-            store + "pets",
-            ids,
-            ids + ":" + self.status if self.status else ids,
-        ]
-
-
-def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) -> Decision:
-    """The limiter's ``Decision`` from the request script's reply, figures as in memory."""
-    bucket = Bucket()
-    bucket.minute_used = int(reply[2])
-    bucket.day_used = int(reply[3])
-    # Windows from a first request start at any instant (a float, as in memory).
-    start = float if limiter._fractional else int
-    bucket.minute_start = start(float(reply[4]))  # type: ignore[assignment]
-    bucket.day_start = start(float(reply[5]))  # type: ignore[assignment]
-    bucket.minute_end = bucket.minute_start + MINUTE
-    bucket.day_end = bucket.day_start + DAY
-    verdict = reply[1].decode()
-    if verdict == "allowed":
-        retry_at: float = 0.0
-    elif verdict == "key_banned":
-        retry_at = float(reply[6])
-    elif plan.per_day - bucket.day_used <= 0:
-        retry_at = bucket.day_start + DAY
-    else:
-        retry_at = bucket.minute_start + MINUTE
-    return limiter._decision(verdict, plan, bucket, now, retry_at)  # type: ignore[arg-type]
-
-
-def _preload(
-    bucket: str, now: float, minute_used: int, day_used: int, first_request: bool
-) -> list[str]:
-    """A bucket that starts with allowance spent, its windows begun at ``now`` (as in memory)."""
-    if first_request:
-        minute_start = day_start = repr(now)
-    else:
-        minute_start, day_start = str(int(now // MINUTE) * MINUTE), str(int(now // DAY) * DAY)
-    return [bucket, minute_start, str(minute_used), day_start, str(max(day_used, minute_used))]
-
-
-def _digest(source: str, file: str) -> str:
-    return hashlib.sha256(f"{file}\0{source}".encode()).hexdigest()
-
-
-def _keys_json(keys: Iterable[ApiKey]) -> str:
-    return json.dumps([[k.key, k.plan, k.tenant] for k in keys])
-
-
-def _custom_plans_json(scenario: Any, plans: dict[str, Plan]) -> str:
-    """The plans beyond the scenario's (a key issued with a plan of its own)."""
-    return json.dumps(
-        {
-            name: [plan.per_minute, plan.per_day]
-            for name, plan in plans.items()
-            if scenario.plans.get(name) != plan
-        }
-    )
-
-
-def _plans(raw: dict[str, list[int]]) -> dict[str, Plan]:
-    return {name: Plan(name, minute, day) for name, (minute, day) in raw.items()}
-
-
-async def _pages(client: Any, pattern: str):  # type: ignore[no-untyped-def]
+async def key_pages(client: Any, pattern: str):  # type: ignore[no-untyped-def]
+    """Every key matching ``pattern``, a SCAN page at a time."""
     cursor = 0
     while True:
         cursor, keys = await client.scan(cursor, match=pattern, count=1000)

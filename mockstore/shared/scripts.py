@@ -10,6 +10,13 @@ store operation unless a firing rule answers in its place. Control calls run
 ``CONTROL``: a compare-and-set on the generation together with what the call
 changes in the data.
 
+Nothing read back is trusted: a value no script wrote (a key of another type, a
+counter or a window that is not a number in range, a pet id that is not one) is
+deleted and the request that met it fails (``bad``: answered ``503
+state_unavailable``, said in the log), so the next one starts that key afresh;
+the control script replaces a generation or an epoch that is not a whole number
+with one from Redis's clock, and a bucket of another type.
+
 Numbers cross the boundary as text: Redis turns a Lua number into an integer
 in a reply, and ``tostring`` keeps only 14 digits, so every float is written
 with ``%.17g`` (which reads back as the same double) and read with
@@ -32,16 +39,41 @@ from __future__ import annotations
 #       'd' answers but runs it, 'n' fires without answering), its index;
 #       then the operation ('' | create | list | get) and its arguments.
 REQUEST = r"""
-local generation = redis.call('GET', KEYS[1])
+local generation = redis.pcall('GET', KEYS[1])
+if type(generation) == 'table' then return {'stale', ''} end
 if generation ~= ARGV[1] then return {'stale', generation or ''} end
 local function fmt(x) return string.format('%.17g', x) end
+  -- A value read back that no script wrote: dropped, and this request answered 503.
+local function bad(key)
+  redis.call('DEL', key)
+  error('mockstore-bad-value ' .. key)
+end
+-- An error a value causes (its type, its text) drops it; any other (OOM) is Redis's own,
+-- raised as it is, and the value is kept.
+local function value_error(reply)
+  local e = reply.err
+  if string.find(e, 'WRONGTYPE', 1, true) or string.find(e, 'not an integer', 1, true)
+    or string.find(e, 'overflow', 1, true) then return true end
+  error(reply)
+end
+local function checked(reply, key)
+  if type(reply) == 'table' and reply.err and value_error(reply) then bad(key) end
+  return reply
+end
+local function num(value, key, whole)
+  if not value then return nil end
+  local n = tonumber(value)
+  if n == nil or n ~= n or n > 9007199254740992 or n < -9007199254740992
+    or (whole and (n < 0 or n ~= math.floor(n))) then bad(key) end
+  return n
+end
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
-local number = redis.call('INCR', KEYS[4])
-local b = redis.call('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw')
-local ms, mu = tonumber(b[1]) or -1, tonumber(b[2]) or 0
-local ds, du = tonumber(b[3]) or -1, tonumber(b[4]) or 0
-local bu, tu, tw = tonumber(b[5]), tonumber(b[6]), tonumber(b[7]) or 0
+local number = checked(redis.pcall('INCR', KEYS[4]), KEYS[4])
+local b = checked(redis.pcall('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw'), KEYS[2])
+local ms, mu = num(b[1], KEYS[2]) or -1, num(b[2], KEYS[2], true) or 0
+local ds, du = num(b[3], KEYS[2]) or -1, num(b[4], KEYS[2], true) or 0
+local bu, tu, tw = num(b[5], KEYS[2]), num(b[6], KEYS[2]), num(b[7], KEYS[2]) or 0
 if ARGV[4] == 'f' then
   if not (ms <= now and now < ms + 60) then ms = now; mu = 0 end
   if not (ds <= now and now < ds + 86400) then ds = now; du = 0 end
@@ -60,6 +92,8 @@ else
   local day_left = tonumber(ARGV[7]) - du
   if minute_left <= 0 or day_left <= 0 then
     verdict = 'rate_limited'
+    local kind = redis.call('TYPE', KEYS[3])['ok']
+    if kind ~= 'list' and kind ~= 'none' then bad(KEYS[3]) end
     if day_left <= 0 then retry_at = ds + 86400 else retry_at = ms + 60 end
     -- Came back when the wall clock said it might while the scenario clock
     -- stood still: did as told, so this refusal does not count toward a ban.
@@ -70,7 +104,7 @@ else
       -- day's count (negated, never taken for an instant); an admission moved it.
       local mark = -du - 1
       local first = redis.call('LINDEX', KEYS[3], 0)
-      if first and tonumber(first) ~= mark then redis.call('DEL', KEYS[3]) end
+      if first and num(first, KEYS[3]) ~= mark then redis.call('DEL', KEYS[3]) end
       redis.call('RPUSH', KEYS[3], fmt(mark))
       if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
     elseif not waited then
@@ -78,7 +112,7 @@ else
       local horizon = now - tonumber(ARGV[9])
       while true do
         local first = redis.call('LINDEX', KEYS[3], 0)
-        if first and tonumber(first) <= horizon then redis.call('LPOP', KEYS[3]) else break end
+        if first and num(first, KEYS[3]) <= horizon then redis.call('LPOP', KEYS[3]) else break end
       end
       if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
     end
@@ -101,7 +135,7 @@ local counters = tonumber(ARGV[11])
 local stop = false
 if counters > 0 then
   local counts = {}
-  for i = 1, counters do counts[i] = redis.call('INCR', KEYS[4 + i]) end
+  for i = 1, counters do counts[i] = checked(redis.pcall('INCR', KEYS[4 + i]), KEYS[4 + i]) end
   local fault, answered, seed = head[10], false, ARGV[12]
   for r = 0, tonumber(ARGV[13]) - 1 do
     local a = 13 + 9 * r
@@ -135,11 +169,19 @@ local k = 4 + counters
 if op == 'create' then
   -- ARGV: o+1 inventory's next id, o+2 largest id, o+3 one past it, o+4 the pet's
   -- JSON after its id, o+5 byte budget ('' none), o+6 status ('' none), o+7 cost per pet
-  local id = redis.call('GET', KEYS[k + 1]) or ARGV[o + 1]
+  local id = checked(redis.pcall('GET', KEYS[k + 1]), KEYS[k + 1]) or ARGV[o + 1]
+  local past = ARGV[o + 3]
+  if not string.match(id, '^[1-9]%d*$') or #id > #past or (#id == #past and id > past) then
+    bad(KEYS[k + 1])
+  end
+  for i = 3, 5 do
+    local kind = redis.call('TYPE', KEYS[k + i])['ok']
+    if kind ~= (i == 3 and 'hash' or 'list') and kind ~= 'none' then bad(KEYS[k + i]) end
+  end
   if id == ARGV[o + 3] then head[9] = {'full_id'}; return head end
   local encoded = '{"id":' .. id .. ',' .. ARGV[o + 4]
   local cost = tonumber(ARGV[o + 7]) + 2 * #encoded
-  local used = tonumber(redis.call('GET', KEYS[k + 2]) or '0')
+  local used = num(checked(redis.pcall('GET', KEYS[k + 2]), KEYS[k + 2]), KEYS[k + 2], true) or 0
   if ARGV[o + 5] ~= '' and used + cost > tonumber(ARGV[o + 5]) then
     head[9] = {'full_bytes', fmt(used), fmt(cost)}; return head
   end
@@ -157,16 +199,18 @@ elseif op == 'list' then
   local count = tonumber(ARGV[o + 1])
   local ids
   if ARGV[o + 2] == 'desc' then
-    local last = redis.call('LRANGE', KEYS[k + 5], -count, -1)
+    local last = checked(redis.pcall('LRANGE', KEYS[k + 5], -count, -1), KEYS[k + 5])
     ids = {}
     for i = #last, 1, -1 do ids[#ids + 1] = last[i] end
   else
-    ids = redis.call('LRANGE', KEYS[k + 5], 0, count - 1)
+    ids = checked(redis.pcall('LRANGE', KEYS[k + 5], 0, count - 1), KEYS[k + 5])
   end
-  if #ids > 0 then head[9] = redis.call('HMGET', KEYS[k + 3], unpack(ids)) end
+  if #ids > 0 then
+    head[9] = checked(redis.pcall('HMGET', KEYS[k + 3], unpack(ids)), KEYS[k + 3])
+  end
 elseif op == 'get' then
   -- ARGV: o+1 the pet's id
-  local found = redis.call('HGET', KEYS[k + 3], ARGV[o + 1])
+  local found = checked(redis.pcall('HGET', KEYS[k + 3], ARGV[o + 1]), KEYS[k + 3])
   if found then head[9] = {found} end
 end
 return head
@@ -181,18 +225,44 @@ return head
 #       "rebase": {"prefix": bucket keys' prefix, "now": t, "to": t}
 # Returns {'stale', generation} or {'ok', generation, epoch, lifted}.
 CONTROL = r"""
+-- Keys of another type than ours, written by someone else: replaced.
+for i, kind in ipairs({'string', 'hash'}) do
+  local found = redis.call('TYPE', KEYS[i])['ok']
+  if found ~= kind and found ~= 'none' then redis.call('DEL', KEYS[i]) end
+end
 local gen = redis.call('GET', KEYS[1])
 if (gen or '') ~= ARGV[1] then return {'stale', gen or ''} end
 local function fmt(x) return string.format('%.17g', x) end
+-- A generation or an epoch that is not a whole number within 2**53 is started again
+-- from Redis's clock in ms: a number no process holds (bounded, never reused).
+local function whole(value)
+  local n = tonumber(value)
+  return n and n >= 0 and n <= 9007199254740992 and n == math.floor(n)
+end
+local function fresh()
+  local t = redis.call('TIME')
+  return string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+-- A bucket key of another type (written by someone else) is replaced.
+local function hset(key, ...)
+  local reply = redis.pcall('HSET', key, ...)
+  if type(reply) == 'table' and string.find(reply.err, 'WRONGTYPE', 1, true) then
+    redis.call('DEL', key)
+    redis.call('HSET', key, ...)
+  elseif type(reply) == 'table' then
+    error(reply)  -- not the value's fault (OOM): raised, nothing replaced
+  end
+end
 local change = cjson.decode(ARGV[3])
 local fields = cjson.decode(ARGV[2])
 for name, value in pairs(fields) do redis.call('HSET', KEYS[2], name, value) end
 local epoch = redis.call('HGET', KEYS[2], 'epoch') or '0'
+if not whole(epoch) then epoch = fresh(); redis.call('HSET', KEYS[2], 'epoch', epoch) end
 if change.epoch then epoch = tostring(redis.call('HINCRBY', KEYS[2], 'epoch', 1)) end
 local prefix = change.prefix_base .. epoch .. ':'
 if change.preload then
   for _, p in ipairs(change.preload) do
-    redis.call('HSET', prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
+    hset(prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
   end
 end
 if change.forget then
@@ -203,7 +273,7 @@ end
 local lifted = '0'
 if change.lift then
   local key = prefix .. 'b:' .. change.lift
-  if redis.call('HEXISTS', key, 'bu') == 1 then
+  if redis.pcall('HEXISTS', key, 'bu') == 1 then
     lifted = '1'
     redis.call('HDEL', key, 'bu')
     redis.call('DEL', prefix .. 'r:' .. change.lift)
@@ -217,9 +287,10 @@ if change.rebase then
     local page = redis.call('SCAN', cursor, 'MATCH', prefix .. 'b:*', 'COUNT', 500)
     cursor = page[1]
     for _, key in ipairs(page[2]) do
-      redis.call('HSET', key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
+      hset(key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
       redis.call('HDEL', key, 'tu')
       local bu = tonumber(redis.call('HGET', key, 'bu'))
+      if bu and (bu ~= bu or bu == math.huge or bu == -math.huge) then bu = nil end
       if bu then
         local left = bu - now
         if left > 0 then redis.call('HSET', key, 'bu', fmt(to + left))
@@ -229,6 +300,9 @@ if change.rebase then
     end
   until cursor == '0'
 end
-if change.bump ~= false then gen = tostring(redis.call('INCR', KEYS[1])) end
+if change.bump ~= false then
+  if gen and not whole(gen) then redis.call('SET', KEYS[1], fresh()) end
+  gen = string.format('%d', redis.call('INCR', KEYS[1]))
+end
 return {'ok', gen or '', epoch, lifted}
 """

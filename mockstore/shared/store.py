@@ -11,12 +11,44 @@ from the same bytes as in memory.
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
-from mockstore.shared.backend import MAX_ID, PAST_MAX_ID, Operation
+from mockstore.shared.connection import Connection
+from mockstore.shared.deadline import StateUnavailable, bounded
 from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _json_array, _ordered
 
+log = logging.getLogger("mockstore.shared")
+
 _ID_PLACEHOLDER = b'{"id":0,'
+# The largest int64 and the text the id sequence holds once it is spent.
+MAX_ID = str(PetStore.MAX_ID)
+PAST_MAX_ID = str(PetStore.MAX_ID + 1)
+
+
+class Operation:
+    """A store operation for the request script: its keys (after the epoch's) and arguments."""
+
+    __slots__ = ("args", "group", "kind", "status")
+
+    def __init__(self, kind: str, group: str | None, status: str | None, args: list[Any]) -> None:
+        self.kind = kind
+        self.group = group
+        self.status = status
+        self.args = [kind, *args]
+
+    def keys(self, epoch: str) -> list[str]:
+        group = self.group or ""
+        store = f"{epoch}s:{len(group)}:{group}:"
+        ids = store + "ids"
+        return [
+            store + "next",
+            store + "bytes",
+            store + "pets",
+            ids,
+            ids + ":" + self.status if self.status else ids,
+        ]
 
 
 def create_operation(
@@ -100,3 +132,46 @@ class RequestStore:
         if found is not None:
             return found
         return self.result[0] if self.result else None
+
+
+async def read_created(connection: Connection, epoch: str, group: str | None) -> list[bytes]:
+    """The JSON of every pet created in a store (``group``: per-key isolation), in id order
+    (``epoch``: the prefix of the epoch's keys)."""
+    keys = Operation("list", group, None, []).keys(epoch)
+    client = connection.client()
+    try:
+        ids = await bounded(client.lrange(keys[3], 0, -1))
+        found = await bounded(client.hmget(keys[2], ids)) if ids else []
+    except StateUnavailable:
+        raise
+    except Exception as exc:
+        raise StateUnavailable(connection.unreachable(exc)) from exc
+    return pets_only(connection.url, found)
+
+
+def pets_only(url: str, found: list[Any]) -> list[Any]:
+    """The created pets a listing or a get read back, but any that is not a pet (skipped,
+    said in the log): what Redis holds is input too."""
+    pets = [pet for pet in found if pet is not None and pet_json(pet) is not None]
+    if len(pets) != len(found):
+        log.warning(
+            "the shared state at %s holds %d created pet(s) that are not pets: skipped",
+            url,
+            len(found) - len(pets),
+        )
+    return pets
+
+
+def pet_json(raw: bytes) -> Any:
+    """A created pet read back (its JSON, as answered), or None when it is not a pet."""
+    try:
+        pet = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(pet, dict)
+        or not isinstance(pet.get("id"), int)
+        or not isinstance(pet.get("name"), str)
+    ):
+        return None
+    return pet

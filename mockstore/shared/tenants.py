@@ -35,10 +35,12 @@ from mockstore.shared.backend import (
     PREFIX,
     SharedState,
     StateUnavailable,
-    _digest,
-    _pages,
+    key_pages,
 )
+from mockstore.shared.config import digest_of, whole
+from mockstore.shared.deadline import bounded
 from mockstore.state import Runtime
+from mockstore.urls import TENANT_ID
 
 log = logging.getLogger("mockstore.shared")
 
@@ -50,6 +52,8 @@ TENANT_PREFIX = PREFIX + "t:"
 # KEYS: 1 the registry. ARGV: 1 tenant id, 2 its incarnation, 3 the limit.
 # Returns {'ok'}, {'exists'} or {'full', ids...}.
 REGISTER = r"""
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return {'exists'} end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then
   local full = redis.call('HKEYS', KEYS[1])
@@ -64,6 +68,8 @@ return {'ok'}
 # Unregisters the tenant and removes what makes it answer (its generation and
 # configuration); the rest of its keys are swept afterwards. Returns its incarnation, or nil.
 UNREGISTER = r"""
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 local incarnation = redis.call('HGET', KEYS[1], ARGV[1])
 if not incarnation then return nil end
 redis.call('HDEL', KEYS[1], ARGV[1])
@@ -99,9 +105,10 @@ class TenantState(SharedState):
         self.tenant_id = tenant_id
         self.incarnation = incarnation
         self.gone = False
+        self.first_run = "tenant"
         # The runtime was built on this scenario (the server's): joining a tenant
         # that still serves it reads no scenario again.
-        self.digest = _digest(runtime.scenario.source, runtime.scenario.file)
+        self.digest = digest_of(runtime.scenario.source, runtime.scenario.file)
 
     async def create(self) -> None:
         """Write this tenant's mock to Redis from this process's (its first: a new incarnation)."""
@@ -149,9 +156,9 @@ class TenantState(SharedState):
         try:
             found = await self.client().hget(TENANTS, self.tenant_id)
         except Exception as exc:
-            await self._connections_lost()
-            raise StateUnavailable(self._unreachable(exc)) from exc
-        return int(found) if found is not None else None
+            await self.connections_lost()
+            raise StateUnavailable(self.unreachable(exc)) from exc
+        return whole(found) if found is not None else None
 
 
 class SharedTenants:
@@ -184,30 +191,78 @@ class SharedTenants:
         lost = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
         for attempt in range(2 if read else 1):
             try:
-                return await call(self.shared.client())
+                return await bounded(call(self.shared.client()))
             except lost as exc:
-                await self.shared._connections_lost()
+                await self.shared.connections_lost()
                 if attempt or not read:
-                    raise StateUnavailable(self.shared._unreachable(exc)) from exc
+                    raise StateUnavailable(self.shared.unreachable(exc)) from exc
             except redis.exceptions.RedisError as exc:
                 raise StateUnavailable(f"the shared state at {self.url} failed: {exc}") from exc
 
     async def listing(self) -> dict[str, int]:
-        """Every tenant's id and incarnation."""
-        found = await self._run(lambda client: client.hgetall(TENANTS), read=True)
-        return {name.decode(): int(value) for name, value in found.items()}
+        """Every tenant's id and incarnation (an entry no process wrote is skipped, said)."""
+        import redis.exceptions
+
+        try:
+            found = await self._run(lambda client: client.hgetall(TENANTS), read=True)
+        except StateUnavailable as exc:
+            if not isinstance(exc.__cause__, redis.exceptions.ResponseError):
+                raise
+            found = {}  # not a hash: replaced by the next create (``REGISTER``)
+            log.warning("the tenant registry at %s is not one mockstore wrote", self.url)
+        tenants = {}
+        for name, value in found.items():
+            tenant_id = name.decode("utf-8", "replace")
+            incarnation = whole(value)
+            if TENANT_ID.fullmatch(tenant_id) and incarnation is not None:
+                tenants[tenant_id] = incarnation
+            else:
+                log.warning(
+                    "the tenant registry at %s holds an entry no mockstore wrote (%r: %r): skipped",
+                    self.url,
+                    name[:64],
+                    value[:64],
+                )
+        return tenants
 
     async def incarnation(self, tenant_id: str) -> int | None:
-        """The tenant's incarnation, or None when there is no such tenant."""
-        found = await self._run(lambda client: client.hget(TENANTS, tenant_id), read=True)
-        return int(found) if found is not None else None
+        """The tenant's incarnation, or None when there is no such tenant (or not a valid one)."""
+        try:
+            found = await self._run(lambda client: client.hget(TENANTS, tenant_id), read=True)
+        except StateUnavailable as exc:
+            import redis.exceptions
+
+            if isinstance(exc.__cause__, redis.exceptions.ResponseError):
+                return None
+            raise
+        return whole(found) if found is not None else None
 
     async def new_incarnation(self) -> int:
-        return int(await self._run(lambda client: client.incr(SERIAL)))
+        return await self._counter(SERIAL)
 
     async def next_auto(self) -> int:
         """The n of the next id to try as ``tenant-<n>``."""
-        return int(await self._run(lambda client: client.incr(AUTO)))
+        return await self._counter(AUTO)
+
+    async def _counter(self, key: str) -> int:
+        """The next number of a counter; one no process wrote starts again from Redis's
+        clock in ms (above any number handed out before: an incarnation is never reused)."""
+        import redis.exceptions
+
+        for _ in range(2):
+            try:
+                number = await self._run(lambda client: client.incr(key))
+            except StateUnavailable as exc:
+                if not isinstance(exc.__cause__, redis.exceptions.ResponseError):
+                    raise
+                number = None
+            if isinstance(number, int) and 0 < number <= 2**53:
+                return number
+            log.warning("the counter %s at %s was not valid: started again", key, self.url)
+            seconds, micros = await self._run(lambda client: client.time())
+            fresh = int(seconds) * 1000 + int(micros) // 1000
+            await self._run(lambda client, fresh=fresh: client.set(key, fresh))
+        raise StateUnavailable(f"the counter {key} could not be read")
 
     async def register(self, tenant_id: str, incarnation: int, limit: int) -> list[str] | None:
         """Register a tenant atomically: None when done, else why not (``exists``, or
@@ -221,13 +276,13 @@ class SharedTenants:
         """Unregister a tenant atomically (it stops answering everywhere); its incarnation."""
         args = [tenant_id, TENANT_PREFIX]
         reply = await self._run(lambda client: self._script(UNREGISTER)(keys=[TENANTS], args=args))
-        return int(reply) if reply is not None else None
+        return whole(reply) if reply is not None else None
 
     async def sweep(self, tenant_id: str, incarnation: int) -> None:
         """Delete what a deleted tenant left in Redis, a page at a time (off the request path)."""
         client = self.shared.client()
         try:
-            async for keys in _pages(client, tenant_prefix(tenant_id, incarnation) + "*"):
+            async for keys in key_pages(client, tenant_prefix(tenant_id, incarnation) + "*"):
                 await client.unlink(*keys)
         except Exception as exc:  # its journal streams expire by themselves; the rest stays
             log.warning("could not sweep tenant %r from the shared state: %s", tenant_id, exc)
