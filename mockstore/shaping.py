@@ -32,7 +32,8 @@ from mockstore.errors import ApiError
 from mockstore.headers import http_date
 from mockstore.http_semantics import HttpSemantics, Made, Request, pet_ids
 from mockstore.shared import created, numbering
-from mockstore.shared.backend import Stale, StateUnavailable
+from mockstore.shared.backend import Stale
+from mockstore.shared.deadline import StateUnavailable
 
 Header = tuple[bytes, bytes]
 

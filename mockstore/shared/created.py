@@ -21,7 +21,9 @@ import math
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from mockstore.shared.backend import Operation, SharedState, StateUnavailable
+from mockstore.shared.backend import SharedState
+from mockstore.shared.deadline import StateUnavailable
+from mockstore.shared.store import Operation
 
 # KEYS: 1 the store's creation seconds. ARGV: 1 the pet's id, 2 its second.
 NOTE = r"""
