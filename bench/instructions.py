@@ -40,6 +40,9 @@ from run import BENCH_KEY, COMPARISONS, ROOT, SCENARIOS, free_port
 PYTHON = sys.executable
 LIST_20 = "/v1/pets?limit=20"
 LIST_SOLD = "/v1/pets?limit=100&status=sold"
+LIST_5 = "/v1/pets?limit=5"
+# A side whose target is the first page's rel="next" (a cursor only the server makes).
+NEXT_OF = "next-of:"
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,18 @@ SIDES = (
     Side("semantics-gzip", "http-semantics", LIST_20, headers=(("Accept-Encoding", "gzip"),)),
     Side("semantics-preflight", "http-semantics", "/v1/pets", method="OPTIONS",
          headers=PREFLIGHT, status=204, key=False),
+    # Issue 25's collections: a middle page by cursor (Link with four relations and the
+    # total; its target, the first page's rel="next") against a plain listing of as many
+    # pets, and a listing by name, case-insensitively, against one by id.
+    Side("list-5", "baseline", LIST_5),
+    Side("cursor-page", "collections-cursor", NEXT_OF + LIST_5),
+    Side("name-ci", "collections-name-ci", LIST_20),
 )  # fmt: skip
+# Stated, not held to a target: (label, numerator, denominator).
+COLLECTIONS = (
+    ("a cursor page (Link, total) / a plain listing, 5 pets", "cursor-page", "list-5"),
+    ("by name, case-insensitively / by id, 20 pets", "name-ci", "mockstore"),
+)
 
 
 @dataclass
@@ -118,6 +132,17 @@ def _command(side: Side, port: int, body_bytes: int) -> list[str]:
     return [*serve, "--scenario", scenario]
 
 
+def _next_of(connection: http.client.HTTPConnection, target: str, key: str | None) -> str:
+    """The path of ``target``'s rel="next" Link."""
+    connection.request("GET", target, headers={"Authorization": f"Bearer {key}"})
+    response = connection.getresponse()
+    response.read()
+    found = re.search(r'<([^>]+)>;\s*rel="next"', response.getheader("link") or "")
+    if found is None:
+        raise SystemExit(f"GET {target} has no rel=next Link")
+    return found.group(1)
+
+
 def count(side: Side, requests: int, warmup: int, cache: bool, body_bytes: int) -> Count:
     """Instructions (and last-level misses) per request for one side."""
     port = free_port()
@@ -138,19 +163,22 @@ def count(side: Side, requests: int, warmup: int, cache: bool, body_bytes: int) 
             try:
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
                 key = None if side.scenario is None else BENCH_KEY
-                _get(connection, side.target, key)
+                target = side.target
+                if target.startswith(NEXT_OF):
+                    target = _next_of(connection, target.removeprefix(NEXT_OF), key)
+                _get(connection, target, key)
                 break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise SystemExit(f"{side.id}: no server under valgrind") from None
                 time.sleep(0.5)
-        etag = _etag(connection, side.target, key) if side.scenario is not None else ""
+        etag = _etag(connection, target, key) if side.scenario is not None else ""
         for _ in range(warmup):
-            _get(connection, side.target, key, side, etag)
+            _get(connection, target, key, side, etag)
         subprocess.run(["callgrind_control", "-i", "on", str(process.pid)], check=True,
                        capture_output=True)  # fmt: skip
         for _ in range(requests):
-            _get(connection, side.target, key, side, etag)
+            _get(connection, target, key, side, etag)
         subprocess.run(["callgrind_control", "-i", "off", str(process.pid)], check=True,
                        capture_output=True)  # fmt: skip
         subprocess.run(["callgrind_control", "-d", str(process.pid)], check=True,
@@ -241,6 +269,15 @@ def main() -> int:
             f"| {label} | {comparison.issue} | {numerator:,.0f} / {denominator:,.0f} "
             f"| {ratio:.1%} | {text} | {'met' if met else 'MISSED'} |"
         )
+    for label, numerator_id, denominator_id in COLLECTIONS:
+        if {numerator_id, denominator_id} <= counts.keys():
+            numerator = counts[numerator_id].instructions
+            denominator = counts[denominator_id].instructions
+            rows.append({"id": numerator_id, "ratio": denominator / numerator})
+            print(
+                f"| {label} | #25 | {numerator:,.0f} / {denominator:,.0f} "
+                f"| {denominator / numerator:.1%} | stated | - |"
+            )
     semantics = [side.id for side in SIDES if side.id.startswith("semantics-")]
     if "mockstore" in counts and any(s in counts for s in semantics):
         # Issue 25: what each part of the http section costs beside the default answer.

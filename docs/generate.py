@@ -15,7 +15,7 @@ writes, so a change to the code that does not regenerate the docs cannot be merg
 The sources, each read through the surface a user or the package itself uses:
 
 - ``error-codes``, ``conditions``: ``mockstore.errors.ERROR_CODES`` and ``CONDITIONS``;
-- ``not-expressible``: ``mockstore.fidelity.attribution.NOT_EXPRESSIBLE``, what drift
+- ``not-expressible``: ``mockstore.fidelity.reasons.NOT_EXPRESSIBLE``, what drift
   reports as not expressible, with the reason;
 - ``bundled-scenarios``: the bundled scenario files' ``description``;
 - ``scenario-settings``: the scenario JSON Schema (``mockstore schema``);
@@ -98,7 +98,7 @@ def conditions() -> str:
 
 
 def not_expressible() -> str:
-    from mockstore.fidelity.attribution import NOT_EXPRESSIBLE
+    from mockstore.fidelity.reasons import NOT_EXPRESSIBLE
 
     rows = [[code(reason), cell(why)] for reason, why in NOT_EXPRESSIBLE.items()]
     return table(["Reason", "What the provider does that no scenario setting reproduces"], rows)

@@ -47,6 +47,9 @@ from mockstore.validation import parse_json_body
 
 access_log = logging.getLogger("mockstore.access")
 log = logging.getLogger("mockstore.api")
+# Read on every request: a module global is one lookup where ``time.perf_counter`` is two.
+_perf_counter = time.perf_counter
+_INFO = logging.INFO
 
 _NOWHERE = Resolved(None, {}, "")
 # An answer larger than this is charged to the connections' share of the memory
@@ -155,10 +158,12 @@ class Exchange:
     """One request on its way through the pipeline, and what was decided for it."""
 
     __slots__ = (
+        "answer_headers",
         "arrived_after",
         "caller",
         "compiled",
         "content_type",
+        "dropped",
         "now",
         "number",
         "operation",
@@ -176,7 +181,7 @@ class Exchange:
     )
 
     def __init__(self, scope: Scope, state: MockState, compiled: Compiled) -> None:
-        self.started = time.perf_counter()
+        self.started = _perf_counter()
         self.scope = scope
         self.state = state
         self.compiled = compiled
@@ -197,6 +202,19 @@ class Exchange:
         self.outcome: Outcome | None = None
         # The request as the scenario's HTTP semantics read it (``shaping``; None without).
         self.request: shaping.Request | None = None
+        # What the operation adds to its answer (service.Call): a page's headers, and
+        # the NewPet fields a create dropped.
+        self.answer_headers: tuple[Header, ...] = ()
+        self.dropped: tuple[str, ...] = ()
+
+    def link_path(self) -> str:
+        """The path the client asked for, under the server's root (a tenant's prefix too)."""
+        scope = self.scope
+        return scope.get("root_path", "") + scope["path"]
+
+    def origin(self) -> str | None:
+        """``scheme://host`` the client addressed: the mock's own address, from its Host."""
+        return _origin(self.scope)
 
 
 class PetStoreAPI:
@@ -227,14 +245,16 @@ class PetStoreAPI:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.runtime.state  # read once: a scenario swap cannot split a request
-        ex = Exchange(scope, state, self._compiled_for(state.scenario))
+        compiled = self._compiled
+        if compiled is None or compiled.scenario is not state.scenario:  # (a call saved)
+            compiled = self._compiled_for(state.scenario)
+        ex = Exchange(scope, state, compiled)
         # What had been answered when it arrived: the etiquette report tells a
         # request already in flight when a 429 was sent from one sent after it.
         ex.arrived_after = self.runtime.outbox.last_seq
         # The whole pipeline in one try (free in Python 3.11 until something raises):
         # anything unexpected is still answered, with the caller's headers.
         try:
-            compiled = ex.compiled
             service = compiled.service
             found: list[bytes | None] = [None, None, None, None]
             slots = compiled.slots
@@ -248,7 +268,7 @@ class PetStoreAPI:
 
             method: str = scope["method"]
             path: str = scope["path"]
-            base = ex.compiled.base
+            base = compiled.base
             # Outside the base path no operation matches, but the caller is still
             # checked first: a caller without a key learns nothing about paths
             # (unless the scenario's provider checks paths first: path_check).
@@ -456,7 +476,7 @@ class PetStoreAPI:
         except ApiError as refusal:
             return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None
-        return Answer(operation.success_status, body)
+        return Answer(operation.success_status, body, ex.answer_headers)
 
     def _facts(
         self,
@@ -604,13 +624,15 @@ class PetStoreAPI:
             and not decision.retry_after
             and len(sent) <= WRITE_CHUNK
         ):
+            operation = ex.resolved.operation
             head = compiled.headers.head(
                 len(body),
                 decision,
                 caller.plan,
                 ex.now,
                 state.clock,
-                self._deprecated(ex, answer),
+                # (the call only for a deprecated operation: it says False for any other)
+                operation is not None and operation.deprecated and self._deprecated(ex, answer),
                 answer.ratelimit,
                 request_id,
             )
@@ -701,7 +723,7 @@ class PetStoreAPI:
         block sent the fast way (the journal stores either, see journal.py).
         """
         journal = self.runtime.outbox
-        latency_ms = (time.perf_counter() - ex.started) * 1000
+        latency_ms = (_perf_counter() - ex.started) * 1000
         scope = ex.scope
         caller = ex.caller
         key = caller.key.key if caller.key else None
@@ -739,7 +761,7 @@ class PetStoreAPI:
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),
             )
-        if access_log.isEnabledFor(logging.INFO):
+        if access_log.isEnabledFor(_INFO):
             access_log.info(
                 "%s %s %s",
                 scope["method"],

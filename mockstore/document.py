@@ -21,8 +21,9 @@ import copy
 import json
 from typing import Any
 
-from mockstore import document_semantics, schemas
+from mockstore import document_collections, document_semantics, schemas
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
+from mockstore.scenario.collections import Collections
 from mockstore.scenario.model import Behaviour, Scenario
 
 _REF = "#/components/schemas/Error"
@@ -63,8 +64,9 @@ def _conditions(operation: str, scenario: Scenario) -> list[str]:
     """The conditions ``operation`` may be refused for under ``scenario``."""
     behaviour = scenario.behaviour
     found = []
-    for condition in (*_CALLER, *_BY_OPERATION.get(operation, ())):
-        if condition == "unknown_field" and behaviour.unknown_fields != "refuse":
+    added = document_collections.conditions_added(scenario.collections, operation)
+    for condition in (*_CALLER, *_BY_OPERATION.get(operation, ()), *added):
+        if condition == "unknown_field" and scenario.collections.unknown_fields != "refuse":
             continue
         if condition == "limit_above_maximum" and behaviour.limit_above_maximum == "clamp":
             continue
@@ -80,6 +82,7 @@ def changes_the_document(scenario: Scenario) -> bool:
     """Whether ``scenario`` serves another document than the package's."""
     return (
         scenario.behaviour != Behaviour()
+        or scenario.collections != Collections()
         or bool(scenario.routes)
         or (scenario.ban is not None and scenario.ban.status != 429)
         or document_semantics.changes(scenario)
@@ -97,7 +100,7 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
     headers = document["components"]["headers"]
     _rate_limit_headers(headers, behaviour)
     _error_schema(document["components"]["schemas"], behaviour)
-    _new_pet(document, behaviour)
+    _new_pet(document, scenario.collections)
     routed = {route.operation: route for route in scenario.routes if route.operation}
     for _path, item in document["paths"].items():
         for method in [m for m in _METHODS if m in item]:
@@ -108,6 +111,7 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
                 responses[status] = _resolved(document, responses[status])
             if operation == "listPets":
                 _limit(spec, behaviour)
+                document_collections.list_pets(spec, scenario.collections, document)
             if operation in routed:
                 _scripted(responses, routed[operation].reply, operation)
             _refusals(responses, operation, scenario, codes, routed)
@@ -247,18 +251,24 @@ def _limit(spec: dict[str, Any], behaviour: Behaviour) -> None:
             ).strip()
 
 
-def _new_pet(document: dict[str, Any], behaviour: Behaviour) -> None:
+def _new_pet(document: dict[str, Any], collections: Collections) -> None:
     components = document["components"]["schemas"]
     new_pet = components["NewPet"]
-    if behaviour.unknown_fields == "refuse":
+    body = document["paths"]["/pets"]["post"]["requestBody"]["content"]["application/json"]
+    if collections.unknown_fields == "refuse" or not collections.strict_intake:
         # createPet's body only: a Pet (a NewPet and its id) stays open.
-        body = document["paths"]["/pets"]["post"]["requestBody"]["content"]["application/json"]
-        body["schema"] = {**copy.deepcopy(new_pet), "additionalProperties": False}
-    if behaviour.default_status is not None:
+        body["schema"] = copy.deepcopy(new_pet)
+        if collections.unknown_fields == "refuse":
+            body["schema"]["additionalProperties"] = False
+        document_collections.new_pet_body(body, collections)
+    if collections.default_status is not None:
         status = new_pet["properties"]["status"]
+        when = (
+            " when it is read (the 201 omits it)" if collections.default_applied == "read" else ""
+        )
         new_pet["properties"]["status"] = {
             "allOf": [status],
-            "description": f"Defaults to {behaviour.default_status}.",
+            "description": f"Defaults to {collections.default_status}{when}.",
         }
 
 

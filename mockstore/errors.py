@@ -23,13 +23,21 @@ ERROR_CODES: dict[str, ErrorCode] = {
     for e in (
         ErrorCode("malformed_json", 400, "createPet body is not valid JSON."),
         ErrorCode("missing_body", 400, "createPet was sent without a body."),
-        ErrorCode("validation_failed", 400, "createPet body is not a valid NewPet."),
+        ErrorCode(
+            "validation_failed",
+            400,
+            "createPet body is not a valid NewPet, or breaks `collections.constraints`.",
+        ),
         ErrorCode(
             "unknown_field",
             400,
             "createPet body has a field NewPet does not name (`behaviour.unknown_fields: refuse`).",
         ),
-        ErrorCode("invalid_parameter", 400, "A query or path parameter is invalid or repeated."),
+        ErrorCode(
+            "invalid_parameter",
+            400,
+            "A query or path parameter is invalid or repeated (a cursor the mock did not make).",
+        ),
         ErrorCode("bad_request", 400, "The request is not valid HTTP/1.1 (a broken chunk, say)."),
         ErrorCode("unauthorized", 401, "Authorization header missing or not `Bearer <key>`."),
         ErrorCode("invalid_token", 401, "The bearer key is unknown or was revoked."),
@@ -104,10 +112,14 @@ CONDITIONS: dict[str, Condition] = {
         Condition("missing_body", "missing_body"),
         Condition("invalid_body", "validation_failed"),
         Condition("unknown_field", "unknown_field"),
+        Condition("field_constraint", "validation_failed"),
         Condition("bad_limit", "invalid_parameter", "limit"),
         Condition("limit_above_maximum", "invalid_parameter"),
         Condition("bad_status_filter", "invalid_parameter", "status"),
         Condition("bad_pet_id", "invalid_parameter", "petId"),
+        # The page's parameter is named by the scenario (collections.pagination.parameter).
+        Condition("bad_cursor", "invalid_parameter"),
+        Condition("bad_offset", "invalid_parameter"),
         Condition("pet_not_found", "not_found"),
         Condition("unknown_path", "not_found"),
         Condition("method_not_allowed", "method_not_allowed"),
@@ -132,10 +144,13 @@ VALIDATION_CONDITIONS = frozenset(
         "missing_body",
         "invalid_body",
         "unknown_field",
+        "field_constraint",
         "bad_limit",
         "limit_above_maximum",
         "bad_status_filter",
         "bad_pet_id",
+        "bad_cursor",
+        "bad_offset",
     }
 )
 

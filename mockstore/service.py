@@ -19,13 +19,15 @@ from urllib.parse import parse_qsl, urlencode
 from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError, FieldProblem
+from mockstore.intake import Intake
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket
 from mockstore.memory import OverBudget
+from mockstore.pages import Pager, integer_of
 from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
 from mockstore.state import MockState
-from mockstore.store import PetStore, StoreFull
+from mockstore.store import PetStore, StoreFull, json_array, pet_json
 from mockstore.validation import (
     QueryValidator,
     is_json_media_type,
@@ -75,6 +77,17 @@ class Call(Protocol):
     params: dict[str, str]  # path parameters as sent
     request_body: bytes
     content_type: bytes | None
+    # Set by an operation: the headers its answer carries beyond the standard ones (a
+    # page's Link and total), and the NewPet fields a create dropped (for the answer's
+    # builder: an advisory header may name them).
+    answer_headers: tuple[tuple[bytes, bytes], ...]
+    dropped: tuple[str, ...]
+
+    def link_path(self) -> str:
+        """The path the client asked for, under the server's root (for a Link)."""
+
+    def origin(self) -> str | None:
+        """``scheme://host`` the client addressed (for an absolute Link)."""
 
 
 Handler = Callable[["PetStoreService", PetStore, Call], bytes]
@@ -158,11 +171,22 @@ class PetStoreService:
         self._max_store_bytes = behaviour.max_store_bytes
         self._anonymous_plan = scenario.anonymous_plan
         self._ban_status = scenario.ban.status if scenario.ban else None
-        self._default_status = behaviour.default_status
+        collections = scenario.collections
+        self._default_status = collections.default_status
+        # The 201 is the pet as sent, later reads say the default (defaults.applied: read).
+        self._default_on_read = (
+            collections.default_status is not None and collections.default_applied == "read"
+        )
+        self._intake = Intake.of(collections)
+        # Pages, a field's order, a total: None lists the first limit pets as mockstore does.
+        self.pager = None if collections.plain_listing else Pager(collections, scenario.seed)
+        self._lenient_query = collections.query_numbers == "lenient"
+        self._any_case_status = collections.status_case == "insensitive"
         self._sunset = behaviour.sunset
         self._gone_after_sunset = behaviour.after_sunset == "gone"
         self._removed_on = human_date(behaviour.sunset)
         self._new_pet_fields = schemas.object_fields("NewPet")
+        self._new_pet_field_set = frozenset(self._new_pet_fields)
         self._integer_fields = schemas.integer_fields("NewPet")
         self._list_query = QueryValidator(OPERATIONS["listPets"])
         # Scripted GET routes serve HEAD when every GET operation does.
@@ -174,8 +198,8 @@ class PetStoreService:
         else:
             self.router = Router(OPERATIONS.values(), head=behaviour.serve_head)
         self._path_before_auth = behaviour.path_check == "before_auth"
-        self._keep_unknown_fields = behaviour.unknown_fields == "keep"
-        self._refuse_unknown_fields = behaviour.unknown_fields == "refuse"
+        self._keep_unknown_fields = collections.unknown_fields == "keep"
+        self._refuse_unknown_fields = collections.unknown_fields == "refuse"
         self._clamp_limit = behaviour.limit_above_maximum == "clamp"
         self._styles = _error_styles(
             behaviour.error_codes, behaviour.validation_status, behaviour.error_statuses
@@ -308,24 +332,66 @@ class PetStoreService:
 
     def list_pets(self, store: PetStore, call: Call) -> bytes:
         query = self.list_query(call)
-        return store.list_json(query["limit"], query["status"])
+        pager = self.pager
+        if pager is None:
+            return store.list_json(query["limit"], query["status"])
+        limit, status = query["limit"], query["status"]
+        page, bodies = store.page(pager.position(call.query, status, limit), limit, status)
+        call.answer_headers = pager.headers(
+            page, call.query, status, limit, call.link_path(), call.origin()
+        )
+        return json_array(bodies)
 
     def list_query(self, call: Call) -> dict[str, Any]:
-        """A listing's ``limit`` and ``status``, or the ApiError that refuses its query."""
+        """A listing's ``limit`` and ``status``, or the ApiError that refuses its query.
+
+        A query the spec's rules refuse is read again as the scenario's provider reads
+        it (a limit clamped, written ``7.0``, a status in capitals): only a refusal
+        pays for that.
+        """
         try:
             return self._list_query(call.query)
         except ApiError as refusal:
-            if not (self._clamp_limit and refusal.condition == "limit_above_maximum"):
-                raise
-            return self._list_query(_clamped(call.query))
+            condition = refusal.condition
+            if condition == "limit_above_maximum" and self._clamp_limit:
+                return self._list_query(_clamped(call.query))
+            if condition in ("bad_limit", "limit_above_maximum", "bad_status_filter") and (
+                self._lenient_query or self._any_case_status
+            ):
+                read = self._read_as_provider(call.query)
+                if read != call.query:
+                    try:
+                        return self._list_query(read)
+                    except ApiError as again:
+                        if again.condition == "limit_above_maximum" and self._clamp_limit:
+                            return self._list_query(_clamped(read))
+            raise
+
+    def _read_as_provider(self, query: bytes) -> bytes:
+        """``query`` with its limit and status as the provider reads them (``7.0``, ``SOLD``)."""
+        pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+        read = []
+        for name, value in pairs:
+            if name == "limit" and self._lenient_query:
+                number = integer_of(value, True)
+                value = str(number) if number is not None and number >= 0 else value
+            elif name == "status" and self._any_case_status:
+                value = value.lower()
+            read.append((name, value))
+        return urlencode(read).encode("latin-1")
 
     def create_pet(self, store: PetStore, call: Call) -> bytes:
         try:
-            _, encoded = store.create(self.pet_to_create(call), self._max_store_bytes)
+            pet, encoded = store.create(self.pet_to_create(call), self._max_store_bytes)
         except StoreFull as full:
             raise ApiError("store_full", str(full)) from None
         except OverBudget as over:
             raise ApiError("memory_budget", f"{over}; nothing was stored") from None
+        if self._default_on_read and self._default_status is not None:
+            sent = parse_json_body(call.request_body)
+            if isinstance(sent, dict) and "status" not in sent:
+                # The answer is the pet as sent: the default shows from the next read on.
+                return pet_json({name: v for name, v in pet.items() if name != "status"})
         return encoded
 
     def pet_to_create(self, call: Call) -> dict[str, Any]:
@@ -341,6 +407,9 @@ class PetStoreService:
                 parameter="Content-Type",
             )
         value = parse_json_body(call.request_body)
+        intake = self._intake
+        if intake is not None:
+            value = intake.prepare(value)
         validate_body(OPERATIONS["createPet"], value)
         if self._refuse_unknown_fields:
             unknown = sorted(set(value) - set(self._new_pet_fields))
@@ -361,7 +430,13 @@ class PetStoreService:
                         for name in unknown
                     ),
                 )
-        return self.new_pet(value)
+        pet = self.new_pet(value)
+        if intake is not None:
+            intake.check(pet)
+        if not self._keep_unknown_fields and not value.keys() <= self._new_pet_field_set:
+            # Fields the provider drops, for the answer's builder (an advisory header).
+            call.dropped = tuple(sorted(value.keys() - self._new_pet_field_set))
+        return pet
 
     def new_pet(self, value: dict[str, Any]) -> dict[str, Any]:
         """A valid NewPet as stored: its own fields (and others, if kept), the default status."""

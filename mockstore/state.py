@@ -32,8 +32,10 @@ from mockstore.faults import FaultEngine, RouteTable
 from mockstore.journal import Journal
 from mockstore.keys import ApiKey, KeyRing, key_bucket
 from mockstore.memory import SHARES, Account
+from mockstore.ordering import Ordering
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
 from mockstore.runs import Run, RunCounter, RunReason
+from mockstore.scenario.collections import list_order_of
 from mockstore.scenario.model import Scenario
 from mockstore.store import _LIST_CACHE_BYTES, PET_OVERHEAD, PetStore
 
@@ -191,7 +193,18 @@ class RequestIds:
 
 def template_store(scenario: Scenario) -> PetStore:
     """The store of a scenario's own pets, which every state's store is forked from."""
-    return PetStore(scenario.initial_pets(), order=scenario.behaviour.list_order)
+    collections = scenario.collections
+    order = collections.order
+    listed = list_order_of(order)
+    if collections.plain_listing and listed is not None:
+        # mockstore's own listing: the first limit pets of the id lists (O(limit)).
+        return PetStore(scenario.initial_pets(), order=listed)
+    # Pages, a field's order or a total: the store keeps its pets' members sorted.
+    return PetStore(
+        scenario.initial_pets(),
+        order="insertion" if order.by == "insertion" else "ascending",
+        ordering=Ordering(order),
+    )
 
 
 class Runtime:

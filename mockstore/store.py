@@ -24,16 +24,25 @@ costs (``cost``), for its owner to charge.
 lists otherwise (``behaviour.list_order``): ``descending`` (newest first) walks
 the same lists from their ends; ``insertion`` keeps the scenario's pets in the
 order it gives them, then the pets created, in the order they came.
+
+**Pages.** A scenario whose listings page (``collections.pagination``) or order by
+a field (``collections.order``) gives the store an ``Ordering``: the inventory
+then keeps each pet's member (``mockstore.ordering``) in a sorted list per status,
+built once, and the created pets' members are kept sorted as they come, so
+``page`` reads any page in O(limit + log n) (``mockstore.pages``).
 """
 
 from __future__ import annotations
 
 import json
+from bisect import insort
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mockstore.budget import ByteBudget
 from mockstore.memory import Account, OverBudget
+from mockstore.ordering import Ordering, id_of
+from mockstore.pages import MemberList, Page, Position, read_page
 from mockstore.schemas import object_fields
 
 Pet = dict[str, Any]
@@ -44,6 +53,9 @@ _encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encod
 # The memory a stored pet holds beyond twice its JSON (it is kept as a dict and
 # as its encoding): the dict, its ints and strings' headers, index slots.
 PET_OVERHEAD = 500
+# What a member takes beyond its bytes, in each of its two sorted lists (a list slot, the
+# bytes object's header).
+_MEMBER_OVERHEAD = 48
 # 4 MiB of cached list bodies; a body over 256 KiB is rebuilt on each request.
 _LIST_CACHE_BYTES = 4 * 1024 * 1024
 _LIST_CACHE_ITEM = 256 * 1024
@@ -84,11 +96,15 @@ class Inventory:
         "json",
         "list_budget",
         "list_cache",
+        "members",
         "next_id",
+        "ordering",
         "pets",
     )
 
-    def __init__(self, pets: Iterable[Pet] = (), order: str = "ascending") -> None:
+    def __init__(
+        self, pets: Iterable[Pet] = (), order: str = "ascending", ordering: Ordering | None = None
+    ) -> None:
         self.pets: dict[int, Pet] = {}
         self.json: dict[int, bytes] = {}
         self.descending = order == "descending"
@@ -109,6 +125,18 @@ class Inventory:
         # Listings of inventory pets only, shared by every fork (bounded in bytes).
         self.list_cache: dict[tuple[str | None, int], bytes] = {}
         self.list_budget = ByteBudget(_LIST_CACHE_BYTES, _LIST_CACHE_ITEM)
+        # Each listing's members, sorted (None: every pet): for scenarios that page.
+        self.ordering = ordering
+        self.members: dict[str | None, list[bytes]] = {}
+        if ordering is not None:
+            for position, pet in enumerate(self.pets.values()):
+                member = ordering.member(pet, position)
+                self.members.setdefault(None, []).append(member)
+                if pet.get("status") is not None:  # None is every pet's listing
+                    self.members.setdefault(pet["status"], []).append(member)
+                self.cost += 2 * (len(member) + _MEMBER_OVERHEAD)
+            for members in self.members.values():
+                members.sort()
 
     def held(self) -> list[object]:
         """Every pet and encoding the inventory holds (to free them a slice at a time)."""
@@ -127,9 +155,10 @@ class PetStore:
         inventory: Inventory | None = None,
         account: Account | None = None,
         order: str = "ascending",
+        ordering: Ordering | None = None,
     ) -> None:
         """``order`` is ``behaviour.list_order`` (for a store built from ``pets``)."""
-        self.inventory = inventory if inventory is not None else Inventory(pets, order)
+        self.inventory = inventory if inventory is not None else Inventory(pets, order, ordering)
         # The share of the memory budget its created pets and listings draw on.
         self.account = account
         self._pets: dict[int, Pet] = {}  # created since the inventory
@@ -140,6 +169,8 @@ class PetStore:
         self._list_cache: dict[tuple[str | None, int], bytes] = {}
         self._list_budget = ByteBudget(_LIST_CACHE_BYTES, _LIST_CACHE_ITEM, account)
         self.created_bytes = 0  # the estimated memory of the pets created through create()
+        # The created pets' members per listing, sorted (with an ordering: see Inventory).
+        self._members: dict[str | None, list[bytes]] = {}
 
     def fork(self, account: Account | None = None) -> PetStore:
         """A store of its own over the same inventory, without the pets created since: O(1).
@@ -158,6 +189,7 @@ class PetStore:
         twin._json = dict(self._json)
         twin._ids = list(self._ids)
         twin._by_status = {status: list(ids) for status, ids in self._by_status.items()}
+        twin._members = {status: list(found) for status, found in self._members.items()}
         twin._next_id = self._next_id
         twin.created_bytes = self.created_bytes
         return twin
@@ -178,8 +210,13 @@ class PetStore:
         cost = PET_OVERHEAD + 2 * len(encoded)
         if max_bytes is not None and self.created_bytes + cost > max_bytes:
             raise StoreFull.over_budget(self.created_bytes, max_bytes, cost)
-        if self.account is not None and not self.account.reserve(cost):
-            raise OverBudget("this pet", cost, self.account)
+        ordering = self.inventory.ordering
+        member = ordering.member(pet) if ordering is not None else None
+        # Its member is held too, in two sorted lists (not counted against max_store_bytes,
+        # which a store in Redis counts alike, but against this process's memory).
+        held = cost if member is None else cost + 2 * (len(member) + _MEMBER_OVERHEAD)
+        if self.account is not None and not self.account.reserve(held):
+            raise OverBudget("this pet", held, self.account)
         self._next_id += 1
         self.created_bytes += cost
         self._pets[pet_id] = pet
@@ -187,8 +224,25 @@ class PetStore:
         self._ids.append(pet_id)
         # Ids only grow, so appending keeps every list in id order.
         self._by_status.setdefault(pet.get("status"), []).append(pet_id)
+        if member is not None:
+            insort(self._members.setdefault(None, []), member)
+            if pet.get("status") is not None:  # None is every pet's listing
+                insort(self._members.setdefault(pet["status"], []), member)
         self._list_budget.clear(self._list_cache)
         return pet, encoded
+
+    def page(self, position: Position, limit: int, status: str | None) -> tuple[Page, list[bytes]]:
+        """The page at ``position`` of the listing filtered by ``status``, and its pets' JSON."""
+        inventory = self.inventory
+        assert inventory.ordering is not None, "a store without an ordering has no pages"
+        page = read_page(
+            inventory.members.get(status, []),
+            MemberList(self._members.get(status, [])),
+            inventory.ordering,
+            position,
+            limit,
+        )
+        return page, [self._encoded_of(id_of(member)) for member in page.members]
 
     def get(self, pet_id: int) -> Pet | None:
         pet = self.inventory.pets.get(pet_id)
@@ -266,6 +320,16 @@ class PetStore:
     @property
     def next_id(self) -> int:
         return self._next_id
+
+
+def pet_json(pet: Pet) -> bytes:
+    """A pet's JSON as the store encodes it (the document's fields first)."""
+    return _encoded(_ordered(pet))
+
+
+def json_array(parts: list[bytes]) -> bytes:
+    """The JSON array of encoded pets (``parts`` is consumed): see ``_json_array``."""
+    return _json_array(parts)
 
 
 def _json_array(parts: list[bytes]) -> bytes:

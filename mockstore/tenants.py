@@ -41,6 +41,7 @@ from mockstore.journal import Journal
 from mockstore.kept_journals import KeptJournals
 from mockstore.memory import OverBudget
 from mockstore.shared.backend import StateUnavailable
+from mockstore.shared.deadline import outside_any_deadline, time_left
 from mockstore.urls import TENANT_ID, TENANTS_PREFIX, is_control_path
 
 if TYPE_CHECKING:
@@ -91,8 +92,14 @@ class TenantRegistry:
         # The registry in Redis (``serve --state``): then this one holds the tenants
         # this process has built, and ``add``, ``remove`` and ``sync`` follow Redis.
         self.shared = shared
-        self._syncing: asyncio.Lock | None = None
-        self._sweeps: set[asyncio.Task[None]] = set()
+        # Built off every caller's path, one at a time per id, and shared: the
+        # background ``sync``, a request naming the tenant and a control call wait
+        # for the same join, none holds anything while it runs, and a caller that
+        # gives up (its deadline) leaves it to finish. Nothing here is guarded by a
+        # lock: the bookkeeping of ``_tenants`` is done without an await in between.
+        self._joining: dict[str, asyncio.Task[Tenant | None]] = {}
+        self._making: set[str] = set()  # ids this process is creating (not joined)
+        self._background: set[asyncio.Task[Any]] = set()
 
     def __len__(self) -> int:
         return len(self._tenants)
@@ -159,13 +166,17 @@ class TenantRegistry:
             if sharing is not None:
                 await sharing.barrier()
         incarnation = await self.shared.unregister(tenant_id)
-        await self._drop(tenant_id)
+        self._forget(tenant_id)
         if incarnation is None:
             return False
-        task = asyncio.get_running_loop().create_task(self._sweep(tenant_id, incarnation))
-        self._sweeps.add(task)
-        task.add_done_callback(self._sweeps.discard)
+        self._in_background(self._sweep(tenant_id, incarnation))
         return True
+
+    def _in_background(self, work: Any) -> None:
+        """Run ``work`` off the caller's path and deadline, kept until it ends."""
+        task = asyncio.get_running_loop().create_task(work, context=outside_any_deadline())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _sweep(self, tenant_id: str, incarnation: int) -> None:
         """Sweep a deleted tenant's keys now, and once more when every process has let
@@ -179,19 +190,70 @@ class TenantRegistry:
         """Follow the registry in Redis: build the tenants made elsewhere, drop the deleted."""
         if self.shared is None:
             return
-        async with self._lock():  # read under it: a tenant added meanwhile is not dropped
-            listing = await self.shared.listing()
-            for tenant_id, tenant in list(self._tenants.items()):
-                registered = listing.get(tenant_id)
-                # (One newer than the registry read has followed it since: kept.)
-                if registered is None or registered > _incarnation(tenant):
-                    await self._drop_now(tenant_id)
-            for tenant_id, incarnation in listing.items():
-                if tenant_id not in self._tenants:
-                    try:
-                        await self._join(tenant_id, incarnation)
-                    except ApiError as exc:  # the memory budget: served where it fits
-                        log.warning("tenant %r is not served by this process: %s", tenant_id, exc)
+        for tenant_id, incarnation in self._follow_listing(await self.shared.listing()).items():
+            try:
+                await self._joined(tenant_id, incarnation)
+            except ApiError as exc:  # the memory budget: served where it fits
+                log.warning("tenant %r is not served by this process: %s", tenant_id, exc)
+
+    def _follow_listing(self, listing: dict[str, int]) -> dict[str, int]:
+        """Let go of the tenants ``listing`` (the registry as read) no longer has; the
+        ones it has that this process has not built (nor is making), to join."""
+        for tenant_id, tenant in list(self._tenants.items()):
+            registered = listing.get(tenant_id)
+            # (One newer than the registry read has followed it since: kept.)
+            if registered is None or registered > _incarnation(tenant):
+                self._forget(tenant_id, tenant)
+        return {
+            tenant_id: incarnation
+            for tenant_id, incarnation in listing.items()
+            if tenant_id not in self._tenants and tenant_id not in self._making
+        }
+
+    async def listed(self) -> list[dict[str, Any]]:
+        """Every tenant, as ``GET /__mockstore/tenants`` lists them: in Redis, the registry.
+
+        A control call: it reads the registry (and, for the tenants this process has
+        not built yet, their scenario's digest) under its deadline, and never waits
+        for a join it can do without: a tenant still being built here is listed from
+        Redis (its scenario named by its digest, when this process knows that scenario),
+        and the joins go on in the background. Only a tenant on a scenario no mock of
+        this process serves is waited for (its name is in no other place), as long as
+        the call's deadline allows.
+        """
+        if self.shared is None:
+            return [tenant.to_json() for tenant in self]
+        listing = await self.shared.listing()
+        missing = self._follow_listing(listing)
+        joins = {tenant_id: self._join_task(tenant_id, missing[tenant_id]) for tenant_id in missing}
+        names = {self.shared.shared.digest: self.shared.shared.runtime.scenario.name}
+        for tenant in self:
+            names[tenant.app.runtime.shared.digest] = tenant.app.runtime.scenario.name
+        digests = await self.shared.digests(missing)
+        listed = []
+        for tenant_id in listing:
+            tenant = self._tenants.get(tenant_id)
+            if tenant is None and tenant_id in joins:
+                digest = digests.get(tenant_id)
+                name = names.get(digest) if digest else None
+                if name is not None:
+                    listed.append(_listed(tenant_id, name))
+                    continue
+                tenant = await self._wait_for(joins[tenant_id])
+            if tenant is not None:
+                listed.append(tenant.to_json())
+        return listed
+
+    async def _wait_for(self, join: asyncio.Task[Tenant | None]) -> Tenant | None:
+        """A join's tenant, waited for within the call's deadline (the join goes on)."""
+        left = time_left()
+        done, _ = await asyncio.wait({join}, timeout=None if left is None else max(left, 0))
+        if not done:
+            raise StateUnavailable("a tenant on another scenario is still being built here")
+        try:
+            return join.result()
+        except ApiError:  # not served here (the memory budget): not listed by this process
+            return None
 
     async def follow(self) -> None:
         """``sync`` every ``SYNC_EVERY`` seconds, until cancelled (the server's background)."""
@@ -210,14 +272,18 @@ class TenantRegistry:
                     log.exception("following the tenants in the shared state failed")
             await asyncio.sleep(SYNC_EVERY)
 
-    def _lock(self) -> asyncio.Lock:
-        if self._syncing is None:
-            self._syncing = asyncio.Lock()
-        return self._syncing
-
     async def _add_shared(self, chosen: str | None) -> Tenant | None:
         """Make a tenant through Redis; None when no id was ``chosen`` and the one
         this picked was taken meanwhile (try again)."""
+        if chosen is None:
+            return await self._make(None)
+        self._making.add(chosen)  # not joined by a sync meanwhile: it is made here
+        try:
+            return await self._make(chosen)
+        finally:
+            self._making.discard(chosen)
+
+    async def _make(self, chosen: str | None) -> Tenant | None:
         from mockstore.shared.tenants import TenantState
 
         assert self.shared is not None
@@ -249,14 +315,45 @@ class TenantRegistry:
                     return None
                 raise _exists(tenant_id)
             raise self._full(refused[1:])
-        async with self._lock():
-            await self._drop_now(tenant_id)  # a stale one, deleted elsewhere
-            await app.start()  # registered in the journal's streams before it serves
-            tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
+        await app.start()  # registered in the journal's streams before it serves
+        return self._settle(tenant_id, app)
+
+    def _settle(self, tenant_id: str, app: Any) -> Tenant:
+        """Make ``app`` the tenant's here, unless one as new is there already (then that one,
+        and ``app`` is stopped); an older one (deleted elsewhere) is let go. No await."""
+        existing = self._tenants.get(tenant_id)
+        if existing is not None:
+            if _incarnation(existing) >= app.runtime.shared.incarnation:
+                self._in_background(_stop(app))
+                return existing
+            self._forget(tenant_id, existing)
+        tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
         return tenant
 
+    async def _joined(self, tenant_id: str, incarnation: int) -> Tenant | None:
+        """The tenant, built here by the join under way or a new one (None: it is gone)."""
+        return await asyncio.shield(self._join_task(tenant_id, incarnation))
+
+    def _join_task(self, tenant_id: str, incarnation: int) -> asyncio.Task[Tenant | None]:
+        """The join of a tenant under way here, or one started (off any deadline)."""
+        task = self._joining.get(tenant_id)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(
+                self._join(tenant_id, incarnation), context=outside_any_deadline()
+            )
+            self._joining[tenant_id] = task
+
+            def done(finished: asyncio.Task[Tenant | None]) -> None:
+                if self._joining.get(tenant_id) is finished:
+                    del self._joining[tenant_id]
+                if not finished.cancelled():
+                    finished.exception()  # retrieved: a failed join is said by whoever waits
+
+            task.add_done_callback(done)
+        return task
+
     async def _join(self, tenant_id: str, incarnation: int) -> Tenant | None:
-        """Build a tenant another process made (under the lock); None if it is gone."""
+        """Build a tenant another process made (``_join_task``); None if it is gone."""
         from mockstore.shared.tenants import TenantGone, TenantState
 
         assert self.shared is not None
@@ -277,23 +374,21 @@ class TenantRegistry:
             await _stop(app)
             raise
         await app.start()  # registered in the journal's streams before it serves
-        tenant = self._tenants[tenant_id] = Tenant(tenant_id, app)
-        return tenant
+        return self._settle(tenant_id, app)
 
-    async def _drop(self, tenant_id: str) -> None:
-        async with self._lock():
-            await self._drop_now(tenant_id)
-
-    async def _drop_now(self, tenant_id: str) -> None:
-        """Forget a tenant this process built: its journal is kept, the rest given back.
+    def _forget(self, tenant_id: str, tenant: Tenant | None = None) -> None:
+        """Let go of a tenant this process built (``tenant``: that one only, if still
+        there): its journal is kept, the rest given back, its background stopped off
+        every caller's path.
 
         Kept in the same step as it leaves the live ones (no await between): a report
         read while its background stops covers it all the same."""
+        if tenant is not None and self._tenants.get(tenant_id) is not tenant:
+            return
         tenant = self._tenants.pop(tenant_id, None)
         if tenant is not None:
             self.kept.keep(tenant_id, tenant.app.runtime.give_journal())
-            await tenant.app.stop_background()
-            _close(tenant.app)
+            self._in_background(_stop(tenant.app))
 
     async def _lookup(self, tenant_id: str) -> Tenant | None:
         """A tenant this process has not built yet (or was deleted), as Redis has it."""
@@ -302,13 +397,12 @@ class TenantRegistry:
         incarnation = await self.shared.incarnation(tenant_id)
         if incarnation is None:
             return None
-        async with self._lock():
-            tenant = self._tenants.get(tenant_id)
-            if tenant is not None:
-                if _incarnation(tenant) >= incarnation:  # built meanwhile (or newer still)
-                    return tenant
-                await self._drop_now(tenant_id)
-            return await self._join(tenant_id, incarnation)
+        tenant = self._tenants.get(tenant_id)
+        if tenant is not None:
+            if _incarnation(tenant) >= incarnation:  # built meanwhile (or newer still)
+                return tenant
+            self._forget(tenant_id, tenant)
+        return await self._joined(tenant_id, incarnation)
 
     def get(self, tenant_id: str) -> Tenant | None:
         return self._tenants.get(tenant_id)
@@ -363,7 +457,7 @@ class TenantRegistry:
 
         try:
             if tenant is not None and tenant.app.runtime.shared.gone:
-                await self._drop(tenant_id)
+                self._forget(tenant_id, tenant)
                 tenant = None
             if tenant is None and TENANT_ID.fullmatch(tenant_id):
                 # Made through another process (or not at all): Redis says, not this one.
@@ -373,7 +467,8 @@ class TenantRegistry:
                 # off the API's path): deleted through another process, it is 404.
                 await tenant.app.runtime.shared.refresh()
         except TenantGone:
-            await self._drop(tenant_id)
+            if tenant is not None:
+                self._forget(tenant_id, tenant)
             tenant = None
         except ApiError as exc:  # the memory budget has no room for it in this process
             return _answer(exc.status, exc.code, exc.message)
@@ -394,6 +489,11 @@ def _check_id(tenant_id: Any) -> None:
 
 def _exists(tenant_id: str) -> ApiError:
     return ApiError("tenant_exists", f"tenant {tenant_id!r} already exists", status=409)
+
+
+def _listed(tenant_id: str, scenario: str) -> dict[str, Any]:
+    """A tenant as listed before this process has built it (``Tenant.to_json``'s fields)."""
+    return {"id": tenant_id, "path": TENANTS_PREFIX + tenant_id, "scenario": scenario}
 
 
 def _incarnation(tenant: Tenant) -> int:

@@ -12,6 +12,10 @@ from mockstore.clock import Clock
 from tests.redis_server import RedisServer, redis_available, required
 from tests.support import LiveServer, mock_server, shared_state_url
 
+# The client suites are data for the verdict-agreement harness (tests/agreement.py), which runs
+# each against a provider or a mock in a pytest of its own: never collected here.
+collect_ignore = ["client_suites"]
+
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[LiveServer]:

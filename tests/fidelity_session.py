@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 
 from mockstore.fidelity.calibrate.learn_http import CLIENT_IDS
+from mockstore.fidelity.listings import parse_links
 
 WAIT = 30.0
 # More 429s than any ban threshold the stand-ins use (kennel 5, menagerie 6, profiled 2-5).
@@ -74,6 +76,26 @@ def client_session(
         send("GET", "/pets?limit=500", headers=auth)
         send("GET", "/pets?status=lost", headers=auth)
         send("GET", "/pets?status=sold&limit=5", headers=auth)
+        # The collection: the pages a listing links to (followed through this client's
+        # base, as a client does), a filter in capitals, numbers as strings and with a
+        # fraction, a long name, a category below 1.
+        page = send("GET", "/pets?limit=2", headers=auth)
+        for _ in range(2):
+            following = _link(page, "next", api)
+            if following is None:
+                break
+            page = send("GET", following, headers=auth)
+        previous = _link(page, "prev", api)
+        if previous is not None:
+            send("GET", previous, headers=auth)
+        send("GET", "/pets?status=SOLD&limit=3", headers=auth)
+        send("GET", "/pets?limit=2.0", headers=auth)
+        send("POST", "/pets", json={"name": "Kiwi", "categoryId": "4"}, headers=auth)
+        send("POST", "/pets", json={"name": "Pip", "categoryId": 4.0}, headers=auth)
+        send("POST", "/pets", json={"name": "Sir Reginald Fluffington", "categoryId": 4},
+             headers=auth)  # fmt: skip
+        send("POST", "/pets", json={"name": "N" * 70, "categoryId": 4}, headers=auth)
+        send("POST", "/pets", json={"name": "Neg", "categoryId": -1}, headers=auth)
         send("POST", "/pets", json={"name": 5}, headers=auth)
         send("POST", "/pets", content=b"{nope", headers=json_type)
         send("POST", "/pets", content=b"", headers=json_type)
@@ -142,6 +164,21 @@ def _http_semantics(
     send("GET", "/pets/?limit=1", headers=auth)
     for client_id in CLIENT_IDS:
         send("GET", "/pets?limit=1", headers={**auth, **dict.fromkeys(ID_HEADERS, client_id)})
+
+
+def _link(response: httpx.Response, rel: str, api: str) -> str | None:
+    """The target of a listing's Link relation, as a path under ``api`` (whatever host it
+    names: a client follows pages through its own base)."""
+    if response.status_code != 200:
+        return None
+    found = dict(parse_links(response.headers.get("link", "")))
+    target = found.get(rel)
+    if target is None:
+        return None
+    parts = urlsplit(target)
+    base = urlsplit(api).path.rstrip("/")
+    path = parts.path[len(base) :] if parts.path.startswith(base + "/") else parts.path
+    return path + (f"?{parts.query}" if parts.query else "")
 
 
 def _until_banned(send: Callable[..., httpx.Response], auth: dict[str, str], send_on: int) -> None:

@@ -11,15 +11,14 @@ is gone.
 from __future__ import annotations
 
 import asyncio
-import copy
 from typing import Any
 
 from mockstore import __version__
 from mockstore.app import create_app
 from mockstore.clock import Clock
-from mockstore.fidelity.compare import Discrepancy
+from mockstore.fidelity import proof
+from mockstore.fidelity.discrepancy import Discrepancy
 from mockstore.fidelity.replayer import call
-from mockstore.keys import key_alias
 from mockstore.reports.har import HarMeta, to_har
 from mockstore.scenario import load_scenario
 
@@ -69,6 +68,14 @@ REQUESTS: list[tuple[str, str, str, list[tuple[str, str]], bytes]] = [
     ("HEAD", "/v1/pets/1", "", AUTH, b""),
     ("GET", "/v1/pets/1", "", [], b""),
     ("GET", "/v1/pets", "", [("authorization", "Basic eDp5")], b""),
+    # The collection's edges (collections): a filter in capitals, a limit written 1.0, a
+    # category as a string and with a fraction, a long name, a category below 0.
+    ("GET", "/v1/pets", "status=SOLD", AUTH, b""),
+    ("GET", "/v1/pets", "limit=1.0", AUTH, b""),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Kiwi", "categoryId": "4"}'),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Pip", "categoryId": 4.0}'),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "' + b"N" * 70 + b'", "categoryId": 4}'),
+    ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Neg", "categoryId": -1}'),
 ]
 
 # Each knob (a scenario's behaviour beyond BASE), the requests that show it, and the
@@ -151,6 +158,27 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
         [R[0]] * 8,
         "ban.after_rejections",
     ),
+    "collections: {filters: {status_case: insensitive}}": (
+        [R[26]],
+        "collections.filters.status_case",
+    ),
+    "collections: {numbers: {query: lenient}}": ([R[27]], "collections.numbers.query"),
+    "collections: {numbers: {body: lenient}}": ([R[28]], "collections.numbers.body"),
+    "collections: {numbers: {body: strict}}": ([R[29]], "collections.numbers.body"),
+    "collections: {constraints: {name: {max_length: 64}}}": (
+        [R[18], R[30]],
+        "collections.constraints.name.max_length",
+    ),
+    "collections: {constraints: {categoryId: {minimum: 0}}}": (
+        [R[15], R[31]],
+        "collections.constraints.categoryId.minimum",
+    ),
+    "collections: {pagination: {style: cursor, links: [next], total_header: X-Total-Count}}": (
+        [R[1]],
+        "collections.pagination",
+    ),
+    # Rex (1) and Bella (2) by name are in descending id too: the older spelling says it.
+    "collections: {order: {by: name}}": ([R[0]], "behaviour.list_order"),
 }
 KNOBS = list(SHOWN_BY)
 
@@ -179,33 +207,8 @@ def record_mock(scenario_text: str, steps: list[Step], start: float = START) -> 
     return to_har(app.runtime.journal.select(), meta)
 
 
-# Settings whose value is one more entry of a list, not the whole list.
-LISTS = frozenset({"behaviour.headers", "behaviour.error_fields"})
-
-
 def apply(data: dict[str, Any], difference: Discrepancy) -> dict[str, Any]:
-    """``data`` with ``difference``'s setting set to its ``set_to`` (a new dict)."""
+    """``data`` with ``difference``'s setting set to its ``set_to`` (a new dict), as drift's
+    proof applies it (``mockstore.fidelity.proof.apply``)."""
     assert difference.setting is not None and difference.value, difference.to_dict()
-    out = copy.deepcopy(data)
-    path, value = difference.setting, difference.value[0]
-    if path == "keys[].plan":
-        for entry in out.get("keys", []):
-            if difference.key in (entry["key"], key_alias(entry["key"])):
-                entry["plan"] = value
-                return out
-        raise AssertionError(f"no key {difference.key} in the scenario")
-    if path == "anonymous_plan":
-        out.setdefault("plans", {})["drift-anonymous"] = value
-        out["anonymous_plan"] = "drift-anonymous"
-        return out
-    parts = path.split(".")
-    node = out
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    if path in LISTS:
-        entries = node.setdefault(parts[-1], [])
-        if value not in entries:
-            entries.append(value)
-    else:
-        node[parts[-1]] = value
-    return out
+    return proof.apply(data, difference.setting, difference.value[0], difference.key)

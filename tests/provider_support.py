@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
@@ -33,7 +34,9 @@ def _has_rate_limit_headers(response: httpx.Response) -> None:
     for name in RATE_LIMIT_HEADERS:
         value = response.headers.get(name)
         assert value is not None, f"{response.request.method} {response.request.url}: no {name}"
-        assert value.isdigit(), f"{name}: {value!r} is not a whole number"
+        # A Unix timestamp may carry milliseconds (Tollgate's 1772366431.250).
+        number = r"\d+(\.\d+)?" if name == "X-RateLimit-Reset" else r"\d+"
+        assert re.fullmatch(number, value), f"{name}: {value!r} is not a number"
 
 
 def client(base: str, key: str | None = None, *, source: str | None = None) -> httpx.Client:

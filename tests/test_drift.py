@@ -205,8 +205,8 @@ def test_exit_status_is_0_without_drift_and_1_with_it(files: tuple[Path, Path, P
     drifted = _run(str(har), "--scenario", str(scenario))
     assert drifted.returncode == 1
     assert (
-        "status status: recorded 422, mock 400  [behaviour.validation_status: 422]"
-        in drifted.stdout
+        "status status: recorded 422, mock 400  "
+        "[behaviour.validation_status: 422; proven by replay]" in drifted.stdout
     )
 
 

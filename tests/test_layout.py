@@ -47,6 +47,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.memory",
         "mockstore.document",
         "mockstore.document_semantics",
+        "mockstore.document_collections",
         "mockstore.profile",
         "mockstore.ratelimit",
         "mockstore.routing",
@@ -56,6 +57,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.state",
         "mockstore.store",
         "mockstore.templates",
+        "mockstore.ordering",
+        "mockstore.pages",
+        "mockstore.intake",
         "mockstore.urls",
         "mockstore.validation",
         "mockstore.scenario.*",  # model, build, loader, source

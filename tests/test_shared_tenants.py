@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -327,3 +328,50 @@ def test_a_redis_back_empty_has_no_tenants_and_a_new_one_can_be_made(
         # And the registry works again: one made through B is served through A.
         assert _make(b.url, "lost").status_code == 201
         assert patient.get(a.url + "/__mockstore/tenants/lost/v1/pets", headers=PRO).json() == []
+
+
+# Runs the CLI with every mock's start (a tenant's join ends with it) a second slower, as
+# on a loaded machine where each join took 0.1-0.5 s and a sync of many held the registry.
+SLOW_JOINS = """\
+import asyncio
+import sys
+
+from mockstore.app import AppShell
+from mockstore.cli.main import main
+
+start = AppShell.start
+
+
+async def slow_start(self):
+    await asyncio.sleep(1.0)
+    await start(self)
+
+
+AppShell.start = slow_start
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_control_call_never_waits_for_the_joins_under_way_in_the_background(
+    redis_server: RedisServer, state: tuple[str, ...]
+) -> None:
+    """Eight tenants made through A take B eight seconds or more to build: listing them
+    through B answers at once from the registry, a request to one waits for its join alone,
+    and a tenant deleted through A leaves B's list at once."""
+    slow = [sys.executable, "-c", SLOW_JOINS]
+    with live_server(*state) as a, live_server(*state, launcher=slow) as b:
+        ids = [f"t{n}" for n in range(8)]
+        for tenant_id in ids:
+            assert _make(a.url, tenant_id).status_code == 201
+        listed = patient.get(b.url + "/__mockstore/tenants")
+        assert listed.status_code == 200, (listed.text, b.log()[-3000:])
+        assert sorted(t["id"] for t in listed.json()) == ids
+        assert {t["scenario"] for t in listed.json()} == {"shared-tenants"}
+        in_b = b.url + "/__mockstore/tenants/t5"
+        assert patient.get(in_b + "/v1/pets", headers=PRO).status_code == 200
+        assert patient.get(in_b + "/__mockstore/health").json()["scenario"] == "shared-tenants"
+        assert patient.delete(a.url + "/__mockstore/tenants/t0").status_code == 204
+        listed = patient.get(b.url + "/__mockstore/tenants")
+        assert listed.status_code == 200, (listed.text, b.log()[-3000:])
+        assert sorted(t["id"] for t in listed.json()) == ids[1:]
+        assert patient.get(b.url + "/__mockstore/tenants/t0/v1/pets").status_code == 404

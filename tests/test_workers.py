@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ import httpx
 import pytest
 
 from tests.redis_server import RedisServer, redis_available, required
-from tests.support import LiveServer, live_server
+from tests.support import PATIENT, LiveServer, live_server
 
 pytestmark = pytest.mark.skipif(
     not redis_available() and not required(), reason="redis-server is not installed"
@@ -124,7 +125,7 @@ def test_a_killed_worker_is_started_again_and_watch_goes_on_whichever_died(
         assert server.log().count(said) == 1
 
         server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(30) == 0, server.log()
+        assert server.process.wait(PATIENT) == 0, server.log()
         assert _children(parent) == []
         assert "ended with" not in server.log().split("starting it again")[-1]
 
@@ -150,13 +151,15 @@ def test_an_edit_made_while_the_watching_worker_was_dead_is_served_once_it_is_ba
             os.kill(worker, signal.SIGKILL)
         _until(lambda: _every_worker_serves(server, "Max"), "the edit made while none watched")
         server.process.send_signal(signal.SIGINT)
-        assert server.process.wait(30) == 0, server.log()
+        assert server.process.wait(PATIENT) == 0, server.log()
 
 
 def test_a_stop_after_a_worker_died_exits_0_and_leaves_no_child(
     redis_server: RedisServer,
 ) -> None:
-    with live_server("--state", redis_server.url, "--workers", "3") as server:
+    with live_server(
+        "--state", redis_server.url, "--workers", "3", "--log-level", "info"
+    ) as server:
         assert server.process is not None
         parent = server.process.pid
         _until(lambda: len(_alive_children(parent)) == 3, "three workers")
@@ -169,6 +172,92 @@ def test_a_stop_after_a_worker_died_exits_0_and_leaves_no_child(
         assert _state(victim) is None
         children = _children(parent)
         server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(30) == 0, server.log()
+        assert server.process.wait(PATIENT) == 0, server.log()
         for child in children:
             _until(lambda child=child: _state(child) is None, f"worker {child} is gone")
+
+
+# Runs the CLI with a hook in every process it forks from the moment the test creates
+# ``hold``: the new worker notes its pid in ``forked`` and waits, right after the fork and
+# before any code of its own has run, until the test creates ``release``. A stop sent in
+# that wait is one sent at once after a restart, however slow or fast the machine is.
+HELD_FORK = """\
+import os
+import sys
+import time
+from pathlib import Path
+
+from mockstore.cli.main import main
+
+folder = Path(sys.argv[1])
+
+
+def hold() -> None:
+    if not (folder / "hold").exists():
+        return
+    (folder / "forked").write_text(str(os.getpid()))
+    while not (folder / "release").exists():
+        time.sleep(0.01)
+
+
+os.register_at_fork(after_in_child=hold)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_sent_at_once_after_a_restart_reaches_the_new_worker_and_exits_0(
+    redis_server: RedisServer, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """The stop reaches the restarted worker before it has any handler of its own: the
+    worker must end cleanly (not run the parent's code, stop its siblings and serve on)."""
+    launcher = [sys.executable, "-c", HELD_FORK, str(tmp_path)]
+    with live_server("--state", redis_server.url, "--workers", "2", launcher=launcher) as server:
+        assert server.process is not None
+        parent = server.process.pid
+        _until(lambda: len(_alive_children(parent)) == 2, "two workers")
+        sibling, victim = _alive_children(parent)
+        (tmp_path / "hold").touch()
+        os.kill(victim, signal.SIGKILL)
+        forked = tmp_path / "forked"
+        _until(lambda: forked.exists() and forked.read_text() != "", "a worker in its place")
+        replacement = int(forked.read_text())
+        server.process.send_signal(stop)
+        # The parent passed the stop on to every worker: the sibling ends, and the
+        # replacement has been sent it too (still held, before its own code runs).
+        _until(lambda: _state(sibling) is None, "the sibling stopped and was reaped")
+        (tmp_path / "release").touch()
+        assert server.process.wait(PATIENT) == 0, server.log()
+        assert _state(replacement) is None, "the replacement stopped and was reaped"
+        assert "ended with" not in server.log().split("starting it again")[-1], server.log()
+
+
+# The same CLI with the parent's grace for a worker told to stop cut to 1 s.
+SHORT_GRACE = """\
+import sys
+
+from mockstore.cli import serving
+from mockstore.cli.main import main
+
+serving.STOP_GRACE = 1.0
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_worker_that_does_not_stop_when_told_is_killed_after_the_grace_and_said(
+    redis_server: RedisServer,
+) -> None:
+    launcher = [sys.executable, "-c", SHORT_GRACE]
+    with live_server("--state", redis_server.url, "--workers", "2", launcher=launcher) as server:
+        assert server.process is not None
+        parent = server.process.pid
+        _until(lambda: len(_alive_children(parent)) == 2, "two workers")
+        stuck, other = _alive_children(parent)
+        os.kill(stuck, signal.SIGSTOP)  # a stopped process leaves every signal pending
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(PATIENT) == 1, server.log()
+        assert _state(stuck) is None and _state(other) is None
+        said = f"(pid {stuck}) did not stop within 1 s of being told to; killed (SIGKILL)"
+        server.drained(PATIENT)
+        assert said in server.log()
+        assert f"(pid {other}) did not stop" not in server.log()

@@ -209,6 +209,14 @@ def _stop_worker(signum: int, frame: object) -> None:
 # within RESTART_WINDOW seconds, the server stops (exit 1) and says why.
 MAX_RESTARTS = 10
 RESTART_WINDOW = 60.0
+# How long a worker told to stop may take before the parent kills it (SIGKILL) and says
+# so (exit 1). A worker's stop is bounded well within it: its requests in flight
+# (``AppShell.graceful_shutdown``), then its background tasks and closes, 5 s each at
+# most (``mockstore.app``), even when it was told while still starting.
+STOP_GRACE = 60.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# What the parent waits for: a stop signal, or a worker that ended.
+_SUPERVISED = (*STOP_SIGNALS, signal.SIGCHLD)
 
 
 def run_workers(
@@ -232,42 +240,43 @@ def run_workers(
     is not stopping (killed, crashed) is said in the log and started again in
     its place, the first worker's background task with it, so ``--watch`` goes on
     whichever worker died. A stop signal (SIGTERM, Ctrl-C) is passed on to every
-    worker, which finishes its requests in flight and exits. 0 once all stopped
-    cleanly; 1 when a worker kept dying (``MAX_RESTARTS`` within
+    worker, which finishes its requests in flight and exits; one still running
+    ``STOP_GRACE`` seconds later is killed (SIGKILL), said in the log. 0 once all
+    stopped cleanly; 1 when a worker kept dying (``MAX_RESTARTS`` within
     ``RESTART_WINDOW`` seconds) or one did not stop cleanly when told to.
+
+    The parent takes its signals synchronously (``sigtimedwait``), never in a
+    handler: they are blocked in it from the start, so a stop can come neither
+    between a fork and the note of the new worker nor into a worker before that
+    worker has handlers of its own. A forked worker starts with them blocked (a
+    forked process keeps the mask) and lets them in only once its own handlers
+    are set (``_serve_as_worker``): a stop sent at once after a restart waits
+    there, pending, and then ends that worker cleanly. (With a handler in the
+    parent, a worker stopped in that window ran the parent's handler: it
+    stopped its siblings and went on serving, and the server never exited.)
     """
     workers: dict[int, int] = {}  # pid -> the worker's index
-    stopping = False
     restarts: list[float] = []
+    worst = 0
+    kill_at: float | None = None  # set once stopping: when the stragglers are killed
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _SUPERVISED)
 
     def start(index: int) -> None:
         pid = os.fork()
         if pid == 0:  # a worker: serve until stopped, never return into the parent's code
-            _serve_as_worker(app, sock, log_level, first_only if index == 0 else None)
+            _serve_as_worker(app, sock, log_level, first_only if index == 0 else None, before)
         workers[pid] = index
 
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
+    def stop() -> None:
+        nonlocal kill_at
+        kill_at = time.monotonic() + STOP_GRACE
         for pid in list(workers):
             with contextlib.suppress(ProcessLookupError):  # it has stopped already
                 os.kill(pid, signal.SIGTERM)
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    for index in range(count):
-        start(index)
-    worst = 0
-    while workers:
-        try:
-            pid, status = os.wait()  # any worker, in whatever order they end
-        except ChildProcessError:  # none left (never expected: each one is in workers)
-            break
-        index = workers.pop(pid, None)
-        if index is None:
-            continue
-        code = os.waitstatus_to_exitcode(status)
-        if stopping:
+    def ended(pid: int, index: int, code: int) -> None:
+        nonlocal worst
+        if kill_at is not None:
             if code in (-signal.SIGTERM, -signal.SIGINT):
                 # Stopped by the signal passed on before its server had taken over the
                 # signals (a worker still starting): stopped as asked, not a failure.
@@ -275,7 +284,7 @@ def run_workers(
             if code != 0:
                 log.error("worker %d (pid %d) ended with %s", index, pid, _ending(code))
                 worst = worst or (code if code > 0 else 1)
-            continue
+            return
         now = time.monotonic()
         restarts[:] = [at for at in restarts if now - at < RESTART_WINDOW]
         if len(restarts) >= MAX_RESTARTS:
@@ -285,15 +294,60 @@ def run_workers(
                 index, pid, _ending(code), len(restarts) + 1, RESTART_WINDOW,
             )  # fmt: skip
             worst = 1
-            stop(signal.SIGTERM, None)
-            continue
+            stop()
+            return
         restarts.append(now)
         log.error("worker %d (pid %d) ended with %s; starting it again", index, pid, _ending(code))
         start(index)
-        if stopping:  # a stop signal came while it was being started
-            stop(signal.SIGTERM, None)
+
+    try:
+        for index in range(count):
+            start(index)
+        while workers:
+            for pid, status in _reaped():
+                index = workers.pop(pid, None)
+                if index is not None:
+                    ended(pid, index, os.waitstatus_to_exitcode(status))
+            if not workers:
+                break
+            wait = 1.0
+            if kill_at is not None:
+                left = kill_at - time.monotonic()
+                if left <= 0:
+                    for pid, index in workers.items():
+                        log.error(
+                            "worker %d (pid %d) did not stop within %g s of being told to; "
+                            "killed (SIGKILL)",
+                            index, pid, STOP_GRACE,
+                        )  # fmt: skip
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    worst, kill_at = 1, float("inf")  # reaped as they end; no second kill
+                    continue
+                wait = min(wait, left)
+            got = signal.sigtimedwait(_SUPERVISED, wait)
+            if got is not None and got.si_signo in STOP_SIGNALS and kill_at is None:
+                stop()
+    finally:
+        # What is left to come (a second Ctrl-C) must not kill the parent on its way out.
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
     sock.close()
     return worst
+
+
+def _reaped() -> list[tuple[int, int]]:
+    """(pid, wait status) of every child that has ended, without waiting."""
+    found = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:  # none left
+            return found
+        if pid == 0:
+            return found
+        found.append((pid, status))
 
 
 def _serve_as_worker(
@@ -301,15 +355,21 @@ def _serve_as_worker(
     sock: Any,
     log_level: str,
     background: Callable[[], Awaitable[None]] | None,
+    mask: Any,
 ) -> None:
-    """A forked worker's whole life: serve until stopped, then leave the process."""
+    """A forked worker's whole life: serve until stopped, then leave the process.
+
+    It starts with the stop signals blocked (``run_workers``): its own handlers
+    are set first, then ``mask`` (the signals as the parent had them) lets them
+    in, so a stop sent since the fork ends it here, cleanly.
+    """
     code = 1
-    # A stop that comes before its server takes the signals over ends it as cleanly.
-    signal.signal(signal.SIGTERM, _stop_worker)
-    signal.signal(signal.SIGINT, _stop_worker)
-    if background is not None:
-        app.run_in_background(background)
     try:
+        signal.signal(signal.SIGTERM, _stop_worker)
+        signal.signal(signal.SIGINT, _stop_worker)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if background is not None:
+            app.run_in_background(background)
         code = run_until_stopped(app, sock, log_level)
     except SystemExit as stopped:  # a stop signal ends a worker as it ends serve: 0
         code = stopped.code if isinstance(stopped.code, int) else 0

@@ -76,10 +76,10 @@ class TenantEndpoints:
         if self.registry is None:
             return self._off()
         try:
-            await self.registry.sync()  # those made or deleted through other processes too
+            listed = await self.registry.listed()  # those made or deleted elsewhere too
         except StateUnavailable as exc:
             return state_unavailable(exc)
-        return json_response([tenant.to_json() for tenant in self.registry])
+        return json_response(listed)
 
     @described(
         Operation(

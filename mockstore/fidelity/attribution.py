@@ -21,6 +21,7 @@ from typing import Any
 
 from mockstore.clock import format_time
 from mockstore.errors import VALIDATION_CONDITIONS
+from mockstore.fidelity import collection_causes, reasons
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import (
@@ -31,56 +32,15 @@ from mockstore.fidelity.formats import (
     reset_kind,
     retry_after_kind,
 )
+from mockstore.fidelity.listings import link_shape
+from mockstore.fidelity.rebase import Base
 from mockstore.ratelimit import Plan
 from mockstore.scenario import Scenario, scenario_schema
 from mockstore.scenario.model import HEAD_OPERATIONS, Behaviour
 
-# -- what cannot be expressed -------------------------------------------------------
-
-# Every reason a difference can have no setting, and what it means. The docs'
-# Fidelity page lists this table (docs/generate.py); a difference's reason is a key.
-NOT_EXPRESSIBLE: dict[str, str] = {
-    "varying-header": "A header mockstore does not write, whose value changes from answer to "
-    "answer (another window's rate-limit figures such as X-RateLimit-Burst-*, a digest, a "
-    "cache age): a constant header (behaviour.headers) cannot reproduce it.",
-    "error-body-shape": "The provider's refusal has no Error body (code, message, status), or "
-    "a body that is not JSON: mockstore's refusals always carry one.",
-    "error-status-field": "The Error body's status is not the HTTP status: in mockstore's it "
-    "always is.",
-    "message-type": "The Error body's message is not a string.",
-    "pet-fields": "A returned pet's fields differ from what was sent in a way no setting "
-    "decides (a number rewritten, a field renamed).",
-    "list-filter": "The provider does not honour the status filter (or honours one mockstore "
-    "does not).",
-    "list-length": "The provider returns more pets than the limit asked for (or fewer while "
-    "more exist).",
-    "check-order": "The request meets two conditions and the provider checks them in another "
-    "order than mockstore (say the media type before an empty body): it answers the other one.",
-    "split-condition": "The provider answers one of mockstore's conditions two ways (a limit "
-    "that is not a number and one below 1, say): one status and code per condition is what a "
-    "scenario can state.",
-    "lenient-request": "The provider accepts a request that the spec's rules refuse (an "
-    "integral 7.0 as an integer, a body without Content-Type read as JSON, a repeated "
-    "parameter), or refuses one they accept.",
-    "representation": "A conditional read the provider answered 304 (or in full) by a "
-    "validator of its own representation, where the mock's representation of the same pets "
-    "is not byte for byte the provider's (another JSON encoding, ids assigned otherwise): its "
-    "ETag differs, so the same If-None-Match meets another answer.",
-    "store": "The answer depends on pets the recording does not show existed (a pet fetched "
-    "but never listed, an id the provider assigned at random): the store cannot be "
-    "reconstructed from the recording alone.",
-    "allowance": "A rate-limit answer the recording does not explain: the caller's allowance "
-    "was spent before the recording began and its headers do not say so, or the provider "
-    "counts requests mockstore does not (or the other way around).",
-    "header-presence": "A header mockstore always writes that the provider leaves out "
-    "(Content-Type on an empty answer, X-RateLimit-* on some answers, Date).",
-    "header-format": "A header mockstore writes in a form no setting changes (Date not an "
-    "HTTP-date, an X-RateLimit-* figure that is not a whole number).",
-    "allow": "The provider's Allow header names other methods than the document's.",
-    "connection": "The mock broke the connection where the provider answered (a scenario "
-    "fault): not a difference of the provider's.",
-    "unexplained": "A difference no rule of drift's explains: compare the two answers by hand.",
-}
+# Every reason a difference can have no setting (``reasons``), re-exported: a difference's
+# reason is a key of it.
+NOT_EXPRESSIBLE = reasons.NOT_EXPRESSIBLE
 
 
 @dataclass(frozen=True)
@@ -229,6 +189,7 @@ SETTINGS: tuple[str, ...] = (
     *WWW_AUTHENTICATE.values(),
     *REQUEST_ID.values(),
     *ETAG.values(),
+    *collection_causes.SETTINGS,
 )
 
 AUTH_CONDITIONS = ("missing_key", "malformed_authorization", "unknown_key")
@@ -262,6 +223,14 @@ class Context:
     validation_statuses: frozenset[int] = frozenset()
     # Pet ids the provider gave pets created during the recording -> the mock's.
     ids: dict[int, int] = field(default_factory=dict)
+    # The header that says a listing's total (lower case), and the default status that
+    # the recording's 201s leave out and later reads show (collections).
+    total_header: str | None = None
+    read_default: str | None = None
+    # Conditions the recording answers more than one way (status or code).
+    split: frozenset[str] = frozenset()
+    # Where the recorded service's own URLs start (``mockstore record``'s upstream).
+    recorded_base: Base | None = None
 
     @property
     def behaviour(self) -> Behaviour:
@@ -292,6 +261,9 @@ class Exchange:
     # settings of HTTP semantics (``attribution_http``); and the mock's Error code.
     seen: Any = None
     mock_code: str | None = None
+    # The address the client called (its Host): where the mock writes its own URLs.
+    own: Base | None = None
+    recorded_body: Any = None  # the recorded answer's JSON body, if it had one
 
     @property
     def operation(self) -> str | None:
@@ -353,6 +325,8 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         return setting(PATH_CHECK, "after_auth")
     if mc in AUTH_CONDITIONS and rc in ("unknown_path", "method_not_allowed"):
         return setting(PATH_CHECK, "before_auth")
+    if rc == mc and rc in ctx.split and rc not in RATE_CONDITIONS:
+        return cannot("split-condition")
     if rc == mc and rc is not None and rc != "unexplained":
         if rc == "key_banned":
             return setting(BAN_STATUS, was)
@@ -374,10 +348,11 @@ def status(ex: Exchange, ctx: Context) -> Cause:
         and 0 < facts.body_size <= behaviour.max_body_bytes
     ):
         return setting(MAX_BODY_BYTES, facts.body_size - 1)
+    unknown = collection_causes.spelled(UNKNOWN_FIELDS, ctx.scenario)
     if mc == "unknown_field" and rc is None:
-        return setting(UNKNOWN_FIELDS, "drop")
+        return Cause(unknown, ("drop",))
     if rc == "unknown_field" and mc is None:
-        return setting(UNKNOWN_FIELDS, "refuse")
+        return Cause(unknown, ("refuse",))
     if mc == "limit_above_maximum" and rc is None:
         return setting(LIMIT_ABOVE_MAXIMUM, "clamp")
     if rc == "limit_above_maximum" and mc is None:
@@ -385,13 +360,20 @@ def status(ex: Exchange, ctx: Context) -> Cause:
     if "gone" in (rc, mc):
         return setting(AFTER_SUNSET, "keep" if rc is None else "gone")
     if facts.operation == "listOrders" and mc == "not_implemented" and rc is None:
-        return setting(ROUTES)
+        # A scripted answer: the one the provider gave (its body, when the recording has it).
+        respond: dict[str, Any] = {"status": was}
+        if ex.recorded_body is not None:
+            respond["body"] = ex.recorded_body
+        return setting(ROUTES, {"operation": "listOrders", "respond": respond})
     if rc in AUTH_CONDITIONS and mc is None and facts.auth == "bearer":
         return setting(KEYS)
     if mc in AUTH_CONDITIONS and rc is None and facts.auth == "bearer":
         return setting(KEYS)
     if facts.operation == "getPet" and {rc, mc} <= {None, "pet_not_found"}:
         return setting(PETS) if rc == "pet_not_found" else cannot("store")
+    found = collection_causes.status_cause(rc, mc, facts, ctx.scenario)
+    if found is not None:
+        return Cause(found[0], found[1])
     if rc is not None and mc is not None and rc != "unexplained":
         if rc in facts.problems and mc in facts.problems:
             return cannot("check-order")
@@ -487,8 +469,13 @@ def header_presence(
         return setting(RETRY_AFTER_BANNED, retry_after_kind(was) if was is not None else "none")
     if name == "allow":
         return cannot("allow")
+    if name == "link" and ex.operation == "listPets":
+        return Cause(*collection_causes.link_cause(link_shape(was), link_shape(now), ctx.scenario))
+    total = (ctx.scenario.collections.pagination.total_header or "").lower()
+    if name in (ctx.total_header, total) and ex.operation == "listPets":
+        return Cause(*collection_causes.total_cause(ctx.names.get(name, name), was))
     if name in MANAGED:
-        return cannot("header-presence")
+        return cannot("header-presence" if was is not None else "header-absence")
     if was is not None:
         return _header_rule(name, ex, ctx)
     return setting(HEADERS)
@@ -507,11 +494,10 @@ def header_rules(
     groups: dict[tuple[str | None, int], set[str | None]] = {}
     shown = name
     for s in seen:
-        value = None
-        for header, given in s.item.response_headers:
-            if header.lower() == name:
-                shown, value = header, given
-                break
+        # As ``evidence`` read it (a URL on the service's own address, relative to it).
+        value = s.headers.get(name)
+        if value is not None:
+            shown = next((h for h, _ in s.item.response_headers if h.lower() == name), shown)
         groups.setdefault((s.operation, s.status), set()).add(value)
     if any(len(v) > 1 for v in groups.values()):
         return None
@@ -698,6 +684,8 @@ def error_code(ex: Exchange, was: Any, ctx: Context) -> Cause:
     condition = rc if rc in ERROR_CODE else mc
     if condition not in ERROR_CODE:
         return cannot("unexplained")
+    if rc == mc and rc in ctx.split:
+        return cannot("split-condition")
     if not isinstance(was, str) or not was:
         return cannot("error-body-shape")
     return setting(ERROR_CODE[condition], was)

@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore import schemas
-from mockstore.fidelity import attribution, attribution_http
+from mockstore.fidelity import attribution, attribution_http, collection_causes
 from mockstore.fidelity.attribution import Cause, Context, Exchange
 from mockstore.fidelity.conformance import conformance, schema_pointer
+from mockstore.fidelity.discrepancy import Discrepancy
+from mockstore.fidelity.evidence import RELATIVE_HEADERS
 from mockstore.fidelity.formats import (
     allowed_methods,
     auth_challenge,
@@ -50,6 +52,8 @@ from mockstore.fidelity.formats import (
     retry_after_kind,
     sf_list,
 )
+from mockstore.fidelity.listings import link_shape, orders_of, same_shape
+from mockstore.fidelity.rebase import relative_to_own
 from mockstore.validation import loads_bounded
 
 # The kinds of difference, as ``drift.accept`` entries name them.
@@ -80,6 +84,8 @@ RULES: dict[str, str] = {
     "infrastructure": "are added by servers, proxies and CDNs in front of the service: "
     "not compared",
     "accepted": "differences the scenario lists under drift.accept: reported, not counted as drift",
+    "own-address": "are URLs on the service's own address (the recorded upstream's, the "
+    "mock's): compared relative to it, as a path under its base",
 }
 
 TRANSPORT_HEADERS = frozenset(
@@ -148,76 +154,6 @@ class Side:
 
 
 @dataclass
-class Discrepancy:
-    """One semantic difference between a recorded answer and the mock's.
-
-    ``kind`` is one of ``CLASSES``, ``where`` the part of the answer. Its cause
-    is ``setting`` (the scenario setting that removes it, ``set_to`` the value
-    that does when drift can tell), or ``reason`` (why no setting can, a key of
-    ``attribution.NOT_EXPRESSIBLE``), or ``accepted_by`` (the scenario's
-    ``drift.accept`` rule that hides it). ``compare`` fills those; ``drift``
-    adds the exchange that shows it (``entry`` onwards).
-    """
-
-    kind: str
-    where: str
-    recorded: str
-    mock: str
-    setting: str | None = None
-    entry: int = 0  # 1-based position in the HAR
-    request: str = ""
-    request_id: str | None = None
-    key: str | None = None
-    operation: str | None = None
-    status: int = 0  # the recorded status
-    accepted_by: str | None = None
-    value: tuple[Any, ...] = ()
-    reason: str | None = None
-
-    @property
-    def cause(self) -> str:
-        """``accepted``, ``setting`` or ``not_expressible``."""
-        if self.accepted_by is not None:
-            return "accepted"
-        return "setting" if self.setting is not None else "not_expressible"
-
-    @property
-    def set_to(self) -> Any:
-        return self.value[0] if self.value else None
-
-    def explained(self) -> str:
-        """The cause as a report line shows it."""
-        if self.setting is not None:
-            value = f": {json.dumps(self.value[0])}" if self.value else ""
-            return f"[{self.setting}{value}]"
-        return f"[not expressible: {self.reason}]"
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "entry": self.entry,
-            "request": self.request,
-            "request_id": self.request_id,
-            "key": self.key,
-            "operation": self.operation,
-            "status": self.status,
-            "kind": self.kind,
-            "where": self.where,
-            "recorded": self.recorded,
-            "mock": self.mock,
-            "cause": self.cause,
-            "setting": self.setting,
-        }
-        if self.value:
-            out["set_to"] = self.value[0]
-        if self.reason is not None:
-            out["reason"] = self.reason
-            out["why"] = attribution.NOT_EXPRESSIBLE[self.reason]
-        if self.accepted_by is not None:
-            out["accepted_by"] = self.accepted_by
-        return out
-
-
-@dataclass
 class Comparison:
     """The discrepancies of one exchange, and what rules compared by kind (rule, what)."""
 
@@ -280,6 +216,14 @@ def _compare_headers(
             out.ignore("infrastructure", f"header {name}")
             continue
         was, now = recorded.header(name), mock.header(name)
+        if name in RELATIVE_HEADERS:
+            # URLs on the service's own address, relative to it: the recording's upstream
+            # and the mock, on whatever hosts and ports, write the same.
+            shown = (was, now)
+            was = was and relative_to_own(name, was, ctx.recorded_base or ex.own)
+            now = now and relative_to_own(name, now, ex.own)
+            if (was, now) != shown:
+                out.ignore("own-address", f"header {name} (URLs on the service's own address)")
         if was is None or now is None:
             shown_was = f"present ({was})" if was is not None else "absent"
             shown_now = f"present ({now})" if now is not None else "absent"
@@ -373,6 +317,13 @@ def _compare_header(
         out.ignore("per-run-values", "header etag (compared as weak or strong)")
         if was.strip().startswith("W/") != now.strip().startswith("W/"):
             differ("header-format")
+    elif name == "link" and ex.operation == "listPets":
+        # A listing's pages: which exist around it depends on the store.
+        out.ignore("store-dependent", "header link (compared by relations, URL form, parameter)")
+        shapes = link_shape(was), link_shape(now)
+        if not same_shape(*shapes):
+            cause = collection_causes.link_cause(*shapes, ctx.scenario)
+            out.differ("header-value", where, was, now, Cause(*cause))
     elif name == "link":
         if _normal(was) != _normal(now):
             differ("header-value")
@@ -464,7 +415,7 @@ def _compare_bodies(
         if recorded.status >= 400 and mock.status >= 400:
             _compare_errors(ex, recorded, mock, was, now, ctx, out)
         elif ex.operation in ("createPet", "getPet"):
-            _compare_pet(sent_body, was, now, out)
+            _compare_pet(sent_body, was, now, out, ctx)
     elif isinstance(was, list) and isinstance(now, list) and ex.operation == "listPets":
         _compare_lists(ex, was, now, ctx, out)
 
@@ -523,11 +474,18 @@ def _compare_errors(
             )
 
 
-def _compare_pet(sent_body: Any, was: dict[str, Any], now: dict[str, Any], out: Comparison) -> None:
+def _compare_pet(
+    sent_body: Any, was: dict[str, Any], now: dict[str, Any], out: Comparison, ctx: Context
+) -> None:
     out.ignore("store-dependent", "pet ids (compared as integers)")
     sent = sent_body if isinstance(sent_body, dict) else {}
     for name in sorted((was.keys() | now.keys()) - {"id"}):
         cause = attribution.pet_field(name, sent, was.get(name), _PET_FIELDS)
+        if name == "status" and name not in was and ctx.read_default is not None:
+            # The 201 leaves the default out; the recording reads it later.
+            cause = Cause(collection_causes.APPLIED, ("read",))
+        elif cause.setting is not None:
+            cause = Cause(collection_causes.spelled(cause.setting, ctx.scenario), cause.value)
         if (name in was) != (name in now):
             out.differ(
                 "body-field",
@@ -564,9 +522,20 @@ def _compare_lists(
     out.ignore("store-dependent", "list contents and lengths (compared by shape)")
     order_was, order_now = _order(was, ctx.ids), _order(now)
     if "any" not in (order_was, order_now) and order_was != order_now:
-        out.differ(
-            "list-order", "list order", order_was, order_now, attribution.list_order(order_was)
-        )
+        mapped = [
+            {**p, "id": ctx.ids.get(p["id"], p["id"])} if isinstance(p, dict) and "id" in p else p
+            for p in was
+        ]
+        candidates = orders_of(mapped)
+        by_field = order_was == "unordered" or order_now == "unordered"
+        if not (by_field and candidates & orders_of(now)):
+            # In no order both listings agree with (by a field, ties by id).
+            cause = (
+                Cause(*collection_causes.order_cause(candidates, ctx.scenario))
+                if candidates and (by_field or ctx.scenario.collections.order.by != "id")
+                else attribution.list_order(order_was)
+            )
+            out.differ("list-order", "list order", order_was, order_now, cause)
     limit = _LIST_LIMIT_DEFAULT
     raw = ex.facts.query.get("limit")
     if raw and raw[0].isdigit():

@@ -14,6 +14,7 @@ Pure functions of the request's parts: no HTTP, no I/O.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -34,6 +35,8 @@ _OPERATIONS = schemas.operations()
 _ROUTER = Router(_OPERATIONS.values())
 _LIST_QUERY = QueryValidator(_OPERATIONS["listPets"])
 _NEW_PET_FIELDS = frozenset(schemas.object_fields("NewPet"))
+_INTEGER_FIELDS = schemas.integer_fields("NewPet")
+_DIGITS = re.compile(r"\s*[+-]?[0-9]+(\.0*)?\s*")
 _NEW_PET = inlined(str(_OPERATIONS["createPet"].body_schema))
 
 
@@ -57,6 +60,14 @@ class Facts:
     unknown_fields: tuple[str, ...] = ()
     pet_id: int | None = None
     query: dict[str, list[str]] = field(default_factory=dict)
+    # A createPet body's integer fields written with a zero fraction (7.0): valid by the
+    # schema, refused by a provider that reads numbers strictly (collections.numbers).
+    fractions: tuple[str, ...] = ()
+    # ... and those written as a string of digits ("7"): refused by the schema, read by a
+    # provider that reads numbers leniently; the name's length and the category sent.
+    strings: tuple[str, ...] = ()
+    name_length: int | None = None
+    category: int | None = None
 
     @property
     def problem(self) -> str | None:
@@ -151,7 +162,22 @@ def _classify(
         # unknown, so no problem of its content is assumed.
         cut = declared_size is not None and declared_size > len(body)
         problems, unknown = _body_problems(headers, body, cut)
-    return Facts(auth, operation, None, tuple(problems), size, unknown, pet_id, parsed_query)
+    if operation != "createPet":
+        return Facts(auth, operation, None, tuple(problems), size, unknown, pet_id, parsed_query)
+    value = json_of(body) if not problems or problems == ["invalid_body"] else None
+    sent = value if isinstance(value, dict) else {}
+    name, category = sent.get("name"), sent.get("categoryId")
+    return Facts(
+        auth, operation, None, tuple(problems), size, unknown, pet_id, parsed_query,
+        fractions=tuple(sorted(n for n in _INTEGER_FIELDS if isinstance(sent.get(n), float))),
+        strings=tuple(sorted(
+            n for n in _INTEGER_FIELDS
+            if isinstance(sent.get(n), str) and _DIGITS.fullmatch(sent[n])
+        )),
+        name_length=len(name) if isinstance(name, str) else None,
+        category=category if isinstance(category, int) and not isinstance(category, bool)
+        else None,
+    )  # fmt: skip
 
 
 def _body_problems(

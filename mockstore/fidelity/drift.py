@@ -37,11 +37,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockstore.errors import VALIDATION_CONDITIONS
-from mockstore.fidelity import attribution
+from mockstore.fidelity import attribution, proof
 from mockstore.fidelity.attribution import Context, Exchange
 from mockstore.fidelity.compare import RULES, Discrepancy, Side, compare
-from mockstore.fidelity.evidence import CALLER_STATUSES, Seen, pets_before, read, recorded_base
+from mockstore.fidelity.evidence import (
+    CALLER_STATUSES,
+    RELATIVE_HEADERS,
+    Seen,
+    pets_before,
+    read,
+    recorded_base,
+    request_base,
+    upstream_base,
+)
 from mockstore.fidelity.formats import is_id, sf_list
+from mockstore.fidelity.listings import page_pairs, read_default, recorded_total, rewrite_query
+from mockstore.fidelity.rebase import relative_to_own
 from mockstore.fidelity.recording import InputError, Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens, bearer
 from mockstore.keys import is_alias, key_alias, key_bucket
@@ -88,6 +99,7 @@ class DriftReport:
     cases: list[tuple[int, str, str | None]] = field(default_factory=list)
 
     rules: list[tuple[str, str]] = field(default_factory=list)  # (drift.accept[i], reason)
+    replays: int = 0  # of the recording with a suggestion applied, to prove it
 
     @property
     def drift(self) -> bool:
@@ -159,6 +171,7 @@ class DriftReport:
             ],
             "reconstructed": self.reconstructed,
             "warnings": self.warnings,
+            "proof_replays": self.replays,
         }
 
 
@@ -210,15 +223,59 @@ def _describe(item: Recorded) -> str:
 
 
 def drift(
-    recording: Recording | dict[str, Any], scenario: Scenario, source: str = "<har>"
+    recording: Recording | dict[str, Any],
+    scenario: Scenario,
+    source: str = "<har>",
+    *,
+    prove: bool = True,
 ) -> DriftReport:
     """Compare a recording (or a HAR document) with ``scenario``.
 
-    Raises ``HarError`` for a document that is not a HAR, ``InputError`` for one
-    whose paths name no operation under any base path.
+    With ``prove``, every setting a difference names is checked by replaying the
+    recording with it applied (``proof``): a difference keeps its setting only when
+    that removes it and adds none. Raises ``HarError`` for a document that is not a
+    HAR, ``InputError`` for one whose paths name no operation under any base path.
     """
     if not isinstance(recording, Recording):
         recording = recording_of(recording, source)
+    memo = _Memo() if prove else None
+    report = _drift(recording, scenario, memo)
+    if memo is not None:
+        memo.filling = False
+        report.replays = proof.prove(
+            report.differences,
+            scenario,
+            lambda applied, fresh: _drift(recording, applied, memo, fresh).differences,
+        )
+    return report
+
+
+@dataclass
+class _Memo:
+    """Each exchange's first comparison, by the mock's answer (status, headers, body).
+
+    A proof replays the whole recording once per suggestion; an exchange whose answer
+    comes out byte for byte as in the first replay has the differences it had then, so
+    they are reused rather than compared again (most answers: a setting changes a few),
+    but for the exchanges the suggestion is about, whose causes the new scenario decides
+    anew (``fresh``); and what the recording alone says is read once.
+    """
+
+    answers: dict[int, tuple[Any, list[Discrepancy]]] = field(default_factory=dict)
+    filling: bool = True
+    # What the recording alone says, read once: the pets before it, each exchange read.
+    before: dict[int, dict[str, Any]] | None = None
+    seen: dict[int, Seen] = field(default_factory=dict)
+    context: Context | None = None
+    known: frozenset[str] = frozenset()
+
+
+def _drift(
+    recording: Recording,
+    scenario: Scenario,
+    memo: _Memo | None,
+    fresh: frozenset[int] = frozenset(),
+) -> DriftReport:
     recorded, meta = recording.exchanges, recording.meta
     report = DriftReport(recording.source, scenario.name, len(recorded))
     report.rules = [
@@ -268,7 +325,12 @@ def drift(
             f"(- {{key: {alias}, plan: ...}})"
         )
 
-    before = pets_before(recorded, operation_of)
+    if memo is None or memo.before is None:
+        before = pets_before(recorded, operation_of)
+        if memo is not None:
+            memo.before = before
+    else:
+        before = memo.before  # the recording's: the same for every replay of it
     replayed = scenario
     if before:
         # The scenario's own pets (generated ones included, at their own ids), then the
@@ -292,8 +354,14 @@ def drift(
     answers, created = asyncio.run(_replay(replayer, recorded, paths, operation_of, report, meta))
 
     known = frozenset(alias for alias in tokens.known if is_alias(alias))
-    seen = {s.index: s for s in read(recording, found, known)}
-    context = _context(scenario, list(seen.values()))
+    if memo is not None and memo.context is not None and memo.known == known:
+        seen, first = memo.seen, memo.context  # what the recording says does not change
+        context = dataclasses.replace(first, scenario=scenario)
+    else:
+        seen = {s.index: s for s in read(recording, found, known)}
+        context = _context(scenario, list(seen.values()), recording)
+        if memo is not None:
+            memo.seen, memo.context, memo.known = seen, context, known
     context.ids = {int(was): int(now) for was, now in created.items()}
     for index, (item, operation) in enumerate(zip(recorded, operation_of, strict=True)):
         answer = answers.get(index)
@@ -314,6 +382,16 @@ def drift(
                 )
             )
             continue
+        shown = (answer.status, tuple(answer.headers), answer.body)
+        if (
+            memo is not None
+            and not memo.filling
+            and index + 1 not in fresh
+            and memo.answers.get(index, (None,))[0] == shown
+        ):
+            found = memo.answers[index][1]
+            report.differences.extend(dataclasses.replace(d) for d in found)
+            continue
         exchange = _attributed(seen[index], answer, scenario, tokens)
         was = Side(
             item.status,
@@ -324,6 +402,7 @@ def drift(
         now = Side(answer.status, _grouped(answer.headers), answer.body)
         outcome = compare(exchange, _json(item.body) if item.body else None, was, now, context)
         report.ignored.update(outcome.ignored)
+        kept: list[Discrepancy] = []
         for found_difference in outcome.differences:
             discrepancy = dataclasses.replace(found_difference, **where)
             accepted = _accepted(scenario, discrepancy)
@@ -332,19 +411,25 @@ def drift(
                 report.accepted.append(discrepancy)
                 report.ignored[("accepted", f"{discrepancy.kind} {discrepancy.where}")] += 1
             else:
-                report.differences.append(discrepancy)
+                kept.append(discrepancy)
+        report.differences.extend(kept)
+        if memo is not None and memo.filling:
+            memo.answers[index] = (shown, [dataclasses.replace(d) for d in kept])
     return report
 
 
-def _context(scenario: Scenario, seen: list[Seen]) -> Context:
+def _context(scenario: Scenario, seen: list[Seen], recording: Recording) -> Context:
     """What the whole recording says, for attribution: constant headers, request ids."""
     values: dict[str, set[str]] = {}
     names: dict[str, str] = {}
     deprecation_seen = False
+    recorded_from = upstream_base(recording)
     for s in seen:
         for name, value in s.item.response_headers:
             lowered = name.lower()
             names.setdefault(lowered, name)
+            if lowered in RELATIVE_HEADERS:
+                value = relative_to_own(lowered, value, recorded_from or request_base(s.item))
             values.setdefault(lowered, set()).add(value)
         if s.facts.operation == "getPet" and "deprecation" in s.headers:
             deprecation_seen = True
@@ -365,7 +450,7 @@ def _context(scenario: Scenario, seen: list[Seen]) -> Context:
     validation = {
         s.status for s in seen if s.condition in VALIDATION_CONDITIONS and s.status in (400, 422)
     }
-    return Context(
+    context = Context(
         scenario,
         constants,
         names,
@@ -373,7 +458,21 @@ def _context(scenario: Scenario, seen: list[Seen]) -> Context:
         deprecation_seen,
         request_ids,
         frozenset(validation),
+        recorded_base=recorded_from,
     )
+    context.total_header = recorded_total(seen)
+    answered: dict[str, set[tuple[int, str | None]]] = {}
+    for s in seen:
+        if s.condition is not None and s.item.method != "HEAD":
+            answered.setdefault(s.condition, set()).add((s.status, s.code))
+    context.split = frozenset(
+        c for c, ways in answered.items() if len(ways) > 1 and c != "unexplained"
+    )
+    default = read_default(seen)
+    context.read_default = default[0] if default is not None else None
+    if context.total_header is not None:
+        context.rules.pop(context.total_header, None)  # not a constant: the listing's total
+    return context
 
 
 def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens) -> Exchange:
@@ -410,6 +509,8 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         header_offset=seen.header_offset,
         seen=seen,
         mock_code=code if isinstance(code, str) else None,
+        own=request_base(seen.item),
+        recorded_body=seen.body,
     )
 
 
@@ -463,6 +564,7 @@ async def _replay(
     assert tokens is not None
     scenario = replayer.scenario
     created: dict[str, str] = {}  # recorded pet id -> the mock's
+    pages: dict[tuple[str, str], tuple[str, str]] = {}  # a recorded page -> the mock's
     preloaded: set[str] = set()
     answers: dict[int, Replayed] = {}
     for index, (item, path, operation) in enumerate(
@@ -499,7 +601,11 @@ async def _replay(
             _preload(replayer, key, item, report)
         if operation is not None and created:
             path = _rewrite_ids(item.method, path, scenario.base_path, created)
-        answer = await replayer.send(item, path=path, body=body, declared=declared)
+        # A page the provider's Link named, asked for as the mock's Link names it.
+        query = rewrite_query(item.query, pages) if pages and operation == "listPets" else None
+        answer = await replayer.send(item, path=path, body=body, declared=declared, query=query)
+        if operation == "listPets" and item.status == 200 and answer.status == 200:
+            pages.update(page_pairs(_header(item.response_headers), _header(answer.headers)))
         if item.status == 0 or item.outcome != "response":
             # A broken answer (a mock's connection fault, an upstream that broke off):
             # replayed for its effects, not compared.
@@ -516,6 +622,10 @@ async def _replay(
             "the mock's own; later requests for them were sent with those ids"
         )
     return answers, created
+
+
+def _header(headers: list[tuple[str, str]], name: str = "link") -> str | None:
+    return next((value for key, value in headers if key.lower() == name), None)
 
 
 def _declared_size(item: Recorded) -> int | None:

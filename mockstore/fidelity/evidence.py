@@ -26,6 +26,7 @@ from typing import Any
 
 from mockstore.fidelity.conditions import Facts, classify, json_of
 from mockstore.fidelity.formats import http_date
+from mockstore.fidelity.rebase import Base, base_of, own_base, relative_to_own
 from mockstore.fidelity.recording import Recording
 from mockstore.fidelity.replayer import bearer
 from mockstore.keys import is_alias, key_alias
@@ -129,6 +130,26 @@ class Seen:
         )
 
 
+# Headers whose URLs on the service's own address are read relative to it (``rebase``):
+# a recording's upstream and a mock on any host and port then write the same. Location
+# is read as sent: whether it is a path or a URL is a setting (behaviour.location).
+RELATIVE_HEADERS = frozenset({"link", "content-location"})
+
+
+def upstream_base(recording: Recording) -> Base | None:
+    """Where the recorded service's own URLs start: the upstream ``mockstore record``
+    recorded (``recorded_from``), or None for a recording made elsewhere."""
+    recorded_from = recording.meta.get("recorded_from")
+    return base_of(recorded_from) if isinstance(recorded_from, str) else None
+
+
+def request_base(item: Recorded) -> Base | None:
+    """The address the client of ``item`` called (its ``Host``): where a mock answering
+    it writes its own URLs."""
+    host = next((value for name, value in item.headers if name.lower() == "host"), None)
+    return own_base("http", host)
+
+
 def recorded_base(recording: Recording) -> str | None:
     """The base path the recording was made under: its own word, else what its paths show.
 
@@ -167,6 +188,7 @@ def read(
     (``calibrate_condition``: a body probe refused for its size).
     """
     seen: list[Seen] = []
+    recorded_from = upstream_base(recording)
     for index, item in enumerate(recording.exchanges):
         if item.outcome != "response" or item.status == 0:
             continue
@@ -189,8 +211,12 @@ def read(
         token = bearer(item.headers) if facts.auth == "bearer" else None
         alias = (token if is_alias(token) else key_alias(token)) if token else None
         headers: dict[str, str] = {}
+        own = recorded_from or request_base(item)
         for name, value in item.response_headers:
-            headers.setdefault(name.lower(), value)
+            lowered = name.lower()
+            if lowered in RELATIVE_HEADERS:
+                value = relative_to_own(lowered, value, own)
+            headers.setdefault(lowered, value)
         body = json_of(item.response_body) if item.response_body else None
         keyed = alias is not None and (alias in known_keys or item.status != 401)
         bucket = alias if keyed and alias else f"address {item.client}"
@@ -257,6 +283,7 @@ def _conditions(seen: list[Seen]) -> None:
         if s.condition is not None:
             continue
         s.condition = _condition(s, fetched)
+    _constraints(seen)
 
 
 def _rate_conditions(seen: list[Seen]) -> None:
@@ -366,7 +393,38 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
     if problems:
         # Where the request meets several, mockstore's order is the best guess.
         return problems[0]
+    if facts.operation == "createPet" and status in (400, 422) and facts.fractions:
+        # 7.0 as an integer: valid by the schema, refused by a provider that reads
+        # numbers strictly (collections.numbers.body).
+        return "invalid_body"
     if facts.operation == "createPet" and status in (400, 413, 422):
-        # A valid NewPet refused: only its size can be wrong with it.
+        # A valid NewPet refused: its size, or one of the provider's own limits on its
+        # fields (``_constraints`` tells them apart across the recording).
         return "payload_too_large"
     return "unexplained"
+
+
+_SMALL_BODY = 512
+
+
+def _constraints(seen: list[Seen]) -> None:
+    """A valid NewPet refused not for its size but for a limit of the provider's on its
+    fields (collections.constraints): a larger body was accepted, or the refusal differs
+    (status or code) from the one the largest body refused got."""
+    accepted = [
+        s.facts.body_size
+        for s in seen
+        if s.facts.operation == "createPet" and 200 <= s.status < 300
+    ]
+    largest = max(accepted, default=-1)
+    guessed = [s for s in seen if s.condition == "payload_too_large" and s.status != 413]
+    sized = [s for s in seen if s.condition == "payload_too_large"]
+    reference = max(sized, key=lambda s: s.facts.body_size, default=None)
+    for s in guessed:
+        unlike = reference is not None and (s.status, s.code) != (reference.status, reference.code)
+        # With no body refused for its size to compare with (its answer lost to a reset
+        # connection, say), a small one is taken for a field's limit: no provider limits
+        # bodies to a few hundred bytes.
+        small = (reference is None or reference is s) and s.facts.body_size < _SMALL_BODY
+        if s.facts.body_size <= largest or unlike or small:
+            s.condition = "field_constraint"

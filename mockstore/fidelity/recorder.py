@@ -5,7 +5,11 @@ segment) is forwarded to the upstream as the client sent it: method, path,
 query, headers (less the hop-by-hop ones of RFC 9110 section 7.6.1 and those
 ``Connection`` names; ``Host`` becomes the upstream's) and body, streamed. The
 upstream's answer goes back unchanged, streamed too: status, headers (less the
-hop-by-hop ones), body bytes. A failure to reach the upstream is answered by
+hop-by-hop ones), body bytes; but absolute URLs to the upstream in ``Location``,
+``Content-Location`` and ``Link`` are written on the address the client called, as
+a reverse proxy's reverse mapping does (``rebase``), so a client that follows a
+redirect or a ``rel="next"`` stays on the recorder. The journal keeps what the
+upstream sent. A failure to reach the upstream is answered by
 the proxy itself: 502 (refused, reset, TLS) or 504 (timeout), with an Error body;
 so is a request body that does not arrive within the body timeout (408).
 
@@ -70,6 +74,7 @@ from mockstore.fidelity.aliases import (
     secret_of,
 )
 from mockstore.fidelity.forwarding import forwarded_path
+from mockstore.fidelity.rebase import Base, on_own_address, origin_of
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
 from mockstore.limits import Limits
@@ -179,6 +184,8 @@ class RecordingProxy:
         self._served = 0
         # The keys given to the recorder and those learnt lately, aliased wherever they appear.
         self.ring = ring if ring is not None else KeyRing()
+        # Where the upstream's own URLs start: moved to the recorder's address on the way out.
+        self._upstream_base = Base(origin_of(upstream.origin) or upstream.origin, upstream.prefix)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -294,7 +301,11 @@ class RecordingProxy:
                         encoding = value
                 request_id = request_id or self._next_id()
                 await send(
-                    {"type": "http.response.start", "status": status, "headers": headers_out}
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": on_own_address(scope, headers_out, self._upstream_base),
+                    }
                 )
                 async for chunk in response.aiter_raw():
                     response_copy.add(chunk)
@@ -542,6 +553,9 @@ class RecordApp(AppShell):
         extra = document["log"]["_mockstore"]
         extra["recorded_from"] = self.upstream.shown
         extra["keys"] = "aliased"  # every key is keys.key_alias(key)
+        # Clients were sent the upstream's own URLs on the recorder's address; the entries
+        # keep them as the upstream wrote them, on recorded_from.
+        extra["urls"] = "as the upstream sent them"
         document["log"]["comment"] = f"mockstore record of {self.upstream.shown} (wall clock)"
         return document
 

@@ -257,8 +257,10 @@ class Replayer:
         path: str | None = None,
         body: bytes | None = None,
         declared: int | None = None,
+        query: str | None = None,
     ) -> Replayed:
-        """Re-send ``item`` at its recorded instant (to ``path``, with ``body``, if given)."""
+        """Re-send ``item`` at its recorded instant (to ``path``, with ``query`` and
+        ``body``, if given)."""
         self.clock.set(item.time)
         self._wall = item.wall
         headers = self.tokens.headers(item.headers) if self.tokens is not None else item.headers
@@ -266,7 +268,7 @@ class Replayer:
             self.app,
             item.method,
             item.path if path is None else path,
-            item.query,
+            item.query if query is None else query,
             headers,
             item.body if body is None else body,
             item.client,

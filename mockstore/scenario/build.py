@@ -20,6 +20,7 @@ from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
+from mockstore.scenario.collections import build_collections, scenario_pets
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -185,6 +186,7 @@ class _Builder:
                 status=self.get(("ban", "status")),
                 trigger=self.get(("ban", "trigger")),
             )
+        collections = build_collections(self.data, self.get, self.problem, self._written())
         key_names = set(self._key_names())
         faults = []
         for index, raw in self._items("faults"):
@@ -211,9 +213,18 @@ class _Builder:
             anonymous_plan=anonymous,
             keys=tuple(keys),
             ban=ban,
-            pets=tuple(self._pets()),
+            pets=tuple(
+                scenario_pets(
+                    self._items("pets"),
+                    self.clean,
+                    self.problem,
+                    lambda index: self.marks.at(("pets", index))[0],
+                    keep=collections.unknown_fields == "keep",
+                )
+            ),
             generate_pets=self.get(("generate", "pets")),
             behaviour=self._behaviour(),
+            collections=collections,
             faults=tuple(faults),
             routes=tuple(routes),
             **surroundings(self.data, self.get, self.problem, self.checkable, base_path),
@@ -228,10 +239,9 @@ class _Builder:
 
     def _check_profile(self) -> None:
         """What the schema cannot say of a provider's profile (``behaviour``)."""
-        request_id = self.get(("behaviour", "request_id", "header"))
-        written = dict(_WRITTEN)
-        if isinstance(request_id, str):
-            written[request_id.lower()] = "behaviour.request_id"
+        written = self._written()
+        if isinstance(total := self.get(("collections", "pagination", "total_header"), None), str):
+            written[total.lower()] = "collections.pagination.total_header"
         for index, rule in self._behaviour_items("headers"):
             name = rule.get("name")
             if isinstance(name, str) and name.lower() in written:
@@ -259,6 +269,10 @@ class _Builder:
                     ("behaviour", "deprecation_link"),
                     f"{{{unknown[0]}}} names nothing: {{successor}} is the only placeholder",
                 )
+
+    def _written(self) -> dict[str, str]:  # the headers mockstore writes, and their settings
+        rid = self.get(("behaviour", "request_id", "header"))
+        return _WRITTEN | ({rid.lower(): "behaviour.request_id"} if isinstance(rid, str) else {})
 
     def _behaviour_items(self, name: str) -> list[tuple[int, dict[str, Any]]]:
         behaviour = self.data.get("behaviour")
@@ -368,47 +382,6 @@ class _Builder:
                 KeySpec(key, plan_name, raw.get("tenant", key), minute, day, raw.get("recorded_as"))
             )
         return keys
-
-    def _pets(self) -> list[dict[str, Any]]:
-        validator = schemas.schema_validator("Pet")
-        fields = set(schemas.object_fields("Pet"))
-        integers = schemas.integer_fields("Pet")
-        seen: dict[Any, int] = {}
-        pets = []
-        for index, pet in self._items("pets"):
-            if not self.clean(("pets", index)):
-                continue
-            errors = list(schemas.errors_of(validator, pet))
-            for error in errors:
-                self.problem(
-                    ("pets", index, *error.absolute_path),
-                    "not a valid Pet: " + schemas.describe(error, ""),
-                )
-            extra = sorted(set(pet) - fields)
-            if self.get(("behaviour", "unknown_fields")) == "keep":
-                extra = []  # a provider that keeps unknown fields has pets that carry some
-            for name in extra:
-                self.problem(
-                    ("pets", index, name),
-                    f"unknown Pet field {name!r}{did_you_mean(name, fields)}"
-                    f" (a Pet has {', '.join(sorted(fields))})",
-                    key=True,
-                )
-            pet_id = pet.get("id")
-            id_ok = not any(tuple(e.absolute_path)[:1] == ("id",) for e in errors)
-            if pet_id is not None and id_ok:
-                # Checked even on an otherwise broken pet, so every clash shows at once.
-                if pet_id in seen:
-                    line = self.marks.at(("pets", seen[pet_id]))[0]
-                    self.problem(
-                        ("pets", index, "id"),
-                        f"pet id {pet_id} is used twice (first on line {line})",
-                    )
-                    continue
-                seen[pet_id] = index
-            if not errors and not extra:
-                pets.append(schemas.as_integers(dict(pet), integers))
-        return pets
 
     def _behaviour(self) -> Behaviour:
         # Every setting the same way: the file's value (else the schema's default),

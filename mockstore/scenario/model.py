@@ -17,6 +17,7 @@ from typing import Any
 from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
+from mockstore.scenario.collections import Collections
 from mockstore.scenario.http_section import HttpSettings
 from mockstore.scenario.latency_section import LatencyRule
 from mockstore.scenario.loader import scenario_schema, schema_default
@@ -328,6 +329,7 @@ class Scenario:
     pets: tuple[dict[str, Any], ...] = ()
     generate_pets: int = 0
     behaviour: Behaviour = Behaviour()
+    collections: Collections = field(default_factory=Collections)
     faults: tuple[FaultRule, ...] = ()
     routes: tuple[Route, ...] = ()
     # HTTP semantics, maintenance windows, answer times (``http``, ``maintenance``, ``latency``).

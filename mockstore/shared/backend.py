@@ -27,6 +27,9 @@ Data layout (``PREFIX`` = ``mockstore:``)::
     mockstore:<epoch>:s:<n>:<group>:pets  hash: id -> the pet's JSON, as answered
     mockstore:<epoch>:s:<n>:<group>:ids   list: created ids in id order
     mockstore:<epoch>:s:<n>:<group>:ids:<status>  the same, of one status
+    mockstore:<epoch>:s:<n>:<group>:ord   sorted set: created pets' members (a scenario
+                                          that pages: ``mockstore.ordering``)
+    mockstore:<epoch>:s:<n>:<group>:ord:<status>  the same, of one status
     mockstore:runs                        the run counter of the mock and its tenants
                                           (``runs``)
     mockstore:journal, mockstore:journal:*  the mock's one journal stream and its

@@ -74,6 +74,11 @@ def whole(value: Any) -> int | None:
     return None
 
 
+def is_digest(text: str) -> bool:
+    """Whether ``text`` is a scenario digest as a process writes it (64 hex digits)."""
+    return _DIGEST.fullmatch(text) is not None
+
+
 def generation_of(value: Any) -> str | None:
     """A generation read back, as text; None when it is not one (absent, or not a number)."""
     number = whole(value)

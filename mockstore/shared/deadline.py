@@ -75,3 +75,9 @@ async def bounded(awaitable: Awaitable[T]) -> T:
         raise StateUnavailable(
             f"the shared state did not answer within {CONTROL_SECONDS:g} s"
         ) from None
+
+
+def time_left() -> float | None:
+    """Seconds left before the deadline in force (None: no deadline)."""
+    end = _DEADLINE.get()
+    return None if end is None else end - time.monotonic()

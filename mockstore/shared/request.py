@@ -13,7 +13,7 @@ from typing import Any
 from mockstore.faults import SharedRules
 from mockstore.ratelimit import DAY, MINUTE, Plan
 from mockstore.shared.backend import SharedState, Stale
-from mockstore.shared.store import Operation
+from mockstore.shared.store import Operation, Resize
 from mockstore.state import NO_BAN
 
 # No fault rule to count or fire: no counters, the seed unused, no rules.
@@ -68,4 +68,6 @@ async def run_request(
     if reply[0] == b"stale":
         await shared.refresh(reply[1].decode("utf-8", "replace"))
         raise Stale
+    if reply[0] == b"resize":
+        raise Resize(int(reply[1]))
     return reply

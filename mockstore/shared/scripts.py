@@ -25,10 +25,15 @@ with ``%.17g`` (which reads back as the same double) and read with
 
 from __future__ import annotations
 
+from mockstore.ordering import LUA_ID_PART
+from mockstore.pages import LUA_SPLIT
+
 # KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 the epoch's
 #       request number, 5 .. 4+C the fault rules' call counters, then the store's keys:
 #       +1 next id, +2 created bytes, +3 pets (hash id -> JSON), +4 ids (list),
-#       +5 ids of one status (list; the list to read for a listing)
+#       +5 ids of one status (list; the list to read for a listing), and for a scenario
+#       whose listings page (``mockstore.pages``): +6 every created pet's member, +7 the
+#       members of one status (sorted sets read by lexical range; the one a page reads)
 # ARGV: 1 generation, 2 now, 3 wall, 4 minute start, 5 day start ('f' for both: windows
 #       that start at a bucket's first request), 6 per minute, 7 per day, 8 ban after,
 #       9 ban within ('c': after consecutive refusals), 10 ban duration,
@@ -37,8 +42,9 @@ from __future__ import annotations
 #       fires at, calls (',3,5,' or ''), every ('' none), within its time window
 #       ('1'/'0'), probability ('' none), kind ('s' answers and stops the operation,
 #       'd' answers but runs it, 'n' fires without answering), its index;
-#       then the operation ('' | create | list | get) and its arguments.
-REQUEST = r"""
+#       then the operation ('' | create | list | get | page) and its arguments.
+REQUEST = (
+    r"""
 local generation = redis.pcall('GET', KEYS[1])
 if type(generation) == 'table' then return {'stale', ''} end
 if generation ~= ARGV[1] then return {'stale', generation or ''} end
@@ -66,6 +72,25 @@ local function num(value, key, whole)
   if n == nil or n ~= n or n > 9007199254740992 or n < -9007199254740992
     or (whole and (n < 0 or n ~= math.floor(n))) then bad(key) end
   return n
+end
+local function zset(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'zset' and kind ~= 'none' then bad(key) end
+end
+"""
+    + LUA_ID_PART
+    + LUA_SPLIT
+    + r"""
+do
+  -- A page at an offset where the two lists interleave is searched in a window of the
+  -- inventory sized for the pets created so far: more since, and nothing is counted yet.
+  local o = 14 + 9 * tonumber(ARGV[13])
+  if ARGV[o] == 'page' and ARGV[o + 1] == 'split' then
+    local key = KEYS[4 + tonumber(ARGV[11]) + 7]
+    zset(key)
+    local size = redis.call('ZCARD', key)
+    if size > tonumber(ARGV[o + 9]) then return {'resize', size} end
+  end
 end
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
@@ -192,6 +217,13 @@ if op == 'create' then
   redis.call('HSET', KEYS[k + 3], id, encoded)
   redis.call('RPUSH', KEYS[k + 4], id)
   if ARGV[o + 6] ~= '' then redis.call('RPUSH', KEYS[k + 5], id) end
+  if ARGV[o + 8] then
+    -- o+8 the pet's member without its id (mockstore.ordering): a scenario that pages
+    local member = member_of(ARGV[o + 8], id)
+    zset(KEYS[k + 6])
+    redis.call('ZADD', KEYS[k + 6], 0, member)
+    if ARGV[o + 6] ~= '' then zset(KEYS[k + 7]); redis.call('ZADD', KEYS[k + 7], 0, member) end
+  end
   head[9] = {'created', id, encoded}
 elseif op == 'list' then
   -- ARGV: o+1 how many created pets the page may need (ids only grow: the first ones,
@@ -208,6 +240,53 @@ elseif op == 'list' then
   if #ids > 0 then
     head[9] = checked(redis.pcall('HMGET', KEYS[k + 3], unpack(ids)), KEYS[k + 3])
   end
+elseif op == 'page' then
+  -- ARGV (mockstore.pages.Query): o+1 mode (up | down | rank | head | split), o+2 bound
+  -- ('' none), o+3 count, o+4 descending ('1'), o+5 start (the offset, for split),
+  -- o+6 low, o+7 high, o+8 window's length, o+9 guess, then the window's members.
+  -- Replies {size, inventory members before the offset (split; else -1), member, JSON, ...}
+  local key = KEYS[k + 7]
+  zset(key)
+  local kind = redis.call('TYPE', KEYS[k + 3])['ok']
+  if kind ~= 'hash' and kind ~= 'none' then bad(KEYS[k + 3]) end
+  local mode, bound, count = ARGV[o + 1], ARGV[o + 2], tonumber(ARGV[o + 3])
+  local descending = ARGV[o + 4] == '1'
+  local size = redis.call('ZCARD', key)
+  local members, before = {}, -1
+  if mode == 'up' then
+    local low = '-'
+    if bound ~= '' then low = '(' .. bound end
+    members = redis.call('ZRANGEBYLEX', key, low, '+', 'LIMIT', 0, count)
+  elseif mode == 'down' then
+    local high = '+'
+    if bound ~= '' then high = '(' .. bound end
+    members = redis.call('ZREVRANGEBYLEX', key, high, '-', 'LIMIT', 0, count)
+  else
+    local start = tonumber(ARGV[o + 5])
+    if mode == 'head' then start = math.min(start, size) end
+    if mode == 'split' then
+      local window = {}
+      for i = 1, tonumber(ARGV[o + 8]) do window[i] = ARGV[o + 9 + i] end
+      local low = tonumber(ARGV[o + 6])
+      before = split(key, window, low, low, tonumber(ARGV[o + 7]), start, descending)
+      start = start - before
+    end
+    if count > 0 and start < size then
+      if descending then members = redis.call('ZREVRANGE', key, start, start + count - 1)
+      else members = redis.call('ZRANGE', key, start, start + count - 1) end
+    end
+  end
+  local out = {tostring(size), tostring(before)}
+  if #members > 0 then
+    local ids = {}
+    for i, member in ipairs(members) do ids[i] = id_of(member) or '0' end
+    local found = redis.call('HMGET', KEYS[k + 3], unpack(ids))
+    for i, member in ipairs(members) do
+      out[#out + 1] = member
+      out[#out + 1] = found[i] or ''
+    end
+  end
+  head[9] = out
 elseif op == 'get' then
   -- ARGV: o+1 the pet's id
   local found = checked(redis.pcall('HGET', KEYS[k + 3], ARGV[o + 1]), KEYS[k + 3])
@@ -215,6 +294,7 @@ elseif op == 'get' then
 end
 return head
 """
+)
 
 # Control calls. KEYS: 1 generation, 2 configuration hash.
 # ARGV: 1 the generation the caller read (compare-and-set; '' to create the state),

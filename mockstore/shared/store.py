@@ -15,6 +15,9 @@ import json
 import logging
 from typing import Any
 
+from mockstore.errors import ApiError
+from mockstore.ordering import id_of
+from mockstore.pages import Fetched, Page, Position, page_query, read_page
 from mockstore.shared.connection import Connection
 from mockstore.shared.deadline import StateUnavailable, bounded
 from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _json_array, _ordered
@@ -28,27 +31,51 @@ PAST_MAX_ID = str(PetStore.MAX_ID + 1)
 
 
 class Operation:
-    """A store operation for the request script: its keys (after the epoch's) and arguments."""
+    """A store operation for the request script: its keys (after the epoch's) and arguments.
 
-    __slots__ = ("args", "group", "kind", "status")
+    ``ordered``: the scenario's listings page (``mockstore.pages``), so the store keeps
+    its created pets' members too (two more keys); ``query``: a page's.
+    """
 
-    def __init__(self, kind: str, group: str | None, status: str | None, args: list[Any]) -> None:
+    __slots__ = ("args", "group", "kind", "ordered", "query", "status")
+
+    def __init__(
+        self,
+        kind: str,
+        group: str | None,
+        status: str | None,
+        args: list[Any],
+        ordered: bool = False,
+    ) -> None:
         self.kind = kind
         self.group = group
         self.status = status
         self.args = [kind, *args]
+        self.ordered = ordered
+        self.query: Any = None
 
     def keys(self, epoch: str) -> list[str]:
         group = self.group or ""
         store = f"{epoch}s:{len(group)}:{group}:"
         ids = store + "ids"
-        return [
+        keys = [
             store + "next",
             store + "bytes",
             store + "pets",
             ids,
             ids + ":" + self.status if self.status else ids,
         ]
+        if self.ordered:
+            members = store + "ord"
+            keys += [members, members + ":" + self.status if self.status else members]
+        return keys
+
+
+class Resize(Exception):
+    """A page's search window was sized for fewer created pets than there are (``size``)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 def create_operation(
@@ -61,20 +88,55 @@ def create_operation(
     assert encoded.startswith(_ID_PLACEHOLDER), encoded[:16]
     status = new_pet.get("status")
     status_text = status if isinstance(status, str) else ""
-    return Operation(
-        "create",
-        group,
-        status_text or None,
-        [
-            str(store.inventory.next_id),
-            MAX_ID,
-            PAST_MAX_ID,
-            encoded[len(_ID_PLACEHOLDER) :],
-            "" if max_bytes is None else str(max_bytes),
-            status_text,
-            str(PET_OVERHEAD),
-        ],
-    )
+    args = [
+        str(store.inventory.next_id),
+        MAX_ID,
+        PAST_MAX_ID,
+        encoded[len(_ID_PLACEHOLDER) :],
+        "" if max_bytes is None else str(max_bytes),
+        status_text,
+        str(PET_OVERHEAD),
+    ]
+    ordering = store.inventory.ordering
+    if ordering is not None:
+        # Its member, less the id the script assigns (mockstore.ordering.LUA_ID_PART).
+        args.append(ordering.prefix(new_pet))
+    return Operation("create", group, status_text or None, args, ordered=ordering is not None)
+
+
+# A page at an offset where the lists interleave searches a window of the inventory as
+# wide as the pets created might be; the script asks again when more were (Resize).
+FIRST_GUESS = 64
+
+
+def page_operation(
+    group: str | None,
+    store: PetStore,
+    position: Position,
+    limit: int,
+    status: str | None,
+    guess: int = FIRST_GUESS,
+) -> Operation:
+    """The script's part of a page: the one query ``read_page`` makes of the created pets."""
+    inventory = store.inventory
+    assert inventory.ordering is not None
+    members = inventory.members.get(status, [])
+    query = page_query(members, inventory.ordering, position, limit, guess)
+    args: list[object] = [
+        query.mode,
+        query.bound,
+        str(query.count),
+        "1" if query.descending else "0",
+        str(query.start),
+        str(query.low),
+        str(query.high),
+        str(len(query.window)),
+        str(query.guess),
+        *query.window,
+    ]
+    operation = Operation("page", group, status, args, ordered=True)
+    operation.query = query
+    return operation
 
 
 def list_operation(
@@ -132,6 +194,48 @@ class RequestStore:
         if found is not None:
             return found
         return self.result[0] if self.result else None
+
+    def page(self, position: Position, limit: int, status: str | None) -> tuple[Page, list[bytes]]:
+        """The page the script fetched the created pets of (``page_operation``), and its JSON.
+
+        What came back from Redis is input: a reply of the wrong shape, or a member
+        whose pet is missing or not a pet, is refused (503) rather than answered.
+        """
+        operation, result = self.operation, self.result
+        assert operation is not None and operation.kind == "page"
+        inventory = self.local.inventory
+        assert inventory.ordering is not None
+        try:
+            total, before = int(result[0]), int(result[1])
+            pairs = result[2:]
+            if len(pairs) % 2 or total < 0:
+                raise ValueError("a reply of the wrong shape")
+            members = [bytes(m) for m in pairs[0::2]]
+            if any(len(m) < 21 or not m[-20:].isdigit() for m in members):
+                raise ValueError("a member that names no pet")
+            found = dict(zip(members, pairs[1::2], strict=True))
+        except (TypeError, ValueError, IndexError) as exc:
+            raise _inconsistent(f"a page's reply could not be read ({exc})") from None
+        fetched = Fetched(operation.query, total, before, members)
+        listed = inventory.members.get(status, [])
+        page = read_page(listed, fetched, inventory.ordering, position, limit)
+        bodies = []
+        for member in page.members:
+            encoded = inventory.json.get(id_of(member))
+            if encoded is None:
+                encoded = found.get(member) or None
+                if encoded is None or pet_json(encoded) is None:
+                    raise _inconsistent(f"pet {id_of(member)} is listed but not stored")
+            bodies.append(encoded)
+        return page, bodies
+
+
+def _inconsistent(reason: str) -> ApiError:
+    return ApiError(
+        "state_unavailable",
+        f"the mock's shared state is inconsistent: {reason}; nothing was changed",
+        headers=((b"retry-after", b"1"),),
+    )
 
 
 async def read_created(connection: Connection, epoch: str, group: str | None) -> list[bytes]:

@@ -37,7 +37,7 @@ from mockstore.shared.backend import (
     StateUnavailable,
     key_pages,
 )
-from mockstore.shared.config import digest_of, whole
+from mockstore.shared.config import digest_of, is_digest, whole
 from mockstore.shared.deadline import bounded
 from mockstore.state import Runtime
 from mockstore.urls import TENANT_ID
@@ -286,3 +286,23 @@ class SharedTenants:
                 await client.unlink(*keys)
         except Exception as exc:  # its journal streams expire by themselves; the rest stays
             log.warning("could not sweep tenant %r from the shared state: %s", tenant_id, exc)
+
+    async def digests(self, tenants: dict[str, int]) -> dict[str, str | None]:
+        """The digest of each tenant's scenario in service, in one round trip (None: none
+        there, or not one a process wrote)."""
+        if not tenants:
+            return {}
+        ids = list(tenants)
+
+        async def read(client: Any) -> list[Any]:
+            async with client.pipeline(transaction=False) as pipe:
+                for tenant_id in ids:
+                    pipe.hget(tenant_prefix(tenant_id, tenants[tenant_id]) + "config", "digest")
+                return await pipe.execute(raise_on_error=False)
+
+        found = await self._run(read, read=True)
+        digests: dict[str, str | None] = {}
+        for tenant_id, value in zip(ids, found, strict=True):
+            text = value.decode("ascii", "replace") if isinstance(value, bytes) else None
+            digests[tenant_id] = text if text is not None and is_digest(text) else None
+        return digests

@@ -13,6 +13,10 @@ any timing, that the proxy streams rather than buffers.
 - ``/v1/upload``: sets ``first_chunk`` when the first body chunk arrives.
 - ``/v1/broken``: promises a body, sends part of it, and fails.
 - ``/v1/gzip``: a gzip-encoded JSON body.
+- ``.../links`` (under any prefix): ``Location``, ``Content-Location`` and ``Link``
+  holding absolute URLs to itself (built from the ``Host`` it was sent and the path
+  before ``/links``, as a service behind a proxy builds them), to another host, to a
+  path, and to its own host outside the prefix.
 """
 
 from __future__ import annotations
@@ -80,6 +84,23 @@ class Echo:
             token = auth.partition(b" ")[2]
             extra = [(b"x-your-key", token), (b"set-cookie", b"session=" + token)]
             await _answer(send, 200, {"you_sent": token.decode()}, extra)
+        elif path.endswith("/links"):
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            base = f"http://{host}{path.removesuffix('/links')}"
+            extra = [
+                (b"location", f"{base}/pets/7".encode()),
+                (b"content-location", f"{base}/pets?limit=2".encode()),
+                (
+                    b"link",
+                    (
+                        f'<{base}/pets?limit=2&cursor=b2Zmc2V0OjI>; rel="next", '
+                        '<https://docs.example/guide?x=1>; rel="help", '
+                        '</v1/pets?limit=2>; rel="first", '
+                        f'<http://{host}/status>; rel="service"'
+                    ).encode(),
+                ),
+            ]
+            await _answer(send, 201, {"links": True}, extra)
         elif path == "/v1/stream":
             await send(
                 {

@@ -84,6 +84,8 @@ import uvicorn
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
+from tests.upstream import profiled_collections as collection
+from tests.upstream.profiled_collections import Collections
 from tests.upstream.profiled_http import Front, HttpChoices, Made, served
 from tests.upstream.profiled_http import problems as http_problems
 
@@ -119,6 +121,8 @@ Condition = Literal[
     "key_banned",
     "gone",
     "list_orders",
+    "bad_page",
+    "field_constraint",
 ]
 STATUSES: tuple[str, ...] = typing.get_args(PetStatus)
 OPERATIONS: tuple[str, ...] = typing.get_args(Operation)
@@ -150,6 +154,8 @@ PLAUSIBLE_STATUSES: dict[str, tuple[int, ...]] = {
     "key_banned": (429, 403, 503),
     "gone": (410, 404),
     "list_orders": (403, 404, 501),
+    "bad_page": (400, 422),
+    "field_constraint": (400, 422),
 }
 CODE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")
 TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token (a header name)
@@ -256,6 +262,9 @@ class Refusals:
     gone: Refusal = Refusal(410, "gone")
     # GET /store/orders; None serves it: 200 and an empty list.
     list_orders: Refusal | None = Refusal(501, "not_implemented")
+    # A page parameter that names no page; a NewPet past collections' own limits.
+    bad_page: Refusal = Refusal(400, "invalid_parameter")
+    field_constraint: Refusal = Refusal(400, "validation_failed")
     extra_fields: tuple[ExtraField, ...] = ()
     # None: a 401 carries no WWW-Authenticate.
     www_authenticate: WwwAuthenticate | None = WwwAuthenticate()
@@ -409,6 +418,8 @@ class Semantics:
     then creations). ``head``: the GET operations that serve HEAD (others: 405).
     ``max_body_bytes``: the largest createPet body accepted (inclusive).
     ``default_status`` of a pet created without one (None: no ``status`` field).
+    ``collections``: pages, orders by a field, filters in any case, numbers, limits
+    (``tests/upstream/profiled_collections.py``).
     """
 
     limit_above_maximum: Literal["refuse", "clamp"] = "refuse"
@@ -418,6 +429,7 @@ class Semantics:
     max_body_bytes: int = 1_048_576
     default_status: PetStatus | None = None
     pets: tuple[SeedPet, ...] = ()
+    collections: Collections = field(default_factory=Collections)
 
 
 @dataclass(frozen=True)
@@ -723,6 +735,9 @@ def _problems(profile: Profile) -> list[str]:
             "a quoted-string without quotes or backslashes",
         )
 
+    problems.extend(
+        collection.problems(profile.semantics.collections, TOKEN, MANAGED_HEADERS | managed)
+    )
     limits = profile.rate_limits
     need(bool(limits.plans), "$.rate_limits.plans", "at least one plan")
     for name, plan in limits.plans:
@@ -908,6 +923,15 @@ class PetStore:
     def __init__(self, pets: tuple[SeedPet, ...]) -> None:
         self._pets: dict[int, dict[str, Any]] = {pet.id: pet.as_json() for pet in pets}
         self._next_id = max(self._pets, default=0) + 1
+        self._positions = {pet.id: index for index, pet in enumerate(pets)}
+
+    def listing(
+        self, status: str | None, order: str, collections: Collections
+    ) -> list[dict[str, Any]]:
+        """Every pet the filter keeps, in the listing's order."""
+        key, reverse = collection.order_key(collections, order, self._positions)
+        kept = [p for p in self._pets.values() if status is None or p.get("status") == status]
+        return sorted(kept, key=key, reverse=reverse)
 
     def add(self, fields: dict[str, Any]) -> dict[str, Any] | None:
         if len(self._pets) >= MAX_PETS or self._next_id > INT64_MAX:
@@ -1274,6 +1298,11 @@ class ProfiledPetStore:
         query = request.query_params
         limit = LIMIT_DEFAULT
         raw_limit = query.get("limit")
+        read = (
+            collection.number(raw_limit, self.profile.semantics.collections) if raw_limit else None
+        )
+        if raw_limit is not None and read is not None and read >= 0:
+            raw_limit = str(read)
         if raw_limit is not None:
             if not raw_limit.isascii() or not raw_limit.isdigit():
                 raise Refused(
@@ -1293,12 +1322,29 @@ class ProfiledPetStore:
             else:
                 limit = int(digits)
         status = query.get("status")
+        collections = self.profile.semantics.collections
+        if status is not None and collections.status_case_insensitive:
+            status = status.lower()
         if status is not None and status not in STATUSES:
             raise Refused(
                 "bad_status_filter",
                 f"status must be one of {', '.join(STATUSES)}, got {status[:40]!r}",
             )
-        return Answer(200, self._store.list(status, limit, self.profile.semantics.list_order))
+        semantics = self.profile.semantics
+        if collections == Collections() or (
+            collections.pagination == "limit"
+            and collections.order_by is None
+            and collections.total_header is None
+        ):
+            return Answer(200, self._store.list(status, limit, semantics.list_order))
+        listing = self._store.listing(status, semantics.list_order, collections)
+        base = f"{BASE}/pets"
+        if collections.link_urls == "absolute":
+            base = str(request.base_url).rstrip("/") + base
+        shown, headers = collection.page(
+            collections, listing, request.url.query, limit, base, Refused
+        )
+        return Answer(200, shown, headers)
 
     async def _create_pet(self, request: Request) -> Answer:
         semantics = self.profile.semantics
@@ -1325,11 +1371,16 @@ class ProfiledPetStore:
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise Refused("malformed_json", "the body is not valid JSON") from None
         self._sent_bodies[id(request)] = data
+        collections = semantics.collections
+        if isinstance(data, dict) and "categoryId" in data:
+            data = {**data, "categoryId": collection.category(data["categoryId"], collections)}
         fields = _new_pet(data)
         unknown = [name for name in data if name not in ("name", "categoryId", "status")]
         if unknown and semantics.unknown_fields == "refuse":
             raise Refused("unknown_field", f"unknown field(s): {', '.join(unknown)[:200]}")
-        if "status" not in fields and semantics.default_status is not None:
+        collection.check(fields, collections, Refused)
+        defaulted = "status" not in fields and semantics.default_status is not None
+        if defaulted:
             fields["status"] = semantics.default_status
         if semantics.unknown_fields == "keep":
             fields.update((name, data[name]) for name in unknown if name != "id")
@@ -1338,6 +1389,9 @@ class ProfiledPetStore:
             return Answer(
                 507, {"code": "store_full", "message": "the store is full", "status": 507}
             )
+        if defaulted and collections.default_on_read:
+            # Stored with its default; the 201 is the pet as it was sent.
+            return Answer(201, {name: value for name, value in pet.items() if name != "status"})
         return Answer(201, pet)
 
     def _get_pet(self, raw_id: str, now: float) -> Answer:

@@ -15,7 +15,7 @@ The named profiles:
   names are ours);
 - ``GATEWAY``: a provider behind an API gateway, far from mockstore in every
   class (upper-case codes, 422, 403 bans after consecutive 429s, epoch-ms resets,
-  windows from the first request, ...);
+  windows from the first request, cursor pages by name in any case, ...);
 - ``LEGACY``: an older provider, far from both (no request id, ``Deprecation:
   true``, 503 bans, seconds-from-now resets, unknown fields kept, ...).
 
@@ -51,6 +51,7 @@ from tests.upstream.profiled import (
     Semantics,
     WwwAuthenticate,
 )
+from tests.upstream.profiled_collections import Collections
 from tests.upstream.profiled_http import (
     ECHO_PATTERNS,
     CorsChoice,
@@ -81,6 +82,8 @@ CODE_WORDS: dict[str, tuple[str, ...]] = {
     "key_banned": ("key_banned", "temporarily_banned", "api_key_suspended", "abuse_detected"),
     "gone": ("gone", "endpoint_removed", "operation_removed", "sunset"),
     "list_orders": ("forbidden", "not_implemented", "not_found", "insufficient_scope"),
+    "bad_page": ("invalid_parameter", "invalid_cursor", "invalid_page", "bad_request"),
+    "field_constraint": ("validation_failed", "invalid_field", "name_too_long", "out_of_range"),
 }
 HEADER_NAMES = (
     "X-Api-Version",
@@ -322,6 +325,37 @@ _pet_names = st.text(
 )
 
 
+TOTAL_HEADERS = ("X-Total-Count", "X-Total", "Total-Count", "X-Result-Count")
+PAGE_PARAMETERS = ("", "after", "page_token", "skip", "p")
+
+
+@st.composite
+def _collections(draw: st.DrawFn) -> Collections:
+    """How a provider pages, orders, filters and reads its collection: each drawn on its own
+    (links only with pages; a page parameter of its own or the style's name)."""
+    style = draw(st.sampled_from(["limit", "cursor", "offset", "page"]))
+    rels = ("next", "prev", "first", "last")
+    links = (
+        () if style == "limit" else tuple(draw(st.permutations(rels))[: draw(st.integers(0, 4))])
+    )
+    return Collections(
+        pagination=style,
+        page_parameter="" if style == "limit" else draw(st.sampled_from(PAGE_PARAMETERS)),
+        links=links,  # type: ignore[arg-type]
+        link_urls=draw(st.sampled_from(["relative", "absolute"])),
+        total_header=draw(st.one_of(st.none(), st.sampled_from(TOTAL_HEADERS))),
+        order_by=draw(st.sampled_from([None, "name", "categoryId", "status"])),
+        order_descending=draw(st.booleans()),
+        order_case_insensitive=draw(st.booleans()),
+        status_case_insensitive=draw(st.booleans()),
+        default_on_read=draw(st.booleans()),
+        numbers_body=draw(st.sampled_from(["strict", "schema", "lenient"])),
+        numbers_query=draw(st.sampled_from(["strict", "lenient"])),
+        name_max_length=draw(st.sampled_from([None, 32, 50, 64, 100])),
+        category_minimum=draw(st.sampled_from([None, 0, 1])),
+    )
+
+
 @st.composite
 def _semantics(draw: st.DrawFn) -> Semantics:
     pets = draw(
@@ -347,6 +381,7 @@ def _semantics(draw: st.DrawFn) -> Semantics:
         ),
         default_status=draw(st.one_of(st.none(), st.sampled_from(STATUSES))),  # type: ignore[arg-type]
         pets=tuple(pets),
+        collections=draw(_collections()),
     )
 
 
@@ -521,6 +556,8 @@ GATEWAY = Profile(
         key_banned=Refusal(403, "API_KEY_SUSPENDED"),
         gone=Refusal(404, "ROUTE_NOT_FOUND"),
         list_orders=Refusal(403, "INSUFFICIENT_SCOPE"),
+        bad_page=Refusal(422, "INVALID_CURSOR"),
+        field_constraint=Refusal(422, "FIELD_TOO_LONG"),
         extra_fields=(ExtraField("traceId", "uuid"), ExtraField("timestamp", "timestamp")),
         www_authenticate=None,
         routing="before_auth",
@@ -546,6 +583,19 @@ GATEWAY = Profile(
             SeedPet(101, "Biscuit", 3, "available"),
             SeedPet(17, "Pepper", 1, "sold"),
             SeedPet(58, "Nori", 2, "pending"),
+        ),
+        collections=Collections(
+            pagination="cursor",
+            page_parameter="after",
+            links=("next",),
+            total_header="X-Total-Count",
+            order_by="name",
+            order_case_insensitive=True,
+            status_case_insensitive=True,
+            default_on_read=True,
+            numbers_body="lenient",
+            numbers_query="lenient",
+            name_max_length=64,
         ),
     ),
 )
@@ -588,6 +638,8 @@ LEGACY = Profile(
         key_banned=Refusal(503, "temporarily_blocked"),
         gone=Refusal(410, "removed"),
         list_orders=None,
+        bad_page=Refusal(400, "bad_page"),
+        field_constraint=Refusal(400, "invalid_pet"),
         extra_fields=(
             ExtraField("documentation_url", "constant", "https://legacy.example.com/errors"),
             ExtraField("request_id", "request_id"),
@@ -617,6 +669,14 @@ LEGACY = Profile(
             SeedPet(3, "Mango", 2),
             SeedPet(27, "Olive", 4, "sold"),
             SeedPet(12, "Tofu", 1, "available"),
+        ),
+        collections=Collections(
+            pagination="page",
+            links=("first", "prev", "next", "last"),
+            link_urls="absolute",
+            total_header="X-Total",
+            numbers_body="strict",
+            category_minimum=1,
         ),
     ),
 )

@@ -22,6 +22,7 @@ from typing import Any
 
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
+from mockstore.fidelity.calibrate.collections import learn_collections
 from mockstore.fidelity.calibrate.learn_errors import computed_field, learn_messages
 from mockstore.fidelity.calibrate.learn_http import HttpLearner
 from mockstore.fidelity.calibrate.learn_latency import learn_latency
@@ -109,9 +110,15 @@ def learn(
     http = HttpLearner(seen, result, base, cite, notes=not trusted)
     learner = _Learner(seen, result, base, names or {}, handled=http.handled_headers())
     learner.run()
-    learner.store(
-        pets_before(recording.exchanges, [_operation(item, base) for item in recording.exchanges])
-    )
+    learn_collections(seen, result, cite)
+    operations = [_operation(item, base) for item in recording.exchanges]
+    learner.store(pets_before(recording.exchanges, operations))
+    result.created = {
+        s.body["id"]
+        for s in seen
+        if s.facts.operation == "createPet" and 200 <= s.status < 300
+        and isinstance(s.body, dict) and isinstance(s.body.get("id"), int)
+    }  # fmt: skip
     http.run()
     learn_maintenance(seen, result, cite)
     if not trusted:

@@ -29,6 +29,7 @@ import json
 import secrets
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from mockstore.fidelity.calibrate.learn import learn
 from mockstore.fidelity.calibrate.options import KeyOption, Options
@@ -37,6 +38,7 @@ from mockstore.fidelity.calibrate.probes_http import probe_http
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.conditions import json_of
 from mockstore.fidelity.formats import http_date, retry_after_kind
+from mockstore.fidelity.listings import parse_links
 from mockstore.fidelity.recording import InputError, Recording
 from mockstore.fidelity.upstream import UpstreamError, parse_upstream
 from mockstore.keys import is_alias, key_alias
@@ -46,6 +48,18 @@ BODY_SEARCH_START = 1024
 BODY_SEARCH_CAP = 16 * 1024 * 1024
 # Tries per body size: each is a body no service stores (a NewPet without categoryId).
 BODY_SEND_TRIES = 3
+
+
+def _next_page(probe: Probe | None, base: str) -> str | None:
+    """The path (under ``base``) of a listing probe's rel="next" Link, if it has one."""
+    if probe is None or probe.exchange is None or probe.status != 200:
+        return None
+    links = dict(parse_links(probe.header("link") or ""))
+    if "next" not in links:
+        return None
+    target = urlsplit(links["next"])
+    path = target.path[len(base) :] if target.path.startswith(base + "/") else target.path
+    return path + (f"?{target.query}" if target.query else "")
 
 
 def check_key(key: str) -> None:
@@ -369,6 +383,24 @@ class Calibrator:
             self._send("HEAD listOrders", "HEAD", "/store/orders", key=key)
         if not self.known.routes and self.open("behaviour.error_codes.not_implemented"):
             self._send("listOrders", "GET", "/store/orders", key=key)
+        self._collection(key)
+
+    def _collection(self, key: str) -> None:
+        """Read-only: a listing's pages (two in a row, by its own Link), a filter in
+        capitals, a limit written 1.0; what the recording leaves open of ``collections``."""
+        if self.open("collections.pagination.style") and self.open(
+            "collections.pagination.total_header"
+        ):
+            first = self._send("a page of one", "GET", "/pets?limit=1", key=key)
+            for step in ("the page after it", "the page after that"):
+                following = _next_page(first, self.base)
+                if following is None:
+                    break
+                first = self._send(step, "GET", following, key=key)
+        if self.open("collections.filters.status_case"):
+            self._send("a status filter in capitals", "GET", "/pets?status=SOLD&limit=1", key=key)
+        if self.open("collections.numbers.query"):
+            self._send("a limit written 1.0", "GET", "/pets?limit=1.0", key=key)
 
     def _spend_a_minute(self) -> None:
         """Spend the minute of the key with the least left; its first 429 ends it."""

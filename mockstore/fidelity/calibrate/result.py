@@ -65,6 +65,9 @@ class Calibration:
     estimated: dict[str, str] = field(default_factory=dict)  # path -> why it is a guess
     varying: set[str] = field(default_factory=set)  # header names no constant reproduces
     confirmed: set[str] = field(default_factory=set)  # settled at mockstore's default
+    # Pet ids the recording created: a later listing (the probes') shows them, but a
+    # replay of the recording creates them again, so the scenario does not start with them.
+    created: set[int] = field(default_factory=set)
 
     def set(self, path: str, value: Any, *evidence: str) -> None:
         """Settle ``path`` (a scenario setting) to ``value``, citing ``evidence``."""
@@ -140,6 +143,10 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
         names = {str(entry.value.get("name", "")).lower() for entry in mine}
         if path == "behaviour.headers":
             names |= first.varying
+            # The listing's total (collections.pagination.total_header) is no constant.
+            total = first.value("collections.pagination.total_header")
+            if isinstance(total, str):
+                names.add(total.lower())
         mine += [
             entry
             for entry in then.items.get(path, [])
@@ -147,10 +154,18 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
         ]
         if mine:
             out.items[path] = mine
+    if any(path.startswith("collections.order.") for path in out.settings):
+        # Ordered by a field: behaviour.list_order (the older spelling) cannot say it too.
+        out.settings.pop("behaviour.list_order", None)
     out.keys = list(first.keys)
     out.keys += [key for key in then.keys if first.key(key.alias) is None]
     out.anonymous = first.anonymous or then.anonymous
-    out.pets = first.pets or then.pets
+    out.pets = first.pets
+    if out.pets is None and then.pets is not None:
+        kept = [pet for pet in then.pets.value if pet.get("id") not in first.created]
+        if kept:
+            out.pets = Setting(kept, then.pets.evidence)
+    out.created = first.created | then.created
     out.routes = first.routes or then.routes
     said = {text.split(": ", 1)[0] for text in first.inexpressible}
     for text in [*first.inexpressible, *then.inexpressible]:

@@ -106,6 +106,10 @@ def render_scenario(result: Calibration, options: Options, sent: int) -> str:
     if behaviour:
         lines.append("behaviour:")
         lines.extend(behaviour)
+    collections = _section(result, "collections", _SCHEMA["properties"]["collections"], "  ")
+    if collections:
+        lines.append("collections:")
+        lines.extend(collections)
     if result.routes:
         lines.append("routes:")
         for route in result.routes:
