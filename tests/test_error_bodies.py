@@ -88,6 +88,50 @@ def test_details_name_every_invalid_field(api: LiveServer) -> None:
     assert many["message"].endswith("(validation_failed, 422)")
 
 
+COLLECTIONS = f"""\
+version: 1
+keys: [{{key: {KEY}, plan: pro}}]
+collections:
+  pagination: {{style: cursor}}
+  numbers: {{body: strict}}
+  constraints: {{name: {{max_length: 8}}, categoryId: {{minimum: 1}}}}
+behaviour:
+  validation_status: 422
+  error_messages:
+    field_constraint: "{{parameter}} {{value}} breaks a limit"
+    bad_cursor: "bad {{parameter}}: {{value}}"
+    invalid_body: "{{parameter}} was {{value}}"
+  error_fields:
+    - {{name: rejectedValue, generate: value}}
+    - name: details
+      generate: details
+      item: {{field: '{{field}}', issue: '{{reason}}', in: '{{location}}'}}
+"""
+
+
+def test_the_collections_refusals_name_their_value_and_field() -> None:
+    # The conditions of the collections section (a field past a limit, a cursor the mock
+    # never made, a number written with a fraction where the provider is strict) embed
+    # their offending value and field as any other refusal does.
+    with (
+        mock_server(COLLECTIONS) as running,
+        httpx.Client(base_url=running.api, headers=AUTH) as http,
+    ):
+        long = http.post("/pets", json={"name": "Maximilian", "categoryId": 1}).json()
+        low = http.post("/pets", json={"name": "Rex", "categoryId": 0}).json()
+        cursor = http.get("/pets?cursor=not-ours").json()
+        fraction = http.post("/pets", json={"name": "Rex", "categoryId": 7.0}).json()
+    assert long["message"] == "name Maximilian breaks a limit"
+    assert long["rejectedValue"] == "Maximilian"
+    assert long["details"] == [{"field": "name", "issue": "maxLength", "in": "body"}]
+    assert low["details"] == [{"field": "categoryId", "issue": "minimum", "in": "body"}]
+    assert low["rejectedValue"] == 0
+    assert cursor["message"] == "bad cursor: not-ours"
+    assert cursor["details"] == [{"field": "cursor", "issue": "format", "in": "query"}]
+    assert fraction["message"] == "categoryId was 7.0"
+    assert fraction["details"] == [{"field": "categoryId", "issue": "type", "in": "body"}]
+
+
 def test_the_wait_is_computed_from_the_answer(api: LiveServer) -> None:
     with httpx.Client(base_url=api.api, headers=AUTH) as http:
         for _ in range(3):

@@ -107,6 +107,14 @@ def status(ex: Exchange, ctx: Context) -> Cause | None:
                     return setting(ETAG[operation], "weak" if tag.startswith("W/") else "strong")
                 return setting(LAST_MODIFIED, sorted({*http.conditional.last_modified, operation}))
             if operation in chosen:
+                dated = http.conditional.last_modified
+                if (
+                    operation not in dated
+                    and _request_header(ex, "if-none-match") is None
+                    and _request_header(ex, "if-modified-since") is not None
+                ):
+                    # A 304 by date alone: the mock needs the read's Last-Modified to compare.
+                    return setting(LAST_MODIFIED, sorted({*dated, operation}))
                 return cannot("representation")  # conditional already: its ETag differs
             chosen.add(operation)
         elif operation not in chosen:
