@@ -62,7 +62,9 @@ class Intake:
                     condition="invalid_body",
                     value=given,
                     parameter=name,
-                    details=(FieldProblem("body", (name,), "type", "an integer with a fraction", given),),
+                    details=(
+                        FieldProblem("body", (name,), "type", "an integer with a fraction", given),
+                    ),
                 )
             if isinstance(given, str) and self._lenient:
                 found = _DIGITS.fullmatch(given)
