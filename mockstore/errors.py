@@ -168,9 +168,13 @@ def error_body(code: str, message: str, status: int | None = None, **extra: Any)
     return compact_json({"code": code, "message": message, "status": status, **extra})
 
 
+# ``json.dumps`` with any option builds an encoder per call; this is the one it would build.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def compact_json(value: Any) -> bytes:
     """JSON with no spaces and non-ASCII escaped: any string, even a lone surrogate, encodes."""
-    return json.dumps(value, separators=(",", ":")).encode("ascii")
+    return _COMPACT.encode(value).encode("ascii")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mockstore import Control
+from mockstore.control.guard import ControlGuard
 from tests.rawhttp import request
 from tests.support import LiveServer, live_server
 
@@ -173,6 +176,36 @@ def test_loopback_names_are_allowed(server: LiveServer, host: str) -> None:
     port = server.url.rsplit(":", 1)[1]
     response = request(server.url, "GET", "/__mockstore/keys", [("Host", f"{host}:{port}")])
     assert response.status == 200, (host, response.body[:200])
+
+
+def test_an_address_let_through_lets_no_other_name_through(server: LiveServer) -> None:
+    # The guard remembers the last Host that was an IP address (parsing it is most
+    # of the check): what follows it is judged afresh, an empty Host included.
+    port = server.url.rsplit(":", 1)[1]
+    hosts = ["127.0.0.1", f"rebind.evil.example:{port}", "127.0.0.1", "", "127.0.0.1"]
+    statuses = [
+        request(server.url, "GET", "/__mockstore/keys", [("Host", host)]).status for host in hosts
+    ]
+    assert statuses == [200, 403, 200, 403, 200]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["", "127.0.0.1", "::1", "10.0.0.7", "localhost", "evil.example"]),
+            st.ip_addresses().map(str),
+            st.text(max_size=12),
+        ),
+        max_size=12,
+    )
+)
+def test_the_host_check_judges_each_name_as_a_fresh_guard_would(names: list[str]) -> None:
+    scope = {"server": ("127.0.0.1", 8080)}
+    remembering = ControlGuard()
+    assert not remembering.host_allowed("", scope)  # nothing remembered yet lets anything in
+    for name in names:
+        assert remembering.host_allowed(name, scope) == ControlGuard().host_allowed(name, scope)
 
 
 def test_names_given_with_the_option_are_allowed() -> None:

@@ -21,8 +21,9 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.control import events as event_stream
-from mockstore.control.dashboard import PAGE_POLICY, is_public_path, ui_files
+from mockstore.control.dashboard import PAGE_POLICY, ui_files
 from mockstore.control.events import MAX_STREAMS, encode_entry, next_batch
+from mockstore.control.guard import is_public_path
 from mockstore.journal import Entry, Journal, mask
 from mockstore.scenario import bundled_names, read_scenario_source
 from tests.support import auth, live_server

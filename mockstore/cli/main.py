@@ -3,42 +3,35 @@
 Each command is a module of this package with ``NAME``, ``SUMMARY``,
 ``EXAMPLES``, ``EXIT_CODES``, ``add_arguments(parser)`` and ``run(args)``;
 its ``--help`` shows its own options, examples and exit statuses. A command's
-module imports what it needs when it runs, so ``mockstore --help`` stays quick.
+module imports what it needs when it runs, so ``mockstore --help`` stays quick;
+and a command line that names a command imports only that command's module
+(``mockstore serve`` starts without the argument types of ``record`` or
+``calibrate``, which import the fidelity tools).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from mockstore.cli import (
-    calibrate,
-    drift,
-    openapi,
-    record,
-    replay,
-    report,
-    scenarios,
-    schema,
-    serve,
-    validate,
-)
 from mockstore.cli.args import USAGE, epilog, pipe_closed
 from mockstore.version import __version__
 
-COMMANDS: tuple[ModuleType, ...] = (
-    serve,
-    validate,
-    schema,
-    scenarios,
-    openapi,
-    report,
-    replay,
-    record,
-    drift,
-    calibrate,
+# Every command, in the order the overview lists them: each a module of this package.
+COMMAND_NAMES: tuple[str, ...] = (
+    "serve",
+    "validate",
+    "schema",
+    "scenarios",
+    "openapi",
+    "report",
+    "replay",
+    "record",
+    "drift",
+    "calibrate",
 )
 OVERVIEW = """\
 examples:
@@ -52,8 +45,20 @@ examples:
 EXIT_CODES = ("    0  the command succeeded", f"{USAGE} (unknown command or option)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``mockstore`` parser: a short overview, and one sub-parser per command."""
+def command(name: str) -> ModuleType:
+    """The module of the command ``name`` (one of ``COMMAND_NAMES``), imported now."""
+    if name not in COMMAND_NAMES:
+        raise ValueError(f"no such command: {name!r}")
+    return importlib.import_module(f"mockstore.cli.{name}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``mockstore`` parser: a short overview, and one sub-parser per command.
+
+    ``only``: the one command a command line names; the parser has that
+    command's sub-parser alone, so only its module is imported (every
+    other command line, ``--help`` and mistakes included, gets them all).
+    """
     parser = argparse.ArgumentParser(
         prog="mockstore",
         description="A high-fidelity mock server of the Pet Store service.",
@@ -62,22 +67,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mockstore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
+    for name in COMMAND_NAMES if only is None else (only,):
+        module = command(name)
         child = sub.add_parser(
-            command.NAME,
-            help=command.SUMMARY,
-            description=command.SUMMARY,
-            epilog=epilog(command.EXAMPLES, command.EXIT_CODES),
+            module.NAME,
+            help=module.SUMMARY,
+            description=module.SUMMARY,
+            epilog=epilog(module.EXAMPLES, module.EXIT_CODES),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        command.add_arguments(child)
-        child.set_defaults(run=command.run)
+        module.add_arguments(child)
+        child.set_defaults(run=module.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    # The command is the first word (no option of the overview takes a value).
+    named = words[0] if words and words[0] in COMMAND_NAMES else None
+    parser = build_parser(only=named)
+    args = parser.parse_args(words)
     if args.command is None:
         parser.print_help()
         return 2

@@ -9,6 +9,12 @@ Under ``/__mockstore/tenants/<id>/`` the ``Host`` check and the token come
 before the tenant is even looked up (``tenant_refusal``), so tenant ids cannot
 be probed. Clients' raw keys (``requests.har?mask=false``) go only to a token
 holder or a caller on this machine.
+
+The control API is mounted lazily: its Starlette app, its routes and every
+module behind them (the journal's reports, HAR, the dashboard) are imported and
+built on its first call, not when a server starts, so ``mockstore serve``
+answers its first API request without them (issue 29). The first build imports
+in a worker thread, so the event loop keeps serving meanwhile.
 """
 
 from __future__ import annotations
@@ -16,20 +22,16 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import sys
+import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from mockstore.control.dashboard import is_public_path
-from mockstore.control.guard import ControlGuard, is_remote_client
-from mockstore.control.http import HOLDS, RAW_KEYS, error_response
-from mockstore.control.routes import control_routes
+from mockstore.control.guard import ControlGuard, is_public_path, is_remote_client
+from mockstore.control.scope import HOLDS, RAW_KEYS
 from mockstore.errors import ApiError
 from mockstore.keys import parse_authorization
 from mockstore.limits import Limits
@@ -41,13 +43,24 @@ from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX, TENANTS_PREFIX
 
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
 log = logging.getLogger("mockstore.control")
+# The modules a first build imports: once they are, building is quick enough for the loop.
+_ROUTES_MODULE = "mockstore.control.routes"
+_BUILDING = threading.Lock()
 _CLOSE = ((b"connection", b"close"),)
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
+    from mockstore.control.http import error_response
+
     assert isinstance(exc, ApiError)
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in exc.headers}
     return error_response(exc.code, exc.message, exc.status, headers=headers)
@@ -55,6 +68,10 @@ async def _refused(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     # Starlette's own refusals: no route (404), a method the route lacks (405, with Allow).
+    from starlette.exceptions import HTTPException
+
+    from mockstore.control.http import error_response
+
     assert isinstance(exc, HTTPException)
     code = _HTTP_CODES.get(exc.status_code, "invalid_request")
     message = f"{request.method} {CONTROL_PREFIX}{request.url.path}: {exc.detail}"
@@ -69,6 +86,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     # A bug in the control API must still answer with an Error body, not a
     # traceback; the traceback goes to the log (Starlette re-raises the
     # exception once this answer is sent, and the server logs it with its trace).
+    from mockstore.control.http import error_response
+
     message = (
         f"{request.method} {CONTROL_PREFIX}{request.url.path} failed unexpectedly "
         f"({type(exc).__name__}); the server's log has the traceback"
@@ -78,6 +97,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 async def _client_gone(request: Request, exc: Exception) -> Response:
     # The client left before its body arrived: nothing to answer, nothing changed.
+    from starlette.responses import Response
+
     return Response(status_code=400)
 
 
@@ -150,9 +171,34 @@ class ControlAPI:
         self.token = token
         self.limits = limits or Limits()
         self.guard = ControlGuard(allowed_hosts)
-        self.app = Starlette(
-            # ``routes``: a narrower table, as ``mockstore record`` serves.
-            routes=control_routes(runtime, tenants) if routes is None else routes,
+        # ``routes``: a narrower table, as ``mockstore record`` serves.
+        self._routes = routes
+        self._app: Starlette | None = None
+
+    @property
+    def app(self) -> Starlette:
+        """The Starlette app of the routes, built (and its modules imported) on first use."""
+        app = self._app
+        if app is None:
+            with _BUILDING:
+                app = self._app
+                if app is None:
+                    app = self._app = self._build()
+        return app
+
+    def _build(self) -> Starlette:
+        from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
+        from starlette.requests import ClientDisconnect
+
+        routes = self._routes
+        if routes is None:
+            from mockstore.control.routes import control_routes
+
+            routes = control_routes(self.runtime, self.tenants)
+        self._routes = None
+        return Starlette(
+            routes=routes,
             exception_handlers={
                 ApiError: _refused,
                 HTTPException: _http_error,
@@ -160,6 +206,15 @@ class ControlAPI:
                 Exception: _server_error,
             },
         )
+
+    async def _built(self) -> Starlette:
+        """``app``; a first build that imports the control modules does it off the loop."""
+        app = self._app
+        if app is not None:
+            return app
+        if _ROUTES_MODULE in sys.modules:
+            return self.app
+        return await asyncio.to_thread(lambda: self.app)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
@@ -191,9 +246,10 @@ class ControlAPI:
             if refusal is not None:
                 await _answer(refusal, scope, receive, send)
                 return
+        app = await self._built()
         shared = self.runtime.shared
         if shared is None:
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         # With a shared state the whole call waits for Redis at most CONTROL_SECONDS.
         with within():
@@ -207,7 +263,7 @@ class ControlAPI:
                 reads = path in _JOURNAL_READS or path.startswith("/requests/")
                 if reads and scope["method"] in ("GET", "POST"):
                     await self._barrier(path)
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
 
     async def _barrier(self, path: str) -> None:
         """Read your writes: the journal this call reads holds every answer any process
@@ -235,18 +291,21 @@ class ControlAPI:
         those references leaves nothing for the collector, and the tenant is
         freed the moment its last request ends.
         """
-        router = self.app.router
+        self._routes = None
+        if self._app is None:
+            return  # never called: nothing was built
+        router = self._app.router
         router.routes = []
         router.middleware_stack = None  # type: ignore[assignment]
         router.default = None  # type: ignore[assignment]
         router.lifespan_context = None  # type: ignore[assignment]
-        layer: object = self.app.middleware_stack
+        layer: object = self._app.middleware_stack
         while layer is not None and layer is not router:
             handlers = getattr(layer, "_exception_handlers", None)
             if isinstance(handlers, dict):
                 handlers.clear()
             layer = getattr(layer, "app", None)
-        self.app.middleware_stack = None
+        self._app.middleware_stack = None
 
     def _has_token(self, scope: Scope) -> bool:
         assert self.token is not None
@@ -283,11 +342,15 @@ async def _answer(refusal: ApiError, scope: Scope, receive: Receive, send: Send)
 
 
 def _error(refusal: ApiError) -> Response:
+    from mockstore.control.http import error_response
+
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in refusal.headers}
     return error_response(refusal.code, refusal.message, refusal.status, headers=headers)
 
 
 def _needs_token() -> Response:
+    from mockstore.control.http import error_response
+
     return error_response(
         "unauthorized",
         "the control API needs its token",

@@ -82,15 +82,6 @@ SOURCE = obj(
 )
 
 
-def is_public_path(path: str) -> bool:
-    """Paths (under the control prefix) served without the control token: the page only."""
-    if path in ("/", "/ui", "/ui/"):
-        return True
-    name = path.removeprefix("/ui/")
-    # One file name, nothing that could climb out of /ui (the router would 404 it anyway).
-    return name != path and "/" not in name and ".." not in name
-
-
 @functools.cache
 def ui_files() -> dict[str, tuple[bytes, str]]:
     """Every file of ``mockstore/ui`` as (bytes, content type), read from the package once."""

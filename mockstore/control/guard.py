@@ -113,11 +113,17 @@ class ControlGuard:
         names = {name.strip().lower().rstrip(".") for name in allowed_hosts if name.strip()}
         self.any_host = "*" in names
         self.allowed_hosts = frozenset(names - {"*"})
+        # The last Host name found to be an IP address: a client sends the same one on
+        # every call, and parsing it is most of this check (one name: bounded memory).
+        self._last_ip: str | None = None
 
     def host_allowed(self, name: str, scope: Scope) -> bool:
-        if self.any_host or name in self.allowed_hosts:
+        if self.any_host or name in self.allowed_hosts or name == self._last_ip:
             return True
-        if name == "localhost" or name.endswith(".localhost") or _is_ip(name):
+        if name == "localhost" or name.endswith(".localhost"):
+            return True
+        if _is_ip(name):
+            self._last_ip = name
             return True
         # In-process (TestClient, httpx's ASGITransport), the server is the
         # host the client addressed: it names itself.
@@ -199,3 +205,12 @@ class ControlGuard:
             port or _DEFAULT_PORTS.get(scheme, 80)
         )
         return parts.hostname.lower().rstrip(".") == host and same_port
+
+
+def is_public_path(path: str) -> bool:
+    """Paths (under the control prefix) served without the control token: the page only."""
+    if path in ("/", "/ui", "/ui/"):
+        return True
+    name = path.removeprefix("/ui/")
+    # One file name, nothing that could climb out of /ui (the router would 404 it anyway).
+    return name != path and "/" not in name and ".." not in name

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from mockstore.control.scope import HOLDS
 from mockstore.errors import ApiError, error_body
 from mockstore.errors import compact_json as encode_json
 from mockstore.limits import WRITE_CHUNK
@@ -27,15 +28,6 @@ from mockstore.transport import send_in_pieces
 
 JSON = "application/json"
 _TRUE = {"1", "true", "yes", "on"}
-
-# The scope key under which ``ControlAPI`` gives its endpoints the connections'
-# share of the memory budget: what a large answer is charged while a client
-# takes its time reading it.
-HOLDS = "mockstore.holds"
-# The scope key under which ``ControlAPI`` says whether this caller may see
-# clients' keys whole: a holder of the token, or a caller on this machine (the
-# same callers who may have a HAR with raw keys).
-RAW_KEYS = "mockstore.raw_keys"
 
 
 class PiecewiseResponse(Response):

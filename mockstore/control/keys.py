@@ -10,7 +10,6 @@ from starlette.responses import Response
 
 from mockstore.clock import format_time
 from mockstore.control.http import (
-    RAW_KEYS,
     error_response,
     json_object,
     json_response,
@@ -32,6 +31,7 @@ from mockstore.control.operations import (
     obj,
     setting,
 )
+from mockstore.control.scope import RAW_KEYS
 from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
 from mockstore.ratelimit import NO_DAY, Plan, Usage

@@ -446,8 +446,14 @@ def _is_time(value: object) -> bool:
 
 
 @cache
+@cache
 def scenario_schema() -> dict[str, Any]:
-    """The scenario format's JSON Schema (the one ``mockstore schema`` prints)."""
+    """The scenario format's JSON Schema (the one ``mockstore schema`` prints).
+
+    Parsed once and shared: the model, the builder and the control API read it
+    at import time and on every scenario load, so a caller that changes what it
+    reads must copy it first.
+    """
     text = resources.files("mockstore.scenario").joinpath("scenario.schema.json").read_text()
     return json.loads(text)
 
