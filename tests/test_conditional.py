@@ -175,6 +175,32 @@ def test_a_read_without_a_validator_cannot_be_conditional() -> None:
     assert "getPet has no validator" in str(refused.value)
 
 
+def test_a_wrong_entry_of_last_modified_is_refused_not_a_crash() -> None:
+    # schemathesis sent a mapping where an operation's name goes: a 500 on PUT /scenario.
+    from mockstore.scenario import ScenarioError, load_scenario
+
+    text = "version: 1\nhttp:\n  conditional:\n    operations: [getPet]\n    last_modified: [{}]\n"
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario(text, "c.yaml")
+    assert "$.http.conditional.last_modified[0]" in str(refused.value)
+
+
+def test_a_routes_body_with_a_lone_surrogate_is_served_escaped() -> None:
+    # JSON text may escape a lone surrogate; it has no UTF-8 form (a 500 on PUT /scenario).
+    text = (
+        '{"version": 1, "keys": [{"key": "cond-key", "plan": "pro"}], '
+        '"routes": [{"operation": "listOrders", "respond": '
+        '{"status": 200, "body": {"note": "\\ud800x"}}}, {"method": "GET", "path": "/raw", '
+        '"respond": '
+        '{"status": 200, "raw": true, "body": "\\udc00y"}}]}'
+    )
+    with mock_server(text) as running, httpx.Client(base_url=running.api, headers=KEY) as http:
+        orders = http.get("/store/orders")
+        raw = http.get("/raw")
+    assert orders.json() == {"note": "\ud800x"}
+    assert raw.content == b"?y"
+
+
 # -- the rules themselves, for every input ------------------------------------------------
 
 _tags = st.text(st.sampled_from("abcdef0123"), min_size=1, max_size=6)

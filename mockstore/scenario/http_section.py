@@ -174,7 +174,8 @@ def check_http(raw: Any, report: Report, etag: dict[str, str], base_path: str) -
     if isinstance(conditional, dict):
         operations = conditional.get("operations")
         modified = conditional.get("last_modified")
-        dated = set(modified) if isinstance(modified, list) else set()
+        # Only the names: a wrong entry (a mapping, say) is the schema's to report.
+        dated = {m for m in modified if isinstance(m, str)} if isinstance(modified, list) else set()
         if isinstance(operations, list):
             for index, operation in enumerate(operations):
                 if isinstance(operation, str) and operation not in etag and operation not in dated:
