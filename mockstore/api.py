@@ -35,6 +35,7 @@ from mockstore.errors import ApiError
 from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.http_semantics import HttpSemantics, Made
+from mockstore.json_array import JsonArray
 from mockstore.keys import ApiKey, parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
@@ -67,11 +68,14 @@ class RequestAborted(Exception):
 class Answer:
     """A response on its way out: status, body, and headers beyond the standard ones."""
 
-    __slots__ = ("body", "error", "extra", "ratelimit", "replaces", "status")
+    __slots__ = ("body", "error", "extra", "held", "ratelimit", "replaces", "status")
 
     def __init__(self, status: int, body: bytes, extra: tuple[Header, ...] = ()) -> None:
         self.status = status
         self.body = body
+        # Bytes reserved from the connections' share before the body was made (a
+        # large listing: ``_made``), given back once it is written.
+        self.held = 0
         self.extra: tuple[Header, ...] | list[Header] = extra
         self.ratelimit = True
         self.replaces = False  # True for scripted answers, whose headers win
@@ -476,7 +480,25 @@ class PetStoreAPI:
         except ApiError as refusal:
             return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None
+        if type(body) is not bytes:
+            return self._made(ex, body, operation.success_status)  # type: ignore[arg-type]
         return Answer(operation.success_status, body, ex.answer_headers)
+
+    def _made(self, ex: Exchange, body: JsonArray, status: int) -> Answer:
+        """A large listing's answer: its size charged to the connections' share, then made.
+
+        Charged before one byte of it exists (a hundred readers that never read
+        asked for a hundred 16.6 MB listings, each made and only then refused);
+        507 when the share has no room, and the listing is never made.
+        """
+        connections = self.connections
+        if connections is None or body.size <= HELD_ANSWER_BYTES:
+            return Answer(status, body.join(), ex.answer_headers)
+        if not connections.reserve(body.size):
+            return Answer.refusal(_over_budget(connections, "this listing"))
+        answer = Answer(status, body.join(), ex.answer_headers)
+        answer.held = body.size
+        return answer
 
     def _facts(
         self,
@@ -661,10 +683,12 @@ class PetStoreAPI:
         self, send: Send, ex: Exchange, answer: Answer, connections: Account
     ) -> bytes:
         """``_respond`` for a large answer: charged to the budget while it is written, or 507."""
-        size = len(answer.body)
-        if not connections.reserve(size):
-            refusal = _over_budget(connections, "this answer")
-            return await self._respond(send, ex, Answer.refusal(refusal))
+        size = answer.held  # charged before it was made (``_made``)
+        if not size:
+            size = len(answer.body)
+            if not connections.reserve(size):
+                refusal = _over_budget(connections, "this answer")
+                return await self._respond(send, ex, Answer.refusal(refusal))
         try:
             return await self._respond(send, ex, answer, charged=True)
         finally:
@@ -682,6 +706,7 @@ class PetStoreAPI:
         state = ex.state
         request_id = state.next_request_id() if number is None else state.request_id(number)
         status, body, headers = 0, b"", []
+        held = 0
         try:
             if fault == "connection_reset":
                 transport.reset_connection(send)
@@ -689,7 +714,7 @@ class PetStoreAPI:
                 transport.close_connection(send)
             else:
                 answer = self._answer(ex, route)
-                status, body = answer.status, answer.body
+                status, body, held = answer.status, answer.body, answer.held
                 if ex.scope["method"] == "HEAD":
                     body = b""
                 if fault == "malformed_json":
@@ -707,6 +732,8 @@ class PetStoreAPI:
         finally:
             # Recorded even where the transport is out of reach and the break raises.
             self._record(ex, request_id, status, tuple(headers), body, fault)
+            if held:
+                self.connections.release(held)  # type: ignore[union-attr]
 
     def _record(
         self,

@@ -20,6 +20,7 @@ from mockstore import schemas
 from mockstore.clock import format_time
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError, FieldProblem
 from mockstore.intake import Intake
+from mockstore.json_array import JsonArray, array_of
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket
 from mockstore.memory import OverBudget
 from mockstore.pages import Pager, integer_of
@@ -27,7 +28,7 @@ from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
 from mockstore.state import MockState
-from mockstore.store import PetStore, StoreFull, json_array, pet_json
+from mockstore.store import PetStore, StoreFull, pet_json
 from mockstore.validation import (
     QueryValidator,
     is_json_media_type,
@@ -90,7 +91,8 @@ class Call(Protocol):
         """``scheme://host`` the client addressed (for an absolute Link)."""
 
 
-Handler = Callable[["PetStoreService", PetStore, Call], bytes]
+# An operation's body: bytes, or a large listing not yet made (charged first: ``JsonArray``).
+Handler = Callable[["PetStoreService", PetStore, Call], "bytes | JsonArray"]
 
 
 def _error_styles(
@@ -145,7 +147,7 @@ def _clamped(query: bytes) -> bytes:
 def _sunset_rule(operation: schemas.Operation, handler: Handler, sunset: float) -> Handler:
     """A deprecated operation's handler: 410 gone from the sunset on."""
 
-    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes:
+    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes | JsonArray:
         if call.now >= sunset:
             raise service._gone(operation)
         return handler(service, store, call)
@@ -330,17 +332,18 @@ class PetStoreService:
 
     # -- the operations -------------------------------------------------------
 
-    def list_pets(self, store: PetStore, call: Call) -> bytes:
+    def list_pets(self, store: PetStore, call: Call) -> bytes | JsonArray:
+        """The listing; a large one not yet made, for the caller to charge first (``JsonArray``)."""
         query = self.list_query(call)
         pager = self.pager
         if pager is None:
-            return store.list_json(query["limit"], query["status"])
+            return store.listing(query["limit"], query["status"])
         limit, status = query["limit"], query["status"]
         page, bodies = store.page(pager.position(call.query, status, limit), limit, status)
         call.answer_headers = pager.headers(
             page, call.query, status, limit, call.link_path(), call.origin()
         )
-        return json_array(bodies)
+        return array_of(bodies)
 
     def list_query(self, call: Call) -> dict[str, Any]:
         """A listing's ``limit`` and ``status``, or the ApiError that refuses its query.

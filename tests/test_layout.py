@@ -57,6 +57,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.state",
         "mockstore.store",
         "mockstore.templates",
+        "mockstore.json_array",
         "mockstore.ordering",
         "mockstore.pages",
         "mockstore.intake",
