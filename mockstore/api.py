@@ -784,6 +784,7 @@ class PetStoreAPI:
                     ex.now + clock.wall_offset(),  # wall: the headers' "now"
                     journal.run,
                     ex.arrived_after,
+                    caller.refused_until,
                 ),
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),

@@ -114,6 +114,20 @@ class Clock:
         self._offset = (self.wall() if wall_now is None else wall_now) - self._base
         return self._base
 
+    def waited(self) -> float:
+        """The clock a client that waits as it is told reads, for the time between two readings.
+
+        A client waits by sleeping (the wall clock moves), by moving the scenario
+        clock (as the docs tell a test to), or part one way and part the other. A
+        running clock already counts both (it runs with the wall clock and moves
+        when moved): the wall clock alone adds nothing to it. A manual clock counts
+        only its moves, so the client's wait is the wall time that passed *plus* the
+        scenario time it was moved: what this reads (its wall clock and its now).
+        """
+        if self._mode == "manual":
+            return self.wall() + self._base
+        return self.wall()
+
     def wall_offset(self) -> float:
         """Seconds from this clock to the wall clock: an instant ``t`` of this
         clock is ``t + wall_offset()`` on the wall clock, as far ahead of the

@@ -51,9 +51,12 @@ class Caller:
     ``key`` is None for a caller without a valid key (counted per client
     address on the scenario's anonymous plan); ``decision`` is the limiter's
     verdict and the figures every header of the answer states.
+    ``refused_until`` is that verdict as the journal keeps it: the instant the
+    caller was refused until, 0.0 when it was admitted, -1.0 when the limiter
+    did not decide (``uncounted``).
     """
 
-    __slots__ = ("admitted", "credentials", "decision", "key", "plan")
+    __slots__ = ("admitted", "credentials", "decision", "key", "plan", "refused_until")
 
     def __init__(
         self, credentials: Credentials, key: ApiKey | None, plan: Plan, decision: Decision
@@ -64,6 +67,19 @@ class Caller:
         self.decision = decision
         # A valid key within its allowance: nothing to refuse (``refusal`` says why not).
         self.admitted = key is not None and decision.verdict == "allowed"
+        self.refused_until = decision.retry_at
+
+    @classmethod
+    def uncounted(cls, credentials: Credentials, plan: Plan, decision: Decision) -> Caller:
+        """A caller the limiter only looked at (``peek``): nothing was counted or decided.
+
+        A ban it is under is a refusal all the same; an "allowed" says only that
+        it is not banned, so the journal notes no decision.
+        """
+        caller = cls(credentials, None, plan, decision)
+        if decision.verdict == "allowed":
+            caller.refused_until = -1.0
+        return caller
 
 
 class Call(Protocol):
@@ -249,7 +265,7 @@ class PetStoreService:
         """
         plan = state.plans[self._anonymous_plan]
         decision = state.limiter.peek(client_bucket(client), plan, now)
-        return Caller(MISSING, None, plan, decision)
+        return Caller.uncounted(MISSING, plan, decision)
 
     def refusal(self, caller: Caller, unrouted: ApiError | None = None) -> ApiError:
         """Why a caller that is not ``admitted`` is refused: 429 first, then 401.

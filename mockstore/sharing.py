@@ -174,7 +174,7 @@ async def _request(
     for _ in range(MAX_RELOADS):
         try:
             reply = await run_request(
-                shared, bucket, plan, ex.now, ex.state.clock.wall(), operation, rules
+                shared, bucket, plan, ex.now, ex.state.clock.waited(), operation, rules
             )
             return reply, operation
         except Resize as resize:
@@ -260,7 +260,7 @@ def _unavailable(
     # Where the caller stands is not known: a decision that counts nothing, and
     # the answer states no rate-limit figures (api.py leaves them out).
     decision = RateLimiter(NO_BAN).peek(bucket, plan, ex.now)
-    ex.caller = Caller(credentials, None, plan, decision)
+    ex.caller = Caller.uncounted(credentials, plan, decision)
     if isinstance(reason, TenantGone):  # deleted through another process
         return Unavailable(ApiError("not_found", str(reason), status=404))
     return Unavailable(_state_unavailable(str(reason)))

@@ -586,18 +586,13 @@ def _deprecation_presence(
     return setting(DEPRECATION_ON, "all")
 
 
-def announced(instant: float, offset: float) -> str:
-    """The setting behind a deprecation instant a header stated ``offset`` seconds ahead.
+def announced(instant: float) -> str:
+    """The setting behind a date a header announced (``Deprecation``, ``Sunset``).
 
-    The mock writes ``floor(setting + offset)``. With a whole offset (a real
-    provider's is 0) the setting is exact; with a fractional one, any setting in
-    ``[instant - offset, instant + 1 - offset)`` gives the header back, and the middle
-    of that second, to the millisecond, is safe from rounding either way.
+    The mock states the setting's calendar date, to the second, on any clock (a
+    date announced is not a wait): the header's instant is the setting.
     """
-    whole = round(offset)
-    if abs(offset - whole) < 1e-6:
-        return format_time(instant - whole)
-    return format_time(round(instant - offset + 0.5, 3))
+    return format_time(instant)
 
 
 def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> Cause:
@@ -616,12 +611,10 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
         if deprecation_kind(was) != deprecation_kind(now):
             return setting(DEPRECATION_FORMAT, deprecation_kind(was))
         instant = deprecation_instant(was)
-        return setting(
-            DEPRECATED_SINCE, *([announced(instant, ex.header_offset)] if instant else [])
-        )
+        return setting(DEPRECATED_SINCE, *([announced(instant)] if instant else []))
     if name == "sunset":
         instant = http_date(was)
-        return setting(SUNSET, *([announced(instant, ex.header_offset)] if instant else []))
+        return setting(SUNSET, *([announced(instant)] if instant else []))
     if name == "link":
         return setting(DEPRECATION_LINK, was)
     if name == "content-type":

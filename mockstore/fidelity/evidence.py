@@ -157,7 +157,11 @@ def recorded_base(recording: Recording) -> str | None:
     """
     stated = recording.meta.get("base_path")
     if isinstance(stated, str) and stated.startswith("/"):
-        return stated.rstrip("/")
+        stated = stated.rstrip("/")
+        # Its word, where its paths bear it out (a recording rewritten since, or a tool's
+        # default, says one base and shows another: the paths are what was sent).
+        if any(item.path.startswith(stated + "/") for item in recording.exchanges):
+            return stated
     prefixes: Counter[str] = Counter()
     for item in recording.exchanges:
         segments = item.path.split("/")
@@ -172,6 +176,24 @@ def recorded_base(recording: Recording) -> str | None:
     if not prefixes:
         return None
     return prefixes.most_common(1)[0][0]
+
+
+def rebased(recording: Recording, base: str) -> tuple[list[str], list[str]]:
+    """Each exchange's path as if recorded under ``base``, and the warning that says so.
+
+    A recording made under another base path (``/api/v3/pets`` against a scenario's
+    ``/v1``) is compared and replayed as if under the scenario's; one whose paths name
+    no operation under any base path keeps its paths as they are.
+    """
+    found = recorded_base(recording) if recording.exchanges else base
+    paths = [item.path for item in recording.exchanges]
+    if found is None or found == base:
+        return paths, []
+    warning = (
+        f"the recording was made under the base path {found or '/'}; its paths are "
+        f"compared as if under the scenario's, {base or '/'}"
+    )
+    return [base + p[len(found) :] if p.startswith(found + "/") else p for p in paths], [warning]
 
 
 def read(

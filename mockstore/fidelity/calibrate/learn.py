@@ -774,8 +774,7 @@ class _Learner:
                 )
             return
         first = carrying[0]
-        # Instants a mock recorded with ``clock.headers: wall`` wrote on the wall clock.
-        offset = first.header_offset
+        # Dates announced: the calendar's, whatever clock the answer's waits were on.
         value = first.headers.get("deprecation")
         if value is None:
             result.set(
@@ -795,7 +794,7 @@ class _Learner:
             if instant is not None:
                 result.set(
                     "behaviour.deprecated_since",
-                    attribution.announced(instant, offset),
+                    attribution.announced(instant),
                     cite(first, "Deprecation", code=False),
                 )
         sunset = first.headers.get("sunset")
@@ -804,7 +803,7 @@ class _Learner:
         elif http_date(sunset) is not None:
             result.set(
                 "behaviour.sunset",
-                attribution.announced(http_date(sunset), offset),
+                attribution.announced(http_date(sunset)),
                 cite(first, "Sunset", code=False),
             )  # type: ignore[arg-type]
         link = first.headers.get("link")
