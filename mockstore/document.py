@@ -23,7 +23,7 @@ import copy
 import json
 from typing import Any
 
-from mockstore import document_collections, schemas
+from mockstore import document_collections, document_semantics, schemas
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.routing import compile_path
 from mockstore.scenario.collections import Collections
@@ -89,6 +89,7 @@ def changes_the_document(scenario: Scenario) -> bool:
         or bool(scenario.routes)
         or (scenario.ban is not None and scenario.ban.status != 429)
         or any(rule.reply is not None for rule in scenario.faults)
+        or document_semantics.changes(scenario)
     )
 
 
@@ -126,6 +127,7 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
     for rule in scenario.faults:
         if rule.reply is not None:
             _fault_answers(document, rule, scenario)
+    document_semantics.add_semantics(document, scenario)
     return document
 
 

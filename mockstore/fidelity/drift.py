@@ -501,6 +501,8 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         run_length=seen.run_length,
         ban_after=seen.ban_after,
         header_offset=seen.header_offset,
+        seen=seen,
+        mock_code=code if isinstance(code, str) else None,
         own=request_base(seen.item),
         recorded_body=seen.body,
     )
