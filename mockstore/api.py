@@ -30,10 +30,11 @@ from collections.abc import Sequence
 
 from starlette.types import Receive, Scope, Send
 
-from mockstore import sharing, transport
+from mockstore import shaping, sharing, transport
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
+from mockstore.http_semantics import HttpSemantics, Made
 from mockstore.json_array import JsonArray
 from mockstore.keys import ApiKey, client_bucket, parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
@@ -89,6 +90,17 @@ class Answer:
         return answer
 
     @classmethod
+    def made(cls, made: Made, ratelimit: bool = True) -> Answer:
+        """An answer the scenario's HTTP semantics made in the API's place (``shaping``)."""
+        if made.error is not None:
+            answer = cls(made.status, made.error.body(), (*made.error.headers, *made.headers))
+            answer.error = made.error
+        else:
+            answer = cls(made.status, b"", tuple(made.headers))
+        answer.ratelimit = ratelimit
+        return answer
+
+    @classmethod
     def scripted(cls, reply: Reply) -> Answer:
         """A scenario's scripted answer (a fault's ``respond`` or a route)."""
         answer = cls(
@@ -123,6 +135,7 @@ class Compiled:
         "headers",
         "profile",
         "scenario",
+        "semantics",
         "service",
         "slots",
     )
@@ -136,6 +149,8 @@ class Compiled:
         self.gives_back = bool(scenario.ratelimit.not_counted)
         # What the scenario's answers carry beyond mockstore's own (None: nothing).
         self.profile = AnswerProfile.of(scenario)
+        # Its HTTP semantics, maintenance windows and latency (None: none of them).
+        self.semantics = HttpSemantics.of(scenario)
         # Which answers to a deprecated operation announce it (behaviour.deprecation_on).
         self.deprecation_on = scenario.behaviour.deprecation_on
         self.slots = dict.fromkeys(rule_header_names(scenario.faults), _RULE_HEADER)
@@ -164,6 +179,7 @@ class Exchange:
         "outcome",
         "params",
         "query",
+        "request",
         "request_body",
         "resolved",
         "rule",
@@ -193,6 +209,8 @@ class Exchange:
         self.shared: sharing.RequestStore | None = None
         self.number: int | None = None
         self.outcome: Outcome | None = None
+        # The request as the scenario's HTTP semantics read it (``shaping``; None without).
+        self.request: shaping.Request | None = None
         # What the operation adds to its answer (service.Call): a page's headers, and
         # the NewPet fields a create dropped.
         self.answer_headers: tuple[Header, ...] = ()
@@ -269,6 +287,17 @@ class PetStoreAPI:
             else:
                 relative = path
                 resolved = ex.resolved = _NOWHERE
+            semantics = compiled.semantics
+            if semantics is not None:
+                # A trailing slash served as absent, and the answers made at the gateway.
+                relative, resolved = shaping.resolved(semantics, ex, relative)
+                if "gateway" in semantics.stages:
+                    made = shaping.staged(semantics, ex, "gateway")
+                    if made is not None:
+                        # Before the limiter: nothing counted, no rate-limit figures.
+                        await shaping.gateway(ex, self.runtime, receive)
+                        await self._respond(send, ex, Answer.made(made, ratelimit=False))
+                        return
             operation = resolved.operation
             if operation is not None:
                 ex.operation = operation.operation_id
@@ -298,6 +327,14 @@ class PetStoreAPI:
                 if operation is None and route is None:
                     allow = state.routes.allow(route_methods, resolved.allow, service.serve_head)
                     unrouted = service.no_operation(method, path, allow)
+                if semantics is not None:
+                    if unrouted is not None and semantics.serves_options(method, unrouted):
+                        unrouted = None  # OPTIONS is one of the path's methods
+                    if semantics.stages - {"gateway"}:
+                        made = shaping.after_limiter(semantics, ex)
+                        if made is not None:
+                            await self._respond(send, ex, Answer.made(made))
+                            return
                 if not caller.admitted:
                     raise service.refusal(caller, unrouted)
                 if route is not None and operation is None:
@@ -519,7 +556,9 @@ class PetStoreAPI:
             return True
         # Only for authenticated callers (a 401 must not reveal paths), unless the
         # scenario's provider says every answer; or their successes only.
-        return ex.caller.key is not None and (on == "authenticated" or 200 <= answer.status < 300)
+        # A 304 stands for the 200 it saves (RFC 9110 section 15.4.5): a success too.
+        success = 200 <= answer.status < 300 or answer.status == 304
+        return ex.caller.key is not None and (on == "authenticated" or success)
 
     @staticmethod
     def _extra(ex: Exchange, answer: Answer) -> Sequence[Header]:
@@ -583,16 +622,27 @@ class PetStoreAPI:
         if compiled.gives_back:  # ratelimit.not_counted: some answers give back their count
             await self._give_back(ex, answer.status)
         profile = compiled.profile
-        if profile is None:
-            extra = answer.extra
+        semantics = compiled.semantics
+        journaled: bytes | None = None  # what the journal keeps of the body, if not what is sent
+        if semantics is None:
+            if profile is None:
+                extra = answer.extra
+            else:
+                if answer.error is not None and profile.rewrites_errors:
+                    answer.body = profile.error_body(
+                        answer.error, shaping.error_facts(ex, request_id)
+                    )
+                extra = self._extra(ex, answer)
         else:
-            if answer.error is not None and profile.error_fields:
-                answer.body = profile.error_body(answer.error, request_id.decode(), ex.now)
-            extra = self._extra(ex, answer)
+            request_id, extra, journaled = await shaping.shaped(
+                ex, self.runtime, answer, request_id, self._extra
+            )
         body = answer.body
         scope = ex.scope
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if scope["method"] == "HEAD" else body
+        if journaled is None or not sent:
+            journaled = sent
         caller = ex.caller
         decision = caller.decision
         extensions = scope.get("extensions")
@@ -616,15 +666,24 @@ class PetStoreAPI:
                 request_id,
             )
             await send({"type": RESPONSE, "status": answer.status, "head": head, "body": sent})
-            self._record(ex, request_id, answer.status, head, sent, "response")
+            self._record(ex, request_id, answer.status, head, journaled, "response")
             return request_id
         headers = self._headers(ex, answer, request_id, len(body), extra)
+        if semantics is not None and (
+            answer.status in (204, 304) or (300 <= answer.status < 400 and not body)
+        ):
+            # No content, so none of its framing (RFC 9110 sections 8.6, 15.3.5, 15.4.5);
+            # a redirect without content keeps its length (0) but has no type.
+            framing = (b"content-type",)
+            if answer.status in (204, 304):
+                framing = (b"content-type", b"content-length")
+            headers = [h for h in headers if h[0] not in framing]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         if len(sent) > WRITE_CHUNK:
             await transport.send_in_pieces(send, sent)
         else:
             await send({"type": "http.response.body", "body": sent})
-        self._record(ex, request_id, answer.status, tuple(headers), sent, "response")
+        self._record(ex, request_id, answer.status, tuple(headers), journaled, "response")
         return request_id
 
     async def _give_back(self, ex: Exchange, status: int) -> None:

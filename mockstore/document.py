@@ -23,7 +23,7 @@ import copy
 import json
 from typing import Any
 
-from mockstore import document_collections, schemas
+from mockstore import document_collections, document_semantics, schemas
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.limiter.model import DEFAULT_LIMITS
 from mockstore.limiter.openapi import describe_limiter
@@ -92,6 +92,7 @@ def changes_the_document(scenario: Scenario) -> bool:
         or (scenario.ban is not None and scenario.ban.status != 429)
         or scenario.ratelimit != DEFAULT_LIMITS
         or any(rule.reply is not None for rule in scenario.faults)
+        or document_semantics.changes(scenario)
     )
 
 
@@ -131,6 +132,7 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
     for rule in scenario.faults:
         if rule.reply is not None:
             _fault_answers(document, rule, scenario)
+    document_semantics.add_semantics(document, scenario)
     return document
 
 

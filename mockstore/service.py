@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from mockstore import schemas
 from mockstore.clock import format_time
-from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
+from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError, FieldProblem
 from mockstore.intake import Intake
 from mockstore.json_array import JsonArray, array_of
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket
@@ -389,8 +389,9 @@ class PetStoreService:
                 "method_not_allowed",
                 f"{method} is not allowed on {path}; allowed: {allow}",
                 headers=((b"allow", allow.encode()),),
+                value=method,
             )
-        return ApiError("not_found", f"no such path: {path}", condition="unknown_path")
+        return ApiError("not_found", f"no such path: {path}", condition="unknown_path", value=path)
 
     def body_too_large(self) -> ApiError:
         # The rest of the body is never read, so the connection cannot carry on.
@@ -476,6 +477,8 @@ class PetStoreService:
             raise ApiError(
                 "unsupported_media_type",
                 f"the body must be sent as application/json (Content-Type was {sent})",
+                value=sent,
+                parameter="Content-Type",
             )
         value = parse_json_body(call.request_body)
         intake = self._intake
@@ -488,6 +491,18 @@ class PetStoreService:
                 raise ApiError(
                     "unknown_field",
                     f"a NewPet has no field {', '.join(repr(name) for name in unknown[:5])}",
+                    value=unknown[0],
+                    parameter=unknown[0],
+                    details=tuple(
+                        FieldProblem(
+                            "body",
+                            (name,),
+                            "additionalProperties",
+                            f"a NewPet has no field {name!r}",
+                            value[name],
+                        )
+                        for name in unknown
+                    ),
                 )
         pet = self.new_pet(value)
         if intake is not None:
@@ -512,7 +527,13 @@ class PetStoreService:
         pet_id = path_parameters(OPERATIONS["getPet"], call.params)["petId"]
         found = store.get_json(pet_id)
         if found is None:
-            raise ApiError("not_found", f"no pet with id {pet_id}", condition="pet_not_found")
+            raise ApiError(
+                "not_found",
+                f"no pet with id {pet_id}",
+                condition="pet_not_found",
+                value=call.params.get("petId", str(pet_id)),
+                parameter="petId",
+            )
         return found
 
     def list_orders(self, store: PetStore, call: Call) -> bytes:

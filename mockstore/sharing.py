@@ -104,7 +104,24 @@ async def admit(
     local: PetStore | None = None
     rules: SharedRules | None = None
     resolved = ex.resolved.operation
-    if key is not None:
+    semantics = ex.compiled.semantics
+    if (
+        key is not None
+        and semantics is not None
+        and semantics.answers_after_the_limiter(
+            ex.request,
+            ex.now,
+            ex.now - state.clock.start,
+            lambda path: semantics.served(ex.compiled.service, state.routes, path),
+        )
+    ):
+        # The scenario's HTTP semantics answer it once the caller is counted (a
+        # maintenance window, an OPTIONS): in memory no operation runs and no fault
+        # rule counts it, so none does here.
+        key_for_operation = None
+    else:
+        key_for_operation = key
+    if key_for_operation is not None:
         service = ex.compiled.service
         route, _ = state.routes.for_path(ex.scope["method"], relative, service.serve_head)
         scripted = route is not None or ex.operation in state.routes.by_operation

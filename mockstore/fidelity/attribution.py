@@ -94,6 +94,10 @@ def _named(path: str) -> str:
     return path
 
 
+# For the modules that name settings of their own sections (``attribution_http``).
+named = _named
+
+
 def _each(section: str) -> dict[str, str]:
     """``behaviour.<section>.<entry>`` for every entry the schema lists."""
     entries = scenario_schema()["properties"]["behaviour"]["properties"][section]["properties"]
@@ -256,6 +260,10 @@ class Exchange:
     recorded_limit: str | None = None  # the recorded answer's X-RateLimit-Limit
     # The recorded answer's headers (lower-case names): what a limiter's header belongs to.
     recorded_headers: dict[str, str] = field(default_factory=dict)
+    # The recorded exchange itself (its request's headers, its answer's), for the
+    # settings of HTTP semantics (``attribution_http``); and the mock's Error code.
+    seen: Any = None
+    mock_code: str | None = None
     # The address the client called (its Host): where the mock writes its own URLs.
     own: Base | None = None
     recorded_body: Any = None  # the recorded answer's JSON body, if it had one

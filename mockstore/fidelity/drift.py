@@ -503,6 +503,8 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         header_offset=seen.header_offset,
         recorded_limit=seen.headers.get("x-ratelimit-limit"),
         recorded_headers=seen.headers,
+        seen=seen,
+        mock_code=code if isinstance(code, str) else None,
         own=request_base(seen.item),
         recorded_body=seen.body,
     )

@@ -217,6 +217,19 @@ def read(
         relative = item.path[len(base) :] if item.path.startswith(base + "/") else item.path
         declared = _declared_size(item)
         facts = classify(item.method, relative, item.query, item.headers, item.body, declared)
+        if (
+            facts.operation is None
+            and 200 <= item.status < 300
+            and len(relative) > 1
+            and relative.endswith("/")
+        ):
+            # A path with a trailing slash the provider served as without it
+            # (http.trailing_slash: serve): the operation it answered.
+            bare = classify(
+                item.method, relative.rstrip("/"), item.query, item.headers, item.body, declared
+            )
+            if bare.operation is not None:
+                facts = bare
         token = bearer(item.headers) if facts.auth == "bearer" else None
         alias = (token if is_alias(token) else key_alias(token)) if token else None
         headers: dict[str, str] = {}
@@ -410,6 +423,17 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
         return None
     if status == 401:
         return AUTH_CONDITIONS[facts.auth] if not s.keyed else "unknown_key"
+    if (
+        s.item.method == "OPTIONS"
+        and status in (400, 403)
+        and s.is_error
+        and any(name.lower() == "access-control-request-method" for name, _ in s.item.headers)
+    ):
+        return "cors_rejected"  # a preflight refused (http.cors.rejected_status)
+    if status >= 500 and "retry-after" in s.headers and s.is_error:
+        # A refusal of the service's own state, not of the request: a maintenance window
+        # (scenario ``maintenance``; calibrate's ``learn_maintenance``).
+        return "maintenance"
     if facts.route is not None:
         return facts.route
     if status == 413:
