@@ -617,6 +617,8 @@ class _Learner:
                 # A value of the answer's own (the wait, the offending value, every invalid
                 # field): computed per answer, never one answer's constant.
                 item = computed
+            elif self._error_field_per_condition(name, members, ids):
+                continue
             else:
                 by_condition: dict[str, set[str]] = {}
                 for s in members:
@@ -642,6 +644,45 @@ class _Learner:
             if carried != conditions_seen:
                 item["conditions"] = sorted(carried, key=_condition_order)
             self.result.set("behaviour.error_fields", item, cite(members[0]))
+
+    def _error_field_per_condition(self, name: str, members: list[Seen], ids: list[str]) -> bool:
+        """Field ``name`` set per condition when no one rule covers every condition but each
+        condition has its own: a constant (``Authorization`` on every 401) or a value
+        computed from the answer (the parameter of each bad query). A provider that names
+        the field at fault this way says ``limit`` for one refusal and ``categoryId`` for
+        another; the first answer's value for all would be wrong for every other condition.
+        False (nothing set) when some condition varies in a way nothing computes."""
+        by_condition: dict[str, list[Seen]] = {}
+        for s in members:
+            by_condition.setdefault(str(s.condition), []).append(s)
+        if len(by_condition) < 2 or len({_json(s.body[name]) for s in members}) == 1:
+            return False
+        # One entry per rule, naming every condition it holds for (the scenario allows 20).
+        items: dict[str, tuple[dict[str, Any], Seen]] = {}
+        backing: Counter[str] = Counter()  # the answers each rule reproduces
+        unsettled: list[Seen] = []
+        for condition in sorted(by_condition, key=_condition_order):
+            group = by_condition[condition]
+            rule = computed_field(name, group, ids)
+            if rule is None:
+                rule = {"name": name, "value": group[0].body[name]}
+                if len({_json(s.body[name]) for s in group}) > 1:
+                    unsettled.append(group[0])
+            entry = items.setdefault(_json(rule), ({**rule, "conditions": []}, group[0]))
+            entry[0]["conditions"].append(condition)
+            backing[_json(rule)] += len(group)
+        if any("value" in items[k][0] and backing[k] < 2 for k in items):
+            return False  # a value seen once (a random id, say) is no condition's constant
+        if not unsettled and all("value" in item for item, _ in items.values()):
+            return False  # constants per condition: the caller's own rule writes those
+        for item, shown in items.values():
+            self.result.set("behaviour.error_fields", item, cite(shown))
+        for shown in unsettled:
+            self.result.cannot(
+                f"the Error field {name!r} of {shown.condition} changes from answer to answer: "
+                f"written as the first value, {shown.body[name]!r}: " + cite(shown)
+            )
+        return True
 
     # -- headers -------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -188,7 +189,12 @@ def learn_messages(
     for s in seen:
         if s.condition in CONDITIONS and s.is_error and s.item.method != "HEAD":
             by_condition.setdefault(s.condition, []).append(s)
-    for condition, members in by_condition.items():
+    for condition, found in by_condition.items():
+        # A request of this condition that a limit or an outage refused first (a 503 of a
+        # front end's bucket for a DELETE the service would answer 405) says another
+        # condition's message: only the answers of the condition's own status count.
+        usual = Counter(s.status for s in found).most_common(1)[0][0]
+        members = [s for s in found if s.status == usual]
         texts = [s.body["message"] for s in members]
         facts = []
         for s in members:
