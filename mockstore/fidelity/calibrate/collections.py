@@ -97,7 +97,7 @@ def _pagination(listings: list[Seen], result: Calibration, cite: Cite) -> None:
         if absolute:
             result.set("collections.pagination.link_urls", "absolute",
                        cite(first, "Link", code=False, note="absolute URLs"))  # fmt: skip
-    shown = [(s.headers, s.body, not _paged(s) and len(s.body) < _limit(s)) for s in listings]
+    shown = [(s.headers, s.body, _whole(s)) for s in listings]
     name = total_header_of(shown)
     if name is not None:
         example = listings[0]
@@ -119,6 +119,14 @@ def _pagination(listings: list[Seen], result: Calibration, cite: Cite) -> None:
                 result.items["behaviour.headers"] = kept
             else:
                 del result.items["behaviour.headers"]
+
+
+def _whole(s: Seen) -> bool:
+    """Whether ``s`` is the whole listing: a first page with fewer pets than its limit. A
+    limit the provider read leniently (``5.0``, ``+5``) is no evidence: its size is not
+    known here, and 5 pets under it are not fewer than the default 20."""
+    raw = s.facts.query.get("limit", ["20"])[-1]
+    return raw.isdigit() and not _paged(s) and len(s.body) < _limit(s)
 
 
 def _paged(s: Seen) -> bool:
