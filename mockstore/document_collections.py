@@ -84,6 +84,21 @@ def list_pets(spec: dict[str, Any], collections: Collections, document: dict[str
             "description": "How many pets the listing's filter keeps.",
             "schema": {"type": "integer", "minimum": 0},
         }
+    for figure, header in pagination.page_headers:
+        headers[header] = {
+            "description": _PAGE_FIGURES[figure],
+            # A next or previous page that does not exist is written empty.
+            "schema": {"type": "string", "pattern": "^[0-9]*$"},
+        }
+
+
+_PAGE_FIGURES = {
+    "page": "The page's number, from 1.",
+    "per_page": "The pets a page holds (the limit).",
+    "total_pages": "How many pages the listing's filter keeps.",
+    "next_page": "The next page's number; empty on the last page.",
+    "prev_page": "The previous page's number; empty on the first page.",
+}
 
 
 def new_pet_body(body: dict[str, Any], collections: Collections) -> None:

@@ -58,6 +58,8 @@ class Pagination:
     links: tuple[str, ...] = tuple(_default("pagination", "links"))
     link_urls: str = _default("pagination", "link_urls")
     total_header: str | None = _default("pagination", "total_header")
+    # figure (page, per_page, total_pages, next_page, prev_page) -> its header's name
+    page_headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,7 @@ class Collections:
         return (
             not self.paged
             and self.pagination.total_header is None
+            and not self.pagination.page_headers
             and list_order_of(self.order) is not None
         )
 
@@ -187,13 +190,31 @@ def build_collections(
             ("collections", "pagination", "parameter"),
             f"{parameter!r} is a listPets parameter of the spec's: name the page otherwise",
         )
+    page_headers = get(("collections", "pagination", "page_headers"), {})
+    page_headers = tuple(page_headers.items()) if isinstance(page_headers, dict) else ()
+    if page_headers and style != "page":
+        problem(
+            ("collections", "pagination", "page_headers"),
+            "page headers state page numbers: set collections.pagination.style to page",
+        )
+    for figure, header in page_headers:
+        if header.lower() in written:
+            problem(
+                ("collections", "pagination", "page_headers", figure),
+                f"mockstore writes {header} itself ({written[header.lower()]})",
+            )
     if isinstance(total, str) and total.lower() in written:
         problem(
             ("collections", "pagination", "total_header"),
             f"mockstore writes {total} itself ({written[total.lower()]})",
         )
     pagination = Pagination(
-        style, parameter, links, get(("collections", "pagination", "link_urls"), "relative"), total
+        style,
+        parameter,
+        links,
+        get(("collections", "pagination", "link_urls"), "relative"),
+        total,
+        page_headers,
     )
 
     if "list_order" in given:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from mockstore.fidelity.calibrate.page_headers import learn_page_headers
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.conditions import json_of
 from mockstore.fidelity.evidence import Seen
@@ -107,18 +108,25 @@ def _pagination(listings: list[Seen], result: Calibration, cite: Cite) -> None:
             spelled,
             cite(example, spelled, code=False, note="the number of pets the listing keeps"),
         )
-        # Not a constant header, nor one no setting reproduces: it is this one.
-        result.varying.discard(name)
-        result.inexpressible[:] = [t for t in result.inexpressible if f"header {name} " not in t]
-        if "behaviour.headers" in result.items:
-            kept = [
-                entry for entry in result.items["behaviour.headers"]
-                if str(entry.value.get("name", "")).lower() != name
-            ]  # fmt: skip
-            if kept:
-                result.items["behaviour.headers"] = kept
-            else:
-                del result.items["behaviour.headers"]
+        _settled_header(name, result)
+    for header in learn_page_headers(listings, name, result, cite):
+        _settled_header(header, result)
+
+
+def _settled_header(name: str, result: Calibration) -> None:
+    """Header ``name`` (lower case) is a collections setting's: not a constant header, nor
+    one no setting reproduces."""
+    result.varying.discard(name)
+    result.inexpressible[:] = [t for t in result.inexpressible if f"header {name} " not in t]
+    if "behaviour.headers" in result.items:
+        kept = [
+            entry for entry in result.items["behaviour.headers"]
+            if str(entry.value.get("name", "")).lower() != name
+        ]  # fmt: skip
+        if kept:
+            result.items["behaviour.headers"] = kept
+        else:
+            del result.items["behaviour.headers"]
 
 
 def _whole(s: Seen) -> bool:

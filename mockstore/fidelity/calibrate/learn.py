@@ -762,6 +762,16 @@ class _Learner:
                 example = next(
                     s for s in self.seen if (s.operation, s.status) == where and name in s.headers
                 )
+                value = rule.get("value")
+                if isinstance(value, str) and not _HEADER_VALUE.fullmatch(value):
+                    # An empty value (X-Prev-Page on a first page), or one a scenario's
+                    # constant header cannot state: left out, said so (never a file that
+                    # does not validate).
+                    result.cannot(
+                        f"the header {name} has a value no constant header can state "
+                        f"({value[:40]!r}): " + cite(example, name, code=False)
+                    )
+                    continue
                 result.set("behaviour.headers", rule, cite(example, name, code=False))
         created = [s for s in self.seen if s.facts.operation == "createPet" and s.status == 201]
         if created:
@@ -1035,6 +1045,10 @@ def _per_window_names(s: Seen) -> list[str]:
 
 def _who(s: Seen) -> str:
     return s.bucket if s.keyed else "callers without a valid key"
+
+
+# What behaviour.headers[].value accepts (the scenario schema's pattern).
+_HEADER_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 
 
 def _json(value: Any) -> str:
