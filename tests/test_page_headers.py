@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
+from mockstore.keys import key_alias
 from mockstore.scenario import ScenarioError, load_scenario
 from tests.docs_pages import page, section
 from tests.fidelity_support import START, record_mock
@@ -149,3 +150,30 @@ def test_first_pages_alone_calibrate_to_a_scenario_that_validates(tmp_path: Path
     assert done.returncode == 0, done.stderr
     load_scenario(out.read_text(encoding="utf-8"))
     assert "the header x-prev-page has a value no constant header can state" in done.stderr
+
+
+def test_probes_of_a_live_provider_do_not_make_them_constants(tmp_path: Path) -> None:
+    # calibrate --target probes the provider: one probe's listing shows X-Page: 1; it is
+    # the page header, not a constant header as well (the mock wrote both, joined).
+    provider = _scenario(_docs_example(), 9)
+    auth = [("authorization", f"Bearer {KEY}")]
+    steps = [("GET", "/v1/pets", query, auth, b"", 0.0)
+             for query in ("limit=4&page=1", "limit=4&page=2", "limit=3&page=3")]  # fmt: skip
+    path = tmp_path / "recording.har"
+    path.write_text(json.dumps(record_mock(provider, steps, START)), encoding="utf-8")
+    out = tmp_path / "calibrated.yaml"
+    with mock_server(load_scenario(provider)) as upstream:
+        done = subprocess.run(
+            [sys.executable, "-m", "mockstore", "calibrate", "--from", str(path),
+             "--target", upstream.api, "--key", KEY, "--wait", "0", "--out", str(out)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    calibrated = load_scenario(out.read_text(encoding="utf-8"))
+    with TestClient(create_app(calibrated)) as client:
+        answer = client.get(
+            "/v1/pets?limit=4&page=2", headers={"Authorization": f"Bearer {key_alias(KEY)}"}
+        )
+    assert answer.status_code == 200
+    assert answer.headers.get_list("x-page") == ["2"]
+    assert answer.headers.get_list("x-next-page") == ["3"]
