@@ -207,6 +207,7 @@ class Behaviour:
     location: str = _default("location")
     # (operation, strong | weak) for the reads that carry an ETag.
     etag: tuple[tuple[str, str], ...] = ()
+    etag_digest: str = _default("etag_digest")
     deprecation_format: str = _default("deprecation_format")
     sunset_header: bool = _default("sunset_header")
     deprecation_link: str | None = _default("deprecation_link")

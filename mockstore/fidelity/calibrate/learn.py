@@ -43,6 +43,7 @@ from mockstore.fidelity.formats import (
     retry_after_kind,
 )
 from mockstore.fidelity.recording import InputError, Recording
+from mockstore.profile import ETAG_DIGESTS
 from mockstore.ratelimit import BUILTIN_PLANS
 from mockstore.routing import Router
 from mockstore.scenario import scenario_schema
@@ -782,6 +783,7 @@ class _Learner:
                 else ("url" if re.match(r"https?://", location) else "path")
             )
             result.set("behaviour.location", form, cite(created[0], "Location", code=False))
+        tagged: list[Seen] = []
         for operation in ("listPets", "getPet", "listOrders"):
             reads = [s for s in self.seen if s.facts.operation == operation and s.status == 200
                      and s.item.method == "GET"]  # fmt: skip
@@ -791,6 +793,40 @@ class _Learner:
             if tag is not None:
                 kind = "weak" if tag.strip().startswith("W/") else "strong"
                 result.set(f"behaviour.etag.{operation}", kind, cite(reads[0], "ETag", code=False))
+                tagged.extend(s for s in reads if "etag" in s.headers)
+        self._etag_digest(tagged)
+
+    def _etag_digest(self, tagged: list[Seen]) -> None:
+        """``behaviour.etag_digest``: the digest that gives every recorded tag from its body;
+        else, when every tag is hex of one digest's length alone (40: sha1, 64: sha256), that
+        digest of some other bytes (an estimate: the tag's form is what a client sees)."""
+        if not tagged:
+            return
+        opaque = [s.headers["etag"].strip().removeprefix("W/").strip('"') for s in tagged]
+        for name, digest in ETAG_DIGESTS.items():
+            if all(
+                digest(s.item.response_body) == value
+                for s, value in zip(tagged, opaque, strict=True)
+            ):
+                if name != "sha256-128":
+                    self.result.set(
+                        "behaviour.etag_digest", name, cite(tagged[0], "ETag", code=False,
+                                                            note=f"the {name} of the body")
+                    )  # fmt: skip
+                return
+        lengths = {len(value) for value in opaque}
+        if len(lengths) == 1 and all(re.fullmatch(r"[0-9a-f]+", value) for value in opaque):
+            named = {40: "sha1", 64: "sha256"}.get(lengths.pop())
+            if named is not None:
+                self.result.set(
+                    "behaviour.etag_digest", named, cite(tagged[0], "ETag", code=False,
+                                                         note=f"{named}'s length in hex")
+                )  # fmt: skip
+                self.result.estimate(
+                    "behaviour.etag_digest",
+                    f"behaviour.etag_digest: the tags are {named}'s length, not the {named} "
+                    "of the recorded bodies: the mock's tags take their form",
+                )
 
     def deprecation(self) -> None:
         result = self.result
