@@ -1,9 +1,11 @@
-"""``behaviour.etag_digest``: the digest an ETag carries, served and learned.
+"""An ETag's form and comparison: ``behaviour.etag_digest``, ``http.conditional.comparison``.
 
 A client may check a validator's form (Aviary's clients expect the SHA-1 of the body,
 40 hex digits, as nginx-fronted services and many frameworks write it). For every
 digest and any pet the mock's ETag is that digest of the body it sends; calibrate
-learns the digest that gives every recorded tag from its body.
+learns the digest that gives every recorded tag from its body. And some servers
+compare ``If-None-Match`` strongly (a ``W/`` tag never matches), against RFC 9110's
+weak comparison: served either way, and learned from a recording that shows it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,7 +35,7 @@ DIGESTS = {
 }
 
 
-def _scenario(digest: str | None, name: str = "Rex") -> str:
+def _scenario(digest: str | None, name: str = "Rex", comparison: str = "weak") -> str:
     behaviour: dict = {"etag": {"getPet": "strong"}}
     if digest is not None:
         behaviour["etag_digest"] = digest
@@ -41,7 +44,7 @@ def _scenario(digest: str | None, name: str = "Rex") -> str:
             "version": 1,
             "keys": [{"key": KEY, "plan": "pro"}],
             "behaviour": behaviour,
-            "http": {"conditional": {"operations": ["getPet"]}},
+            "http": {"conditional": {"operations": ["getPet"], "comparison": comparison}},
             "pets": [{"id": 1, "name": name, "categoryId": 2, "status": "available"}],
         }
     )
@@ -77,3 +80,41 @@ def test_calibrate_learns_the_digest_that_gives_every_recorded_tag(tmp_path: Pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(out.read_text(encoding="utf-8"))["behaviour"]["etag_digest"] == "sha1"
+
+
+@pytest.mark.parametrize("comparison", ["weak", "strong"])
+def test_a_weak_form_of_the_tag_matches_only_under_weak_comparison(comparison: str) -> None:
+    auth = {"Authorization": f"Bearer {KEY}"}
+    scenario = load_scenario(_scenario(None, comparison=comparison))
+    with TestClient(create_app(scenario)) as client:
+        tag = client.get("/v1/pets/1", headers=auth).headers["etag"]
+        exact = client.get("/v1/pets/1", headers={**auth, "If-None-Match": tag})
+        weak = client.get("/v1/pets/1", headers={**auth, "If-None-Match": "W/" + tag})
+        listed = client.get("/v1/pets/1", headers={**auth, "If-None-Match": f'"x", {tag}'})
+    assert exact.status_code == 304 and listed.status_code == 304
+    assert weak.status_code == (304 if comparison == "weak" else 200)
+
+
+def test_calibrate_learns_a_strong_comparison(tmp_path: Path) -> None:
+    scenario = _scenario(None, comparison="strong")
+    auth = [("authorization", f"Bearer {KEY}")]
+    with TestClient(create_app(load_scenario(scenario))) as client:
+        tag = client.get("/v1/pets/1", headers=dict(auth)).headers["etag"]
+    steps = [
+        ("GET", "/v1/pets/1", "", auth, b"", 0.0),
+        ("GET", "/v1/pets/1", "", [*auth, ("if-none-match", tag)], b"", 0.0),
+        ("GET", "/v1/pets/1", "", [*auth, ("if-none-match", "W/" + tag)], b"", 0.0),
+        ("GET", "/v1/pets/1", "", [*auth, ("if-none-match", "*")], b"", 0.0),
+    ]
+    har = record_mock(scenario, steps, START)
+    assert [e["response"]["status"] for e in har["log"]["entries"]] == [200, 304, 200, 304]
+    path = tmp_path / "recording.har"
+    path.write_text(json.dumps(har), encoding="utf-8")
+    out = tmp_path / "calibrated.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "mockstore", "calibrate", "--from", str(path), "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    learned = yaml.safe_load(out.read_text(encoding="utf-8"))["http"]["conditional"]
+    assert learned["comparison"] == "strong" and learned["operations"] == ["getPet"]
