@@ -177,3 +177,34 @@ def test_probes_of_a_live_provider_do_not_make_them_constants(tmp_path: Path) ->
     assert answer.status_code == 200
     assert answer.headers.get_list("x-page") == ["2"]
     assert answer.headers.get_list("x-next-page") == ["3"]
+
+
+def test_a_page_refused_for_its_number_is_learned_as_bad_offset(tmp_path: Path) -> None:
+    # page=0 refused: the recording's paged listings name page, so the refusal is the
+    # page's (bad_offset), its code and message learned (it was unexplained: the mock
+    # answered invalid_parameter where the provider said E4001).
+    example = _docs_example()
+    example["behaviour"] = {
+        "error_codes": {"bad_offset": "E4001"},
+        "error_messages": {"bad_offset": "Invalid value '{value}' for parameter '{parameter}'"},
+    }
+    provider = _scenario(example, 9)
+    auth = [("authorization", f"Bearer {KEY}")]
+    steps = [("GET", "/v1/pets", query, auth, b"", 0.0)
+             for query in ("limit=4&page=1", "limit=4&page=2", "page=0", "page=x")]  # fmt: skip
+    har = record_mock(provider, steps, START)
+    assert [e["response"]["status"] for e in har["log"]["entries"]] == [200, 200, 400, 400]
+    path = tmp_path / "recording.har"
+    path.write_text(json.dumps(har), encoding="utf-8")
+    out = tmp_path / "calibrated.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "mockstore", "calibrate", "--from", str(path), "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    behaviour = yaml.safe_load(out.read_text(encoding="utf-8"))["behaviour"]
+    assert behaviour["error_codes"]["bad_offset"] == "E4001"
+    assert (
+        behaviour["error_messages"]["bad_offset"]
+        == example["behaviour"]["error_messages"]["bad_offset"]
+    )

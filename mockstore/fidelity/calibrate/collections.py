@@ -60,6 +60,51 @@ def learn_collections(seen: list[Seen], result: Calibration, cite: Cite) -> None
     _numbers(seen, result, cite)
     _constraints(seen, result, cite)
     _defaults(seen, result, cite)
+    _missing_content_type(seen, result, cite)
+
+
+def _missing_content_type(seen: list[Seen], result: Calibration, cite: Cite) -> None:
+    """``behaviour.missing_content_type``: a create with a body and no Content-Type read as
+    JSON (answered, or refused for what the body says) or refused as 415."""
+    untyped = [
+        s for s in seen
+        if s.facts.operation == "createPet" and s.item.method == "POST" and s.item.body.strip()
+        and not any(name.lower() == "content-type" for name, _ in s.item.headers)
+        and s.status not in (401, 403, 429, 503) and s.status < 500
+    ]  # fmt: skip
+    if not untyped:
+        return
+    read = [s for s in untyped if s.status != 415]
+    if read and len(read) == len(untyped):
+        note = "a body without Content-Type read as JSON"
+        result.set("behaviour.missing_content_type", "json", cite(read[0], code=False, note=note))
+    elif not read:
+        result.confirm("behaviour.missing_content_type")
+
+
+def page_refusals(seen: list[Seen]) -> None:
+    """A listing refused for its page parameter is ``bad_offset`` (``bad_cursor``), not
+    unexplained: the parameter every paged listing of the recording names (besides
+    ``limit`` and ``status``), sent with a value no page of its kind has (``page=0``,
+    ``page=x``). Run before the refusals' codes and messages are learned."""
+    listings = [s for s in seen if s.facts.operation == "listPets" and s.status == 200]
+    names = {name for s in listings for name in s.facts.query if name not in ("limit", "status")}
+    if len(names) != 1:
+        return
+    name = names.pop()
+    values = [s.facts.query[name][-1] for s in listings if name in s.facts.query]
+    numbers = all(v.isdigit() for v in values)
+    least = min((int(v) for v in values), default=1) if numbers else None
+    for s in seen:
+        if s.condition != "unexplained" or s.facts.operation != "listPets":
+            continue
+        if not 400 <= s.status < 500 or name not in s.facts.query:
+            continue
+        value = s.facts.query[name][-1]
+        if numbers and (not value.isdigit() or int(value) < (least or 0)):
+            s.condition = "bad_offset"
+        elif not numbers and value not in values:
+            s.condition = "bad_cursor"
 
 
 def _limit(s: Seen) -> int:

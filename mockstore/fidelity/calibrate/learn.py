@@ -22,7 +22,7 @@ from typing import Any
 
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
-from mockstore.fidelity.calibrate.collections import learn_collections
+from mockstore.fidelity.calibrate.collections import learn_collections, page_refusals
 from mockstore.fidelity.calibrate.learn_errors import computed_field, learn_messages
 from mockstore.fidelity.calibrate.learn_http import HttpLearner
 from mockstore.fidelity.calibrate.learn_latency import learn_latency
@@ -104,6 +104,7 @@ def learn(
         )
     for s in seen:
         s.label = label
+    page_refusals(seen)
     target = str(recording.meta.get("upstream") or recording.source)
     result = Calibration(target)
     # Issue 25's sections, each learned by a module of its own (the headers they manage

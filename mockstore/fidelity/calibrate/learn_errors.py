@@ -79,6 +79,12 @@ def subject(s: Seen) -> ApiError | None:
                         for n in names
                     ),
                 )
+        elif condition in ("bad_offset", "bad_cursor"):
+            # The page parameter (calibrate's collections.page_refusals named it).
+            named = [n for n in s.facts.query if n not in ("limit", "status")]
+            if len(named) == 1:
+                return ApiError("invalid_parameter", "", value=s.facts.query[named[0]][-1],
+                                parameter=named[0])  # fmt: skip
         elif condition == "pet_not_found":
             raw = s.path.rsplit("/", 1)[-1]
             return ApiError("not_found", "", value=raw, parameter="petId")
