@@ -202,6 +202,7 @@ class Behaviour:
     path_check: str = _default("path_check")
     unknown_fields: str = _default("unknown_fields")
     content_type: str = _default("content_type")
+    missing_content_type: str = _default("missing_content_type")
     request_id: RequestIdFormat = REQUEST_ID
     headers: tuple[HeaderRule, ...] = ()
     location: str = _default("location")
