@@ -33,7 +33,6 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from mockstore.cli.main import main
 from mockstore.fidelity.attribution import NOT_EXPRESSIBLE
 from tests.fidelity_session import client_session
-from tests.support import examples
 from tests.upstream import new_key, recorder
 from tests.upstream.counting import counted
 from tests.upstream.profiled import Plan, Profile
@@ -118,7 +117,7 @@ def test_a_provider_drawn_at_random_is_reproduced(profile: Profile) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(40), **_COMMON)  # type: ignore[arg-type]
+@settings(max_examples=40, **_COMMON)  # type: ignore[arg-type]
 @given(profile=profiles())
 def test_many_providers_drawn_at_random_are_reproduced(profile: Profile) -> None:
     check(profile)

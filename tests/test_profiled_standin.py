@@ -739,7 +739,7 @@ def test_a_drawn_profile_is_honoured_over_http(profile: Profile) -> None:
 
 
 @pytest.mark.slow
-@settings(PROPERTY, max_examples=examples(100))
+@settings(PROPERTY, max_examples=100)
 @given(profiles())
 def test_a_drawn_profile_is_honoured_over_http_many(profile: Profile) -> None:
     asyncio.run(walk(profile))
