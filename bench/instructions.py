@@ -50,8 +50,14 @@ class Side:
     id: str
     scenario: str | None  # None: a bench app (``ceiling.py`` or ``floor.py``, by ``id``)
     target: str
+    method: str = "GET"
+    # Request headers beyond the key; "{etag}" stands for the target's ETag (read first).
+    headers: tuple[tuple[str, str], ...] = ()
+    status: int = 200
+    key: bool = True
 
 
+PREFLIGHT = (("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "GET"))
 SIDES = (
     Side("floor", None, LIST_20),
     Side("ceiling", None, LIST_20),
@@ -61,13 +67,21 @@ SIDES = (
     Side("faults-50-other-ops", "faults-50-other-ops", LIST_20),
     Side("default-sold", "baseline", LIST_SOLD),
     Side("large-sold", "large-inventory", LIST_SOLD),
+    # Issue 25's HTTP semantics (bench/scenarios/http-semantics.yaml), each beside mockstore:
+    # the same list with the section on, a 304, the list gzip-coded, a CORS preflight.
+    Side("semantics-plain", "http-semantics", LIST_20),
+    Side("semantics-304", "http-semantics", LIST_20, headers=(("If-None-Match", "{etag}"),),
+         status=304),
+    Side("semantics-gzip", "http-semantics", LIST_20, headers=(("Accept-Encoding", "gzip"),)),
+    Side("semantics-preflight", "http-semantics", "/v1/pets", method="OPTIONS",
+         headers=PREFLIGHT, status=204, key=False),
     # Issue 25's collections: a middle page by cursor (Link with four relations and the
     # total; its target, the first page's rel="next") against a plain listing of as many
     # pets, and a listing by name, case-insensitively, against one by id.
     Side("list-5", "baseline", LIST_5),
     Side("cursor-page", "collections-cursor", NEXT_OF + LIST_5),
     Side("name-ci", "collections-name-ci", LIST_20),
-)
+)  # fmt: skip
 # Stated, not held to a target: (label, numerator, denominator).
 COLLECTIONS = (
     ("a cursor page (Link, total) / a plain listing, 5 pets", "cursor-page", "list-5"),
@@ -81,14 +95,32 @@ class Count:
     ll_misses: float | None
 
 
-def _get(connection: http.client.HTTPConnection, target: str, key: str | None) -> bytes:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    connection.request("GET", target, headers=headers)
+def _get(
+    connection: http.client.HTTPConnection,
+    target: str,
+    key: str | None,
+    side: Side | None = None,
+    etag: str = "",
+) -> bytes:
+    headers = {"Authorization": f"Bearer {key}"} if key and (side is None or side.key) else {}
+    method, status = "GET", 200
+    if side is not None:
+        headers.update({name: value.replace("{etag}", etag) for name, value in side.headers})
+        method, status = side.method, side.status
+    connection.request(method, target, headers=headers)
     response = connection.getresponse()
     body = response.read()
-    if response.status != 200:
-        raise SystemExit(f"GET {target} answered {response.status}: {body[:200]!r}")
+    if response.status != status:
+        raise SystemExit(f"{method} {target} answered {response.status}: {body[:200]!r}")
     return body
+
+
+def _etag(connection: http.client.HTTPConnection, target: str, key: str | None) -> str:
+    """The ETag of ``target``'s answer now (for a side that asks If-None-Match)."""
+    connection.request("GET", target, headers={"Authorization": f"Bearer {key}"})
+    response = connection.getresponse()
+    response.read()
+    return response.getheader("etag") or ""
 
 
 def _command(side: Side, port: int, body_bytes: int) -> list[str]:
@@ -140,12 +172,13 @@ def count(side: Side, requests: int, warmup: int, cache: bool, body_bytes: int) 
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise SystemExit(f"{side.id}: no server under valgrind") from None
                 time.sleep(0.5)
+        etag = _etag(connection, target, key) if side.scenario is not None else ""
         for _ in range(warmup):
-            _get(connection, target, key)
+            _get(connection, target, key, side, etag)
         subprocess.run(["callgrind_control", "-i", "on", str(process.pid)], check=True,
                        capture_output=True)  # fmt: skip
         for _ in range(requests):
-            _get(connection, target, key)
+            _get(connection, target, key, side, etag)
         subprocess.run(["callgrind_control", "-i", "off", str(process.pid)], check=True,
                        capture_output=True)  # fmt: skip
         subprocess.run(["callgrind_control", "-d", str(process.pid)], check=True,
@@ -245,6 +278,16 @@ def main() -> int:
                 f"| {label} | #25 | {numerator:,.0f} / {denominator:,.0f} "
                 f"| {denominator / numerator:.1%} | stated | - |"
             )
+    semantics = [side.id for side in SIDES if side.id.startswith("semantics-")]
+    if "mockstore" in counts and any(s in counts for s in semantics):
+        # Issue 25: what each part of the http section costs beside the default answer.
+        print()
+        print("| Side (http-semantics.yaml) | Instructions per request | / mockstore |")
+        print("|---|---:|---:|")
+        base = counts["mockstore"].instructions
+        for name in (s for s in semantics if s in counts):
+            figure = counts[name].instructions
+            print(f"| {name} | {figure:,.0f} | {figure / base:.2f}x |")
     Path(args.output).write_text(
         json.dumps(
             {

@@ -30,10 +30,12 @@ from collections.abc import Sequence
 
 from starlette.types import Receive, Scope, Send
 
-from mockstore import sharing, transport
+from mockstore import shaping, sharing, transport
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
+from mockstore.http_semantics import HttpSemantics, Made
+from mockstore.json_array import JsonArray
 from mockstore.keys import ApiKey, parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
@@ -66,11 +68,14 @@ class RequestAborted(Exception):
 class Answer:
     """A response on its way out: status, body, and headers beyond the standard ones."""
 
-    __slots__ = ("body", "error", "extra", "ratelimit", "replaces", "status")
+    __slots__ = ("body", "error", "extra", "held", "ratelimit", "replaces", "status")
 
     def __init__(self, status: int, body: bytes, extra: tuple[Header, ...] = ()) -> None:
         self.status = status
         self.body = body
+        # Bytes reserved from the connections' share before the body was made (a
+        # large listing: ``_made``), given back once it is written.
+        self.held = 0
         self.extra: tuple[Header, ...] | list[Header] = extra
         self.ratelimit = True
         self.replaces = False  # True for scripted answers, whose headers win
@@ -80,6 +85,17 @@ class Answer:
     def refusal(cls, error: ApiError) -> Answer:
         answer = cls(error.status, error.body(), error.headers)
         answer.error = error
+        return answer
+
+    @classmethod
+    def made(cls, made: Made, ratelimit: bool = True) -> Answer:
+        """An answer the scenario's HTTP semantics made in the API's place (``shaping``)."""
+        if made.error is not None:
+            answer = cls(made.status, made.error.body(), (*made.error.headers, *made.headers))
+            answer.error = made.error
+        else:
+            answer = cls(made.status, b"", tuple(made.headers))
+        answer.ratelimit = ratelimit
         return answer
 
     @classmethod
@@ -110,7 +126,16 @@ class Compiled:
     its headers.
     """
 
-    __slots__ = ("base", "deprecation_on", "headers", "profile", "scenario", "service", "slots")
+    __slots__ = (
+        "base",
+        "deprecation_on",
+        "headers",
+        "profile",
+        "scenario",
+        "semantics",
+        "service",
+        "slots",
+    )
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
@@ -119,6 +144,8 @@ class Compiled:
         self.headers = ResponseHeaders(scenario)
         # What the scenario's answers carry beyond mockstore's own (None: nothing).
         self.profile = AnswerProfile.of(scenario)
+        # Its HTTP semantics, maintenance windows and latency (None: none of them).
+        self.semantics = HttpSemantics.of(scenario)
         # Which answers to a deprecated operation announce it (behaviour.deprecation_on).
         self.deprecation_on = scenario.behaviour.deprecation_on
         self.slots = dict.fromkeys(rule_header_names(scenario.faults), _RULE_HEADER)
@@ -147,6 +174,7 @@ class Exchange:
         "outcome",
         "params",
         "query",
+        "request",
         "request_body",
         "resolved",
         "rule",
@@ -176,6 +204,8 @@ class Exchange:
         self.shared: sharing.RequestStore | None = None
         self.number: int | None = None
         self.outcome: Outcome | None = None
+        # The request as the scenario's HTTP semantics read it (``shaping``; None without).
+        self.request: shaping.Request | None = None
         # What the operation adds to its answer (service.Call): a page's headers, and
         # the NewPet fields a create dropped.
         self.answer_headers: tuple[Header, ...] = ()
@@ -252,6 +282,17 @@ class PetStoreAPI:
             else:
                 relative = path
                 resolved = ex.resolved = _NOWHERE
+            semantics = compiled.semantics
+            if semantics is not None:
+                # A trailing slash served as absent, and the answers made at the gateway.
+                relative, resolved = shaping.resolved(semantics, ex, relative)
+                if "gateway" in semantics.stages:
+                    made = shaping.staged(semantics, ex, "gateway")
+                    if made is not None:
+                        # Before the limiter: nothing counted, no rate-limit figures.
+                        await shaping.gateway(ex, self.runtime, receive)
+                        await self._respond(send, ex, Answer.made(made, ratelimit=False))
+                        return
             operation = resolved.operation
             if operation is not None:
                 ex.operation = operation.operation_id
@@ -281,6 +322,14 @@ class PetStoreAPI:
                 if operation is None and route is None:
                     allow = state.routes.allow(route_methods, resolved.allow, service.serve_head)
                     unrouted = service.no_operation(method, path, allow)
+                if semantics is not None:
+                    if unrouted is not None and semantics.serves_options(method, unrouted):
+                        unrouted = None  # OPTIONS is one of the path's methods
+                    if semantics.stages - {"gateway"}:
+                        made = shaping.after_limiter(semantics, ex)
+                        if made is not None:
+                            await self._respond(send, ex, Answer.made(made))
+                            return
                 if not caller.admitted:
                     raise service.refusal(caller, unrouted)
                 if route is not None and operation is None:
@@ -431,7 +480,25 @@ class PetStoreAPI:
         except ApiError as refusal:
             return Answer.refusal(service.worded(refusal))
         assert operation.success_status is not None
+        if type(body) is not bytes:
+            return self._made(ex, body, operation.success_status)  # type: ignore[arg-type]
         return Answer(operation.success_status, body, ex.answer_headers)
+
+    def _made(self, ex: Exchange, body: JsonArray, status: int) -> Answer:
+        """A large listing's answer: its size charged to the connections' share, then made.
+
+        Charged before one byte of it exists (a hundred readers that never read
+        asked for a hundred 16.6 MB listings, each made and only then refused);
+        507 when the share has no room, and the listing is never made.
+        """
+        connections = self.connections
+        if connections is None or body.size <= HELD_ANSWER_BYTES:
+            return Answer(status, body.join(), ex.answer_headers)
+        if not connections.reserve(body.size):
+            return Answer.refusal(_over_budget(connections, "this listing"))
+        answer = Answer(status, body.join(), ex.answer_headers)
+        answer.held = body.size
+        return answer
 
     def _facts(
         self,
@@ -484,7 +551,9 @@ class PetStoreAPI:
             return True
         # Only for authenticated callers (a 401 must not reveal paths), unless the
         # scenario's provider says every answer; or their successes only.
-        return ex.caller.key is not None and (on == "authenticated" or 200 <= answer.status < 300)
+        # A 304 stands for the 200 it saves (RFC 9110 section 15.4.5): a success too.
+        success = 200 <= answer.status < 300 or answer.status == 304
+        return ex.caller.key is not None and (on == "authenticated" or success)
 
     @staticmethod
     def _extra(ex: Exchange, answer: Answer) -> Sequence[Header]:
@@ -546,16 +615,27 @@ class PetStoreAPI:
         request_id = state.next_request_id() if number is None else state.request_id(number)
         compiled = ex.compiled
         profile = compiled.profile
-        if profile is None:
-            extra = answer.extra
+        semantics = compiled.semantics
+        journaled: bytes | None = None  # what the journal keeps of the body, if not what is sent
+        if semantics is None:
+            if profile is None:
+                extra = answer.extra
+            else:
+                if answer.error is not None and profile.rewrites_errors:
+                    answer.body = profile.error_body(
+                        answer.error, shaping.error_facts(ex, request_id)
+                    )
+                extra = self._extra(ex, answer)
         else:
-            if answer.error is not None and profile.error_fields:
-                answer.body = profile.error_body(answer.error, request_id.decode(), ex.now)
-            extra = self._extra(ex, answer)
+            request_id, extra, journaled = await shaping.shaped(
+                ex, self.runtime, answer, request_id, self._extra
+            )
         body = answer.body
         scope = ex.scope
         # HEAD: the same status and headers as GET, Content-Length included; no body.
         sent = b"" if scope["method"] == "HEAD" else body
+        if journaled is None or not sent:
+            journaled = sent
         caller = ex.caller
         decision = caller.decision
         extensions = scope.get("extensions")
@@ -579,25 +659,36 @@ class PetStoreAPI:
                 request_id,
             )
             await send({"type": RESPONSE, "status": answer.status, "head": head, "body": sent})
-            self._record(ex, request_id, answer.status, head, sent, "response")
+            self._record(ex, request_id, answer.status, head, journaled, "response")
             return request_id
         headers = self._headers(ex, answer, request_id, len(body), extra)
+        if semantics is not None and (
+            answer.status in (204, 304) or (300 <= answer.status < 400 and not body)
+        ):
+            # No content, so none of its framing (RFC 9110 sections 8.6, 15.3.5, 15.4.5);
+            # a redirect without content keeps its length (0) but has no type.
+            framing = (b"content-type",)
+            if answer.status in (204, 304):
+                framing = (b"content-type", b"content-length")
+            headers = [h for h in headers if h[0] not in framing]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         if len(sent) > WRITE_CHUNK:
             await transport.send_in_pieces(send, sent)
         else:
             await send({"type": "http.response.body", "body": sent})
-        self._record(ex, request_id, answer.status, tuple(headers), sent, "response")
+        self._record(ex, request_id, answer.status, tuple(headers), journaled, "response")
         return request_id
 
     async def _respond_held(
         self, send: Send, ex: Exchange, answer: Answer, connections: Account
     ) -> bytes:
         """``_respond`` for a large answer: charged to the budget while it is written, or 507."""
-        size = len(answer.body)
-        if not connections.reserve(size):
-            refusal = _over_budget(connections, "this answer")
-            return await self._respond(send, ex, Answer.refusal(refusal))
+        size = answer.held  # charged before it was made (``_made``)
+        if not size:
+            size = len(answer.body)
+            if not connections.reserve(size):
+                refusal = _over_budget(connections, "this answer")
+                return await self._respond(send, ex, Answer.refusal(refusal))
         try:
             return await self._respond(send, ex, answer, charged=True)
         finally:
@@ -615,6 +706,7 @@ class PetStoreAPI:
         state = ex.state
         request_id = state.next_request_id() if number is None else state.request_id(number)
         status, body, headers = 0, b"", []
+        held = 0
         try:
             if fault == "connection_reset":
                 transport.reset_connection(send)
@@ -622,7 +714,7 @@ class PetStoreAPI:
                 transport.close_connection(send)
             else:
                 answer = self._answer(ex, route)
-                status, body = answer.status, answer.body
+                status, body, held = answer.status, answer.body, answer.held
                 if ex.scope["method"] == "HEAD":
                     body = b""
                 if fault == "malformed_json":
@@ -640,6 +732,8 @@ class PetStoreAPI:
         finally:
             # Recorded even where the transport is out of reach and the break raises.
             self._record(ex, request_id, status, tuple(headers), body, fault)
+            if held:
+                self.connections.release(held)  # type: ignore[union-attr]
 
     def _record(
         self,
@@ -690,6 +784,7 @@ class PetStoreAPI:
                     ex.now + clock.wall_offset(),  # wall: the headers' "now"
                     journal.run,
                     ex.arrived_after,
+                    caller.refused_until,
                 ),
                 # The head's size as the server counted it (-1 in process: counted there).
                 scope.get(HEAD_BYTES, -1),

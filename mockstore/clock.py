@@ -8,8 +8,9 @@ chosen start, or a manual time that moves only when told to.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -17,17 +18,36 @@ from typing import Literal
 ClockMode = Literal["running", "manual"]
 
 
+async def wait_at_least(seconds: float) -> None:
+    """Wait ``seconds`` without holding the event loop, never less.
+
+    Event loops may wake a timer early (uvloop counts whole milliseconds from a clock
+    read at the start of its iteration): what is left is waited again.
+    """
+    deadline = time.perf_counter() + seconds
+    await asyncio.sleep(seconds)
+    while (left := deadline - time.perf_counter()) > 0:
+        await asyncio.sleep(max(left, 0.001))
+
+
+async def no_wait(seconds: float) -> None:
+    """A wait that takes no time: for a replay, which re-sends a recording as fast as it can."""
+
+
 @dataclass(frozen=True, slots=True)
 class Timebase:
-    """Where clocks read the time: a wall clock and a monotonic one.
+    """Where clocks read the time (a wall clock and a monotonic one), and how answers wait.
 
     Every clock a server builds (at start, reset, scenario load, for a tenant)
     reads these two, so a test can hand a server its own and simulate hours of
     waiting without spending them (``tests/test_client_populations.py``).
+    ``wait`` is how an answer waits the delay a scenario's ``latency`` draws for
+    it: really, or not at all where a replay only compares answers.
     """
 
     wall: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
+    wait: Callable[[float], Awaitable[None]] = wait_at_least
 
     def clock(self, start: float | None = None, mode: ClockMode = "running") -> Clock:
         return Clock(start, mode, wall=self.wall, monotonic=self.monotonic)
@@ -93,6 +113,20 @@ class Clock:
         self._started_at = self._monotonic()
         self._offset = (self.wall() if wall_now is None else wall_now) - self._base
         return self._base
+
+    def waited(self) -> float:
+        """The clock a client that waits as it is told reads, for the time between two readings.
+
+        A client waits by sleeping (the wall clock moves), by moving the scenario
+        clock (as the docs tell a test to), or part one way and part the other. A
+        running clock already counts both (it runs with the wall clock and moves
+        when moved): the wall clock alone adds nothing to it. A manual clock counts
+        only its moves, so the client's wait is the wall time that passed *plus* the
+        scenario time it was moved: what this reads (its wall clock and its now).
+        """
+        if self._mode == "manual":
+            return self.wall() + self._base
+        return self.wall()
 
     def wall_offset(self) -> float:
         """Seconds from this clock to the wall clock: an instant ``t`` of this

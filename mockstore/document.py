@@ -8,8 +8,10 @@ scenario gives it, with its Error code; the Error fields it adds; the headers it
 sends (the request id under its name, constant headers, ``Location``, ``ETag``,
 the deprecation headers on the answers that carry them, ``WWW-Authenticate``);
 a ``limit`` above 100 clamped, unknown NewPet fields refused; an operation
-scripted by a route answering what the route answers. A client generated from
-it parses every answer of the mock.
+scripted by a route answering what the route answers; and every answer a fault
+rule can send in an operation's place (``respond``: its status, body and
+headers, beside what the operation answers itself). A client generated from it
+parses every answer of the mock (a fault that breaks the connection sends none).
 
 A scenario that changes none of it serves the package's document unchanged.
 Pure: a function of the scenario and the package's document.
@@ -21,8 +23,9 @@ import copy
 import json
 from typing import Any
 
-from mockstore import document_collections, schemas
+from mockstore import document_collections, document_semantics, schemas
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
+from mockstore.routing import compile_path
 from mockstore.scenario.collections import Collections
 from mockstore.scenario.model import Behaviour, Scenario
 
@@ -85,6 +88,8 @@ def changes_the_document(scenario: Scenario) -> bool:
         or scenario.collections != Collections()
         or bool(scenario.routes)
         or (scenario.ban is not None and scenario.ban.status != 429)
+        or any(rule.reply is not None for rule in scenario.faults)
+        or document_semantics.changes(scenario)
     )
 
 
@@ -119,6 +124,10 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
     for route in scenario.routes:
         if route.operation is None and route.method and route.path:
             _route_path(document, route, scenario)
+    for rule in scenario.faults:
+        if rule.reply is not None:
+            _fault_answers(document, rule, scenario)
+    document_semantics.add_semantics(document, scenario)
     return document
 
 
@@ -202,6 +211,68 @@ def _scripted(responses: dict[str, Any], reply: Any, operation: str) -> None:
     if reply.headers:
         answer["headers"] = {name: {"schema": {"type": "string"}} for name, _ in reply.headers}
     responses[str(reply.status)] = answer
+
+
+def _reply_schema(reply: Any) -> dict[str, Any] | None:
+    """The schema of a scripted answer's body (None: it has none, or not JSON)."""
+    if reply.body is None:
+        return None
+    try:
+        value = json.loads(reply.body)
+    except ValueError:
+        return None
+    error = reply.status >= 400 and isinstance(value, dict) and "code" in value
+    return {"$ref": _REF} if error else _shape(value)
+
+
+def _fault_answers(document: dict[str, Any], rule: Any, scenario: Scenario) -> None:
+    """What fault rule ``rule`` answers, declared on every operation it can answer for."""
+    reply = rule.reply
+    match = rule.match
+    pattern = compile_path(match.path) if match.path is not None else None
+    schema = _reply_schema(reply)
+    for path, item in document["paths"].items():
+        for method in [m for m in _METHODS if m in item]:
+            spec = item[method]
+            operation = spec.get("operationId")
+            if match.operation is not None and match.operation != operation:
+                continue
+            if match.method is not None and match.method.lower() != method:
+                continue
+            if pattern is not None and not (
+                # The rule's path names the template, or one path the template holds.
+                pattern.match(path) or compile_path(path).match(match.path)
+            ):
+                continue
+            responses = spec["responses"]
+            key = str(reply.status)
+            said = f"Answered by the scenario's fault rule {rule.name!r} when it fires."
+            answer = responses.get(key)
+            if answer is None:
+                answer = responses[key] = {"description": said}
+                if reply.ratelimit_headers:
+                    answer["headers"] = copy.deepcopy(_error_answer("")["headers"])
+                if schema is not None:
+                    answer["content"] = {"application/json": {"schema": schema}}
+                _answer_headers(answer, operation, reply.status, scenario)
+            else:
+                answer["description"] = f"{answer.get('description', '').strip()} {said}".strip()
+                if schema is not None:
+                    _accept(answer, schema)
+            for name, _ in reply.headers:
+                answer.setdefault("headers", {}).setdefault(name, {"schema": {"type": "string"}})
+
+
+def _accept(answer: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Widen an answer's body schema to take ``schema``'s bodies too."""
+    media = answer.setdefault("content", {}).setdefault("application/json", {})
+    present = media.get("schema")
+    if present is None or present == schema:
+        media["schema"] = schema
+    elif "anyOf" in present and schema not in present["anyOf"]:
+        present["anyOf"].append(schema)
+    elif "anyOf" not in present:
+        media["schema"] = {"anyOf": [present, schema]}
 
 
 def _shape(value: Any) -> dict[str, Any]:

@@ -48,6 +48,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("payload_too_large", 413, "Request body over `behaviour.max_body_bytes`."),
         ErrorCode("unsupported_media_type", 415, "createPet body not sent as application/json."),
         ErrorCode("rate_limited", 429, "Over the plan's per-minute or per-day allowance."),
+        ErrorCode(
+            "cors_rejected",
+            403,
+            "A CORS preflight from an origin, for a method or with a header the scenario's "
+            "`http.cors` does not allow (when `rejected_status` is set).",
+        ),
         ErrorCode("key_banned", 429, "Key temporarily banned for sending on after 429s."),
         ErrorCode(
             "headers_too_large", 431, "The request line and headers are over `--max-header-bytes`."
@@ -58,6 +64,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
             "upstream_unreachable", 502, "`mockstore record`: the upstream failed to answer."
         ),
         ErrorCode("server_busy", 503, "Every connection is busy (`--max-connections`)."),
+        ErrorCode(
+            "maintenance",
+            503,
+            "A path in one of the scenario's `maintenance` windows (its default).",
+        ),
         ErrorCode(
             "state_unavailable", 503, "The shared state (`--state redis://…`) cannot be reached."
         ),
@@ -166,6 +177,25 @@ def compact_json(value: Any) -> bytes:
     return _COMPACT.encode(value).encode("ascii")
 
 
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """One invalid field of a request, for an Error body's ``details`` (``error_bodies.py``).
+
+    ``location`` is ``body``, ``query`` or ``path``; ``field`` the field's place in
+    the body (``("tags", 0)``) or the parameter's name; ``reason`` the rule it
+    breaks, in JSON Schema's words (``required``, ``type``, ``enum``, ``minimum``,
+    ``additionalProperties``, ...); ``value`` what was sent (``sent`` is False for a
+    field that is missing).
+    """
+
+    location: str
+    field: tuple[str | int, ...]
+    reason: str
+    message: str
+    value: Any = None
+    sent: bool = True
+
+
 class ApiError(Exception):
     """A refusal, the one way the domain says "no": an Error ``code``, its message,
     the HTTP status (the code's own unless given) and any headers it needs
@@ -174,9 +204,25 @@ class ApiError(Exception):
     ``condition`` says which situation it is (one of ``CONDITIONS``; the code
     itself when only one condition has that code), so that a scenario's
     ``behaviour.error_codes`` and ``validation_status`` can restyle it.
+
+    ``value``, ``parameter`` and ``details`` say what in the request is at fault
+    (the offending value as sent, the parameter or field it was given as, every
+    invalid field), and ``retry_at`` the instant a client may try again where the
+    refusal is not the limiter's (a maintenance window's end): what a scenario's
+    Error message templates and computed fields may state (``error_bodies.py``).
     """
 
-    __slots__ = ("code", "condition", "headers", "message", "status")
+    __slots__ = (
+        "code",
+        "condition",
+        "details",
+        "headers",
+        "message",
+        "parameter",
+        "retry_at",
+        "status",
+        "value",
+    )
 
     def __init__(
         self,
@@ -186,6 +232,10 @@ class ApiError(Exception):
         status: int | None = None,
         headers: tuple[tuple[bytes, bytes], ...] = (),
         condition: str | None = None,
+        value: Any = None,
+        parameter: str | None = None,
+        details: tuple[FieldProblem, ...] = (),
+        retry_at: float | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -193,6 +243,10 @@ class ApiError(Exception):
         self.status = ERROR_CODES[code].status if status is None else status
         self.headers = headers
         self.condition = condition or code
+        self.value = value
+        self.parameter = parameter
+        self.details = details
+        self.retry_at = retry_at
 
     def body(self) -> bytes:
         return error_body(self.code, self.message, self.status)

@@ -10,14 +10,19 @@ the client may really retry, nor a sunset after the one it really comes at.
 **Whose clock.** A client computes a wait from a header by subtracting either
 its own clock or the answer's ``Date``. Waits written as seconds
 (``Retry-After: 30``, ``X-RateLimit-Reset`` as a delta, the draft ``RateLimit``
-header's ``t``) need neither. For instants, the scenario's ``clock.headers``
-chooses: ``wall`` (the default) writes every instant as far from the wall
-clock's now as it lies from the scenario clock's now (``t + offset``, where
-``offset`` is ``Clock.wall_offset()``), and ``Date`` as the wall clock's now,
-so both kinds of client wait the scenario's remaining time, on any clock;
-``scenario`` writes them as the scenario clock names them (``offset`` 0), for
-clients and tests that read the dates themselves. On a clock that runs in real
-time the two are the same.
+header's ``t``) need neither. For the instants a wait ends at, the scenario's
+``clock.headers`` chooses: ``wall`` (the default) writes every such instant as
+far from the wall clock's now as it lies from the scenario clock's now
+(``t + offset``, where ``offset`` is ``Clock.wall_offset()``), and ``Date`` as
+the wall clock's now, so both kinds of client wait the scenario's remaining
+time, on any clock; ``scenario`` writes them as the scenario clock names them
+(``offset`` 0), for clients and tests that read the dates themselves. On a
+clock that runs in real time the two are the same.
+
+**Announced dates are facts.** ``Deprecation`` and ``Sunset`` state the
+scenario's calendar dates (5 December 2030 by default), on any clock and under
+either ``clock.headers``, as the 410's message does: one answer never states
+two dates for one fact. Only waits and window ends follow the headers' clock.
 
 Pure Python over bytes: no Starlette, no ASGI. The parts that never change are
 encoded once per scenario.
@@ -120,11 +125,6 @@ def _after(instant: float, offset: float) -> int:
     return math.ceil(round(_stated(instant + offset), _MICROSECONDS))
 
 
-def _before(instant: float, offset: float) -> int:
-    """An instant a client must act by (a sunset), on the headers' clock: rounded down."""
-    return math.floor(round(_stated(instant + offset), _MICROSECONDS))
-
-
 class ResponseHeaders:
     """Builds the header list of every API answer for one scenario."""
 
@@ -156,8 +156,8 @@ class ResponseHeaders:
         if link is not None and (successor is not None or "{successor}" not in link):
             text = link.replace("{successor}", (successor or b"").decode("latin-1"))
             self._link.append((b"link", text.encode("latin-1")))
-        self._deprecation_at: tuple[int, int] | None = None
-        self.deprecation = self.deprecation_headers(0.0)
+        # The same on every answer, whatever the clock: built once.
+        self.deprecation: tuple[Header, ...] = self._deprecation_headers()
         self._date_second = -1
         self._date_value = b""
         # head()'s templates, for the second they were made in (the Date, a
@@ -177,25 +177,28 @@ class ResponseHeaders:
             self._date_value = http_date(second)
         return self._date_value
 
-    def deprecation_headers(self, offset: float) -> list[Header]:
-        """``Deprecation``, ``Sunset`` and ``Link``, rebuilt only when their seconds change."""
-        since = _before(self._deprecated_since, offset)
-        sunset = _before(self._sunset, offset)
-        if self._deprecation_at != (since, sunset):
-            self._deprecation_at = (since, sunset)
-            headers: list[Header] = []
-            form = self._deprecation_form
-            if form == "sf-date":
-                headers.append((b"deprecation", b"@%d" % since))
-            elif form == "http-date":
-                headers.append((b"deprecation", http_date(since)))
-            elif form == "true":
-                headers.append((b"deprecation", b"true"))
-            if self._sunset_header:
-                headers.append((b"sunset", http_date(sunset)))
-            headers.extend(self._link)
-            self.deprecation = headers
-        return self.deprecation
+    def _deprecation_headers(self) -> tuple[Header, ...]:
+        """``Deprecation``, ``Sunset`` and ``Link``: the scenario's calendar dates, as they are.
+
+        Dates a provider announced (RFC 9745, RFC 8594), not waits: they do not
+        follow the headers' clock (see the module docstring). A date between
+        seconds is stated at the second before (a sunset is never later than it
+        is).
+        """
+        since = math.floor(_stated(self._deprecated_since))
+        sunset = math.floor(_stated(self._sunset))
+        headers: list[Header] = []
+        form = self._deprecation_form
+        if form == "sf-date":
+            headers.append((b"deprecation", b"@%d" % since))
+        elif form == "http-date":
+            headers.append((b"deprecation", http_date(since)))
+        elif form == "true":
+            headers.append((b"deprecation", b"true"))
+        if self._sunset_header:
+            headers.append((b"sunset", http_date(sunset)))
+        headers.extend(self._link)
+        return tuple(headers)
 
     def build(
         self,
@@ -243,7 +246,7 @@ class ResponseHeaders:
             if retry_after is not None:
                 headers.append((b"retry-after", retry_after))
         if deprecated:
-            headers.extend(self.deprecation_headers(offset))
+            headers.extend(self.deprecation)
         if replaces:
             # A scripted header replaces the default of the same name.
             names = {name for name, _ in extra}

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from mockstore import schemas
-from mockstore.errors import ApiError
+from mockstore.errors import ApiError, FieldProblem
 from mockstore.scenario.collections import Collections
 
 _DIGITS = re.compile(r"\s*([+-]?[0-9]{1,19})(?:\.0*)?\s*")
@@ -60,6 +60,11 @@ class Intake:
                     "validation_failed",
                     f"{name} must be an integer written without a fraction (got {_shown(given)})",
                     condition="invalid_body",
+                    value=given,
+                    parameter=name,
+                    details=(
+                        FieldProblem("body", (name,), "type", "an integer with a fraction", given),
+                    ),
                 )
             if isinstance(given, str) and self._lenient:
                 found = _DIGITS.fullmatch(given)
@@ -73,17 +78,46 @@ class Intake:
         name = pet.get("name")
         if isinstance(name, str):
             if high is not None and len(name) > high:
-                _refuse(f"name is longer than {high} characters (got {len(name)})")
+                _refuse(
+                    f"name is longer than {high} characters (got {len(name)})",
+                    name,
+                    "name",
+                    "maxLength",
+                )
             if low is not None and len(name) < low:
-                _refuse(f"name is shorter than {low} characters (got {len(name)})")
+                _refuse(
+                    f"name is shorter than {low} characters (got {len(name)})",
+                    name,
+                    "name",
+                    "minLength",
+                )
         low, high = self._category
         category = pet.get("categoryId")
         if isinstance(category, int):
             if low is not None and category < low:
-                _refuse(f"categoryId must be at least {low} (got {category})")
+                _refuse(
+                    f"categoryId must be at least {low} (got {category})",
+                    category,
+                    "categoryId",
+                    "minimum",
+                )
             if high is not None and category > high:
-                _refuse(f"categoryId must be at most {high} (got {category})")
+                _refuse(
+                    f"categoryId must be at most {high} (got {category})",
+                    category,
+                    "categoryId",
+                    "maximum",
+                )
 
 
-def _refuse(message: str) -> None:
-    raise ApiError("validation_failed", message, condition="field_constraint")
+def _refuse(message: str, value: Any, parameter: str, reason: str) -> None:
+    # The field and value at fault (``reason`` in JSON Schema's words), for a scenario's
+    # Error templates and details[].
+    raise ApiError(
+        "validation_failed",
+        message,
+        condition="field_constraint",
+        value=value,
+        parameter=parameter,
+        details=(FieldProblem("body", (parameter,), reason, message, value),),
+    )

@@ -77,7 +77,9 @@ class Entry(NamedTuple):
     clock and ``wall`` the wall clock when the request arrived (the "now" its
     answer's headers were written from; None in entries read from a recording
     that did not say); ``run``
-    is the run it belongs to (``mockstore.runs``; 0 when not known). Entries
+    is the run it belongs to (``mockstore.runs``; 0 when not known).
+    ``refused_until`` is the mock's own decision on the caller, which the
+    verdicts judge a wait by (a retry the mock admitted is never early). Entries
     are immutable, so readers may share them across threads.
     """
 
@@ -103,6 +105,9 @@ class Entry(NamedTuple):
     wall: float | None = None
     run: int = 0
     arrived_after: int = -1  # the last seq answered when it arrived (-1: not known)
+    # What the limiter decided: the instant (scenario clock) it refused the caller until,
+    # 0.0 when it admitted the request, -1.0 when it did not decide (see Caller).
+    refused_until: float = -1.0
 
     def header(self, name: str) -> str | None:
         """The first request header of that name, as sent (the token unmasked)."""
@@ -285,6 +290,7 @@ class Journal:
         wall: float,
         head_bytes: int = -1,
         arrived_after: int = -1,
+        refused_until: float = -1.0,
         /,
     ) -> None:
         """Append one exchange: ``Entry``'s fields after ``seq``, in its order (see ``add``)."""
@@ -293,7 +299,8 @@ class Journal:
         self.add(
             (self.next_seq(), request_id, time, elapsed, method, path, query, request_headers,
              request_body, client, operation, key, plan, status, response_headers,
-             response_body, latency_ms, rule, outcome, wall, self.run, arrived_after),
+             response_body, latency_ms, rule, outcome, wall, self.run, arrived_after,
+             refused_until),
             head_bytes,
         )  # fmt: skip
 

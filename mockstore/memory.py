@@ -18,6 +18,11 @@ may never add up to more than the whole: a tenant whose floor the budget
 cannot give is not created. Ceilings may add up to more, since every share
 draws on the same budget (``SHARES`` gives the fractions).
 
+**Giving way.** What is held for no live caller (the journals of deleted
+tenants, kept for the server's report) gives way before live work is refused:
+a reservation the budget cannot give asks those holders (``give_way_to``) to
+let go of what it needs, oldest first, and is tried once more.
+
 A closed account (a deleted tenant, a state replaced by a reset) gives back
 everything it held at once; what is still reserved against it afterwards (a
 request that began before the reset) is not counted, since it dies with that
@@ -37,7 +42,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -185,11 +190,34 @@ class Account:
         return child
 
     def reserve(self, size: int) -> bool:
-        """Reserve ``size`` bytes; False (nothing reserved) if this share or the budget is full."""
+        """Reserve ``size`` bytes; False (nothing reserved) if this share or the budget is full.
+
+        When only the budget is full, what may give way does first (see the module
+        docstring), outside the lock: giving way releases through it.
+        """
         if size <= 0:
             return True
         with self._lock:
-            return self._reserve(size)
+            if self._reserve(size):
+                return True
+            short = self._short_of_the_whole(size)
+        root = self.root
+        if short and isinstance(root, MemoryBudget) and root.make_room(short, self):
+            with self._lock:
+                return self._reserve(size)
+        return False
+
+    def _short_of_the_whole(self, size: int) -> int:
+        """How much more the whole budget would need to give ``size`` here; 0 when this
+        share's ceiling (or an ancestor's, below the whole) refuses it anyway."""
+        account: Account = self
+        grow = size
+        while account.parent is not None:
+            if account.closed or account.used + grow > account.ceiling:
+                return 0
+            grow = max(account.used + grow, account.floor) - max(account.used, account.floor)
+            account = account.parent
+        return max(0, account.used + grow - account.ceiling)
 
     def take(self, size: int, what: str) -> None:
         """Reserve ``size`` bytes for ``what``, or raise ``OverBudget`` saying so."""
@@ -255,13 +283,40 @@ class MemoryBudget(Account):
     hands it to its tenants); ``mockstore serve`` runs one server, so one per process.
     """
 
-    __slots__ = ("_builds", "connections", "reports")
+    __slots__ = ("_builds", "_giving_way", "_yielders", "connections", "reports")
 
     def __init__(self, total: int = DEFAULT_MEMORY_BUDGET) -> None:
         super().__init__("the process", total)
         self.connections = self.open_share("connections", "connections")
         self.reports = self.open_share("reports", "reports")
         self._builds = threading.Lock()
+        # What gives way before live work is refused: (its share, a function that lets go
+        # of at least the bytes asked, oldest first, and says how many it let go).
+        self._yielders: list[tuple[Account, Callable[[int], int]]] = []
+        self._giving_way = threading.local()
+
+    def give_way_to(self, share: Account, let_go: Callable[[int], int]) -> None:
+        """Let ``let_go(size)`` free what ``share`` holds when a reservation elsewhere needs it."""
+        self._yielders.append((share, let_go))
+
+    def make_room(self, size: int, asking: Account) -> bool:
+        """Have what gives way let go of ``size`` bytes for ``asking``; True if any went.
+
+        A share never gives way to itself (nor to what it does while giving way), and
+        what is kept for reports never gives way to a report being built from it.
+        """
+        if getattr(self._giving_way, "active", False) or _within(asking, self.reports):
+            return False
+        self._giving_way.active = True
+        try:
+            freed = 0
+            for share, let_go in self._yielders:
+                if freed >= size or _within(asking, share):
+                    continue
+                freed += let_go(size - freed)
+            return freed > 0
+        finally:
+            self._giving_way.active = False
 
     def open_share(self, kind: str, name: str) -> Account:
         """A new share of the kind ``SHARES`` names (``OverBudget`` if its floor cannot be had)."""
@@ -285,6 +340,14 @@ class MemoryBudget(Account):
                 yield share
             finally:
                 share.close()
+
+
+def _within(account: Account, share: Account) -> bool:
+    while account is not None:
+        if account is share:
+            return True
+        account = account.parent  # type: ignore[assignment]
+    return False
 
 
 def budget_of(account: Account | None) -> MemoryBudget | None:

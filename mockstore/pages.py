@@ -32,7 +32,7 @@ from itertools import islice
 from typing import Protocol
 from urllib.parse import parse_qsl, quote, urlencode
 
-from mockstore.errors import ApiError
+from mockstore.errors import ApiError, FieldProblem
 from mockstore.ordering import Ordering
 from mockstore.scenario.collections import Collections
 
@@ -365,26 +365,32 @@ class Cursors:
         """The position ``text`` names; ``ApiError`` (bad_cursor) for anything else."""
         where = f"query parameter '{name}'"
         if len(text) > MAX_CURSOR:
-            raise _bad_cursor(f"{where} is not a cursor of this listing ({len(text)} characters)")
+            raise _bad_cursor(
+                f"{where} is not a cursor of this listing ({len(text)} characters)", text, name
+            )
         try:
             raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         except (binascii.Error, ValueError):
-            raise _bad_cursor(f"{where} is not a cursor of this listing") from None
+            raise _bad_cursor(f"{where} is not a cursor of this listing", text, name) from None
         payload, mac = raw[:-_MAC], raw[-_MAC:]
         if len(raw) < 3 + _MAC or not _same(mac, self._mac(payload)) or payload[:1] != _VERSION:
             raise _bad_cursor(
                 f"{where} is not a cursor of this listing: it was altered, or made by another "
-                "scenario or order; follow the Link the mock sent"
+                "scenario or order; follow the Link the mock sent",
+                text,
+                name,
             )
         kind = {b"a": "after", b"b": "before", b"e": "end"}.get(payload[1:2])
         length = payload[2]
         filtered = payload[3 : 3 + length].decode("utf-8", "replace") or None
         if kind is None:
-            raise _bad_cursor(f"{where} is not a cursor of this listing")
+            raise _bad_cursor(f"{where} is not a cursor of this listing", text, name)
         if filtered != status:
             made = f"status={filtered}" if filtered else "no status filter"
             raise _bad_cursor(
-                f"{where} belongs to the listing with {made}; send the same filter with it"
+                f"{where} belongs to the listing with {made}; send the same filter with it",
+                text,
+                name,
             )
         return Position(kind, payload[3 + length :])
 
@@ -393,12 +399,25 @@ def _same(a: bytes, b: bytes) -> bool:
     return hashlib.sha256(a).digest() == hashlib.sha256(b).digest()
 
 
-def _bad_cursor(message: str) -> ApiError:
-    return ApiError("invalid_parameter", message, condition="bad_cursor")
+def _bad_cursor(message: str, value: str, parameter: str) -> ApiError:
+    return _bad("bad_cursor", message, value, parameter)
 
 
-def _bad_offset(message: str) -> ApiError:
-    return ApiError("invalid_parameter", message, condition="bad_offset")
+def _bad_offset(message: str, value: str, parameter: str) -> ApiError:
+    return _bad("bad_offset", message, value, parameter)
+
+
+def _bad(condition: str, message: str, value: str, parameter: str) -> ApiError:
+    # The value and parameter at fault, for a scenario's Error templates and details[].
+    problem = FieldProblem("query", (parameter,), "format", message, value)
+    return ApiError(
+        "invalid_parameter",
+        message,
+        condition=condition,
+        value=value,
+        parameter=parameter,
+        details=(problem,),
+    )
 
 
 def integer_of(raw: str, lenient: bool) -> int | None:
@@ -438,7 +457,11 @@ class Pager:
             return FIRST if self.style == "cursor" else Position("offset", offset=0)
         if len(given) > 1:
             error = _bad_cursor if self.style == "cursor" else _bad_offset
-            raise error(f"query parameter '{name}' is given {len(given)} times; give it once")
+            raise error(
+                f"query parameter '{name}' is given {len(given)} times; give it once",
+                given[0],
+                name,
+            )
         raw = given[0]
         if self.style == "cursor":
             return self.cursors.read(raw, status, name)
@@ -447,10 +470,12 @@ class Pager:
         if value is None or value < least:
             shown = raw if len(raw) <= 40 else raw[:40] + "..."
             raise _bad_offset(
-                f"query parameter '{name}' must be a whole number from {least} (got {shown!r})"
+                f"query parameter '{name}' must be a whole number from {least} (got {shown!r})",
+                raw,
+                name,
             )
         if value < 0 or value > 2**62:
-            raise _bad_offset(f"query parameter '{name}' is out of range")
+            raise _bad_offset(f"query parameter '{name}' is out of range", raw, name)
         offset = (value - 1) * limit if self.style == "page" else value
         return Position("offset", offset=offset)
 

@@ -9,8 +9,9 @@ here *add* to an answer, per answer:
 - constant headers, on every answer or on those of a status (class) or an
   operation (``behaviour.headers``), the first rule of each name deciding;
 - ``Location`` on a 201 and ``ETag`` on a read's 200 (``location``, ``etag``);
-- Error body fields beyond ``code``, ``message`` and ``status``, constant or
-  generated per answer (``error_fields``).
+- Error body fields beyond ``code``, ``message`` and ``status``, constant,
+  templated or computed per answer (``error_fields``), and each condition's
+  message as the provider words it (``error_messages``): ``error_bodies.py``.
 
 ``AnswerProfile.of(scenario)`` is None for a scenario that adds none of them,
 so the hot path pays one ``is None`` for the default scenario. The headers of
@@ -23,38 +24,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Any
 
-from mockstore.errors import ApiError, error_body
-from mockstore.scenario.model import ErrorField, Scenario
+from mockstore.error_bodies import ErrorBodies, ErrorFacts
+from mockstore.errors import ApiError
+from mockstore.scenario.model import Scenario
 
 Header = tuple[bytes, bytes]
 # Rule blocks kept at once: one per (operation, status) in use, far fewer in practice.
 _MAX_BLOCKS = 1024
 
 
-def timestamp(now: float) -> str:
-    """RFC 3339 UTC with milliseconds, as APIs write an Error's instant."""
-    moment = datetime.fromtimestamp(now, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
 class AnswerProfile:
     """What the answers of one scenario carry beyond mockstore's own headers and bodies."""
 
-    __slots__ = ("_blocks", "_rules", "_seed", "base_path", "error_fields", "etag", "location")
+    __slots__ = ("_blocks", "_rules", "base_path", "errors", "etag", "location")
 
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
-        self._seed = f"mockstore-error-field-{scenario.seed}"
         self.base_path = scenario.base_path
         self._rules = behaviour.headers
         self.location = behaviour.location
         self.etag = dict(behaviour.etag)
-        self.error_fields: tuple[ErrorField, ...] = behaviour.error_fields
+        self.errors = ErrorBodies(behaviour, scenario.seed)
         self._blocks: dict[tuple[str | None, int], tuple[Header, ...]] = {}
 
     @classmethod
@@ -66,6 +58,7 @@ class AnswerProfile:
             or behaviour.location != "none"
             or behaviour.etag
             or behaviour.error_fields
+            or behaviour.error_messages
         ):
             return cls(scenario)
         return None
@@ -115,28 +108,14 @@ class AnswerProfile:
             self._blocks[where] = block
         return block
 
-    def error_body(self, error: ApiError, request_id: str, now: float) -> bytes:
-        """``error``'s Error body with this profile's fields."""
-        extra: dict[str, Any] = {}
-        for item in self.error_fields:
-            if item.conditions is not None and error.condition not in item.conditions:
-                continue
-            if item.generate is None:
-                extra[item.name] = item.value
-            elif item.generate == "request_id":
-                extra[item.name] = request_id
-            elif item.generate == "uuid":
-                extra[item.name] = self._uuid(item.name, request_id)
-            else:
-                extra[item.name] = timestamp(now)
-        return error_body(error.code, error.message, error.status, **extra)
+    @property
+    def rewrites_errors(self) -> bool:
+        """Whether this profile's Error bodies differ from ``ApiError.body``'s."""
+        return self.errors.rewrites
 
-    def _uuid(self, field: str, request_id: str) -> str:
-        """A random-looking UUID for one answer's field: a hash of the seed, the field and
-        the answer's request id, so the same scenario and requests give the same bodies
-        (and every process of a shared state the same as one)."""
-        text = f"{self._seed}:{field}:{request_id}".encode()
-        return str(uuid.UUID(bytes=hashlib.blake2b(text, digest_size=16).digest(), version=4))
+    def error_body(self, error: ApiError, facts: ErrorFacts) -> bytes:
+        """``error``'s Error body with this profile's fields and messages."""
+        return self.errors.body(error, facts)
 
 
 def _pet_id(body: bytes) -> int | None:

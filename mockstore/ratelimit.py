@@ -198,10 +198,12 @@ class RateLimiter:
     the one with fewer left, the minute on a tie; or always ``minute`` or ``day``),
     and ``refusals`` a 429's: the window that ``blocks``, or the ``described`` one.
 
-    ``wall`` is the wall clock (the clock's ``wall``), read only when a request
-    is refused: a client that waited as it was told by the wall clock, while a
-    manual scenario clock stood still, is refused again but is not "sending
-    on after 429" and is never banned for it.
+    ``wall`` is the clock a waiting client reads (``Clock.waited``: the wall
+    clock, plus a manual clock's moves), read only when a request is refused: a
+    client that waited as it was told by it (it slept, or slept part of the wait
+    and moved the clock the rest), while a manual scenario clock had not got
+    there, is refused again but is not "sending on after 429" and is never
+    banned for it.
     """
 
     def __init__(

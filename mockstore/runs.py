@@ -39,6 +39,9 @@ class Run:
     wall: float  # the wall clock when it began
     scenario: str
     header_clock: str = "wall"  # its scenario's clock.headers: its answers' instants
+    # Its scenario clock's mode: on a manual clock a client's wait is the wall time that
+    # passed plus the scenario time moved (``Clock.waited``).
+    clock_mode: str = "running"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +52,7 @@ class Run:
             "wall": self.wall,
             "scenario": self.scenario,
             "header_clock": self.header_clock,
+            "clock_mode": self.clock_mode,
         }
 
 

@@ -18,8 +18,9 @@ from urllib.parse import parse_qsl, urlencode
 
 from mockstore import schemas
 from mockstore.clock import format_time
-from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError
+from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS, ApiError, FieldProblem
 from mockstore.intake import Intake
+from mockstore.json_array import JsonArray, array_of
 from mockstore.keys import MISSING, ApiKey, Credentials, client_bucket
 from mockstore.memory import OverBudget
 from mockstore.pages import Pager, integer_of
@@ -27,7 +28,7 @@ from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
 from mockstore.state import MockState
-from mockstore.store import PetStore, StoreFull, json_array, pet_json
+from mockstore.store import PetStore, StoreFull, pet_json
 from mockstore.validation import (
     QueryValidator,
     is_json_media_type,
@@ -50,9 +51,12 @@ class Caller:
     ``key`` is None for a caller without a valid key (counted per client
     address on the scenario's anonymous plan); ``decision`` is the limiter's
     verdict and the figures every header of the answer states.
+    ``refused_until`` is that verdict as the journal keeps it: the instant the
+    caller was refused until, 0.0 when it was admitted, -1.0 when the limiter
+    did not decide (``uncounted``).
     """
 
-    __slots__ = ("admitted", "credentials", "decision", "key", "plan")
+    __slots__ = ("admitted", "credentials", "decision", "key", "plan", "refused_until")
 
     def __init__(
         self, credentials: Credentials, key: ApiKey | None, plan: Plan, decision: Decision
@@ -63,6 +67,19 @@ class Caller:
         self.decision = decision
         # A valid key within its allowance: nothing to refuse (``refusal`` says why not).
         self.admitted = key is not None and decision.verdict == "allowed"
+        self.refused_until = decision.retry_at
+
+    @classmethod
+    def uncounted(cls, credentials: Credentials, plan: Plan, decision: Decision) -> Caller:
+        """A caller the limiter only looked at (``peek``): nothing was counted or decided.
+
+        A ban it is under is a refusal all the same; an "allowed" says only that
+        it is not banned, so the journal notes no decision.
+        """
+        caller = cls(credentials, None, plan, decision)
+        if decision.verdict == "allowed":
+            caller.refused_until = -1.0
+        return caller
 
 
 class Call(Protocol):
@@ -90,7 +107,8 @@ class Call(Protocol):
         """``scheme://host`` the client addressed (for an absolute Link)."""
 
 
-Handler = Callable[["PetStoreService", PetStore, Call], bytes]
+# An operation's body: bytes, or a large listing not yet made (charged first: ``JsonArray``).
+Handler = Callable[["PetStoreService", PetStore, Call], "bytes | JsonArray"]
 
 
 def _error_styles(
@@ -145,7 +163,7 @@ def _clamped(query: bytes) -> bytes:
 def _sunset_rule(operation: schemas.Operation, handler: Handler, sunset: float) -> Handler:
     """A deprecated operation's handler: 410 gone from the sunset on."""
 
-    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes:
+    def until_sunset(service: PetStoreService, store: PetStore, call: Call) -> bytes | JsonArray:
         if call.now >= sunset:
             raise service._gone(operation)
         return handler(service, store, call)
@@ -247,7 +265,7 @@ class PetStoreService:
         """
         plan = state.plans[self._anonymous_plan]
         decision = state.limiter.peek(client_bucket(client), plan, now)
-        return Caller(MISSING, None, plan, decision)
+        return Caller.uncounted(MISSING, plan, decision)
 
     def refusal(self, caller: Caller, unrouted: ApiError | None = None) -> ApiError:
         """Why a caller that is not ``admitted`` is refused: 429 first, then 401.
@@ -316,8 +334,9 @@ class PetStoreService:
                 "method_not_allowed",
                 f"{method} is not allowed on {path}; allowed: {allow}",
                 headers=((b"allow", allow.encode()),),
+                value=method,
             )
-        return ApiError("not_found", f"no such path: {path}", condition="unknown_path")
+        return ApiError("not_found", f"no such path: {path}", condition="unknown_path", value=path)
 
     def body_too_large(self) -> ApiError:
         # The rest of the body is never read, so the connection cannot carry on.
@@ -329,17 +348,18 @@ class PetStoreService:
 
     # -- the operations -------------------------------------------------------
 
-    def list_pets(self, store: PetStore, call: Call) -> bytes:
+    def list_pets(self, store: PetStore, call: Call) -> bytes | JsonArray:
+        """The listing; a large one not yet made, for the caller to charge first (``JsonArray``)."""
         query = self.list_query(call)
         pager = self.pager
         if pager is None:
-            return store.list_json(query["limit"], query["status"])
+            return store.listing(query["limit"], query["status"])
         limit, status = query["limit"], query["status"]
         page, bodies = store.page(pager.position(call.query, status, limit), limit, status)
         call.answer_headers = pager.headers(
             page, call.query, status, limit, call.link_path(), call.origin()
         )
-        return json_array(bodies)
+        return array_of(bodies)
 
     def list_query(self, call: Call) -> dict[str, Any]:
         """A listing's ``limit`` and ``status``, or the ApiError that refuses its query.
@@ -402,6 +422,8 @@ class PetStoreService:
             raise ApiError(
                 "unsupported_media_type",
                 f"the body must be sent as application/json (Content-Type was {sent})",
+                value=sent,
+                parameter="Content-Type",
             )
         value = parse_json_body(call.request_body)
         intake = self._intake
@@ -414,6 +436,18 @@ class PetStoreService:
                 raise ApiError(
                     "unknown_field",
                     f"a NewPet has no field {', '.join(repr(name) for name in unknown[:5])}",
+                    value=unknown[0],
+                    parameter=unknown[0],
+                    details=tuple(
+                        FieldProblem(
+                            "body",
+                            (name,),
+                            "additionalProperties",
+                            f"a NewPet has no field {name!r}",
+                            value[name],
+                        )
+                        for name in unknown
+                    ),
                 )
         pet = self.new_pet(value)
         if intake is not None:
@@ -438,7 +472,13 @@ class PetStoreService:
         pet_id = path_parameters(OPERATIONS["getPet"], call.params)["petId"]
         found = store.get_json(pet_id)
         if found is None:
-            raise ApiError("not_found", f"no pet with id {pet_id}", condition="pet_not_found")
+            raise ApiError(
+                "not_found",
+                f"no pet with id {pet_id}",
+                condition="pet_not_found",
+                value=call.params.get("petId", str(pet_id)),
+                parameter="petId",
+            )
         return found
 
     def list_orders(self, store: PetStore, call: Call) -> bytes:

@@ -101,7 +101,24 @@ async def admit(
     local: PetStore | None = None
     rules: SharedRules | None = None
     resolved = ex.resolved.operation
-    if key is not None:
+    semantics = ex.compiled.semantics
+    if (
+        key is not None
+        and semantics is not None
+        and semantics.answers_after_the_limiter(
+            ex.request,
+            ex.now,
+            ex.now - state.clock.start,
+            lambda path: semantics.served(ex.compiled.service, state.routes, path),
+        )
+    ):
+        # The scenario's HTTP semantics answer it once the caller is counted (a
+        # maintenance window, an OPTIONS): in memory no operation runs and no fault
+        # rule counts it, so none does here.
+        key_for_operation = None
+    else:
+        key_for_operation = key
+    if key_for_operation is not None:
         service = ex.compiled.service
         route, _ = state.routes.for_path(ex.scope["method"], relative, service.serve_head)
         scripted = route is not None or ex.operation in state.routes.by_operation
@@ -157,7 +174,7 @@ async def _request(
     for _ in range(MAX_RELOADS):
         try:
             reply = await run_request(
-                shared, bucket, plan, ex.now, ex.state.clock.wall(), operation, rules
+                shared, bucket, plan, ex.now, ex.state.clock.waited(), operation, rules
             )
             return reply, operation
         except Resize as resize:
@@ -243,7 +260,7 @@ def _unavailable(
     # Where the caller stands is not known: a decision that counts nothing, and
     # the answer states no rate-limit figures (api.py leaves them out).
     decision = RateLimiter(NO_BAN).peek(bucket, plan, ex.now)
-    ex.caller = Caller(credentials, None, plan, decision)
+    ex.caller = Caller.uncounted(credentials, plan, decision)
     if isinstance(reason, TenantGone):  # deleted through another process
         return Unavailable(ApiError("not_found", str(reason), status=404))
     return Unavailable(_state_unavailable(str(reason)))

@@ -122,7 +122,9 @@ class MockState:
             behaviour.ratelimit_windows,
             behaviour.ratelimit_describes,
             behaviour.ratelimit_describes_refusals,
-            wall=self.clock.wall,
+            # A refusal of a client that had waited as told by its own clock is not
+            # counted toward a ban: the wall clock, plus a manual clock's moves.
+            wall=self.clock.waited,
         )
         self.stores = Stores(scenario, template or template_store(scenario), account)
         self.faults = FaultEngine(scenario.faults, scenario.seed)
@@ -293,6 +295,7 @@ class Runtime:
             clock.wall(),
             self.state.scenario.name,
             self.state.scenario.clock_headers,
+            clock.mode,
         )
         self.journal.begin_run(run)
         if self.outbox is not self.journal:

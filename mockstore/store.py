@@ -40,6 +40,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mockstore.budget import ByteBudget
+from mockstore.json_array import JsonArray, array_of, as_bytes
 from mockstore.memory import Account, OverBudget
 from mockstore.ordering import Ordering, id_of
 from mockstore.pages import MemberList, Page, Position, read_page
@@ -254,20 +255,30 @@ class PetStore:
 
     def list_json(self, limit: int, status: str | None = None) -> bytes:
         """The JSON array of the first ``limit`` pets in the store's order."""
+        return as_bytes(self.listing(limit, status))
+
+    def listing(self, limit: int, status: str | None = None) -> bytes | JsonArray:
+        """``list_json``'s body; a large one as its ``JsonArray``, to be charged before it is made.
+
+        Only small bodies are cached (``_LIST_CACHE_ITEM``), so a large one is never made here.
+        """
         cache_key = (status, limit)
         body = self._list_cache.get(cache_key)
         if body is None:
-            body = self._list_body(cache_key)
+            made = self._list_body(cache_key)
+            if type(made) is not bytes:
+                return made
+            body = made
             if self._list_budget.admit(self._list_cache, len(body)):
                 self._list_cache[cache_key] = body
         return body
 
-    def _list_body(self, cache_key: tuple[str | None, int]) -> bytes:
+    def _list_body(self, cache_key: tuple[str | None, int]) -> bytes | JsonArray:
         status, limit = cache_key
         inventory = self.inventory
         if inventory.descending:
             pets = self.list(limit, status)
-            return b"[" + b",".join([self._encoded_of(p["id"]) for p in pets]) + b"]"
+            return array_of([self._encoded_of(p["id"]) for p in pets], _LIST_CACHE_ITEM)
         ids = inventory.ids if status is None else inventory.by_status.get(status, ())
         created = self._created_ids(status)
         if len(ids) >= limit or not created:
@@ -276,13 +287,16 @@ class PetStore:
             body = shared.get(cache_key)
             if body is None:
                 encoded = inventory.json
-                body = _json_array([encoded[i] for i in ids[:limit]])
+                made = array_of([encoded[i] for i in ids[:limit]], _LIST_CACHE_ITEM)
+                if type(made) is not bytes:
+                    return made
+                body = made
                 if inventory.list_budget.admit(shared, len(body)):
                     shared[cache_key] = body
             return body
         parts = [inventory.json[i] for i in ids]
         parts += [self._json[i] for i in created[: limit - len(ids)]]
-        return _json_array(parts)
+        return array_of(parts, _LIST_CACHE_ITEM)
 
     def _created_ids(self, status: str | None) -> list[int]:
         return self._ids if status is None else self._by_status.get(status, [])
@@ -325,24 +339,6 @@ class PetStore:
 def pet_json(pet: Pet) -> bytes:
     """A pet's JSON as the store encodes it (the document's fields first)."""
     return _encoded(_ordered(pet))
-
-
-def json_array(parts: list[bytes]) -> bytes:
-    """The JSON array of encoded pets (``parts`` is consumed): see ``_json_array``."""
-    return _json_array(parts)
-
-
-def _json_array(parts: list[bytes]) -> bytes:
-    """The JSON array of ``parts``, made in one allocation (``parts`` is consumed).
-
-    ``b"[" + b",".join(parts) + b"]"`` copies the whole twice: 33 MB at once for
-    a 16.6 MB listing. Here only the first and the last part are copied again.
-    """
-    if not parts:
-        return b"[]"
-    parts[0] = b"[" + parts[0]
-    parts[-1] = parts[-1] + b"]"
-    return b",".join(parts)
 
 
 def _encoded(pet: Pet) -> bytes:

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 from mockstore import schemas
 from mockstore.budget import ByteBudget
-from mockstore.errors import ABOVE_MAXIMUM_CONDITIONS, PARAMETER_CONDITIONS, ApiError
+from mockstore.errors import ABOVE_MAXIMUM_CONDITIONS, PARAMETER_CONDITIONS, ApiError, FieldProblem
 
 _INTEGER = re.compile(r"-?[0-9]+")
 # Beyond any int64: 19 digits hold 9,223,372,036,854,775,807.
@@ -30,12 +30,29 @@ QUERY_CACHE_BYTES = 1024 * 1024
 QUERY_CACHE_ITEM = 2048
 
 
-def _invalid_parameter(name: str, message: str, above: bool = False) -> ApiError:
+def _invalid_parameter(
+    name: str,
+    message: str,
+    above: bool = False,
+    *,
+    location: str = "query",
+    reason: str = "type",
+    value: str | None = None,
+) -> ApiError:
     # The condition names the parameter (bad_limit, bad_pet_id, ...): a
     # provider may give each its own Error code (behaviour.error_codes), and a
     # value above the parameter's maximum its own (limit_above_maximum).
     condition = ABOVE_MAXIMUM_CONDITIONS.get(name) if above else None
-    return ApiError("invalid_parameter", message, condition=condition or PARAMETER_CONDITIONS[name])
+    # What is at fault, for a scenario's Error messages and details (error_bodies.py).
+    problem = FieldProblem(location, (name,), reason, message, value, value is not None)
+    return ApiError(
+        "invalid_parameter",
+        message,
+        condition=condition or PARAMETER_CONDITIONS[name],
+        value=value,
+        parameter=name,
+        details=(problem,),
+    )
 
 
 def above_maximum(parameter: schemas.Parameter, raw: str) -> bool:
@@ -50,10 +67,11 @@ def above_maximum(parameter: schemas.Parameter, raw: str) -> bool:
 def _convert(parameter: schemas.Parameter, raw: str) -> Any:
     """A raw string as the parameter's schema type; raises ApiError."""
     where = f"{parameter.location} parameter '{parameter.name}'"
+    sent = {"location": parameter.location, "value": raw}
     if parameter.type == "integer":
         if not _INTEGER.fullmatch(raw):
             raise _invalid_parameter(
-                parameter.name, f"{where} must be an integer (got {_shown(raw)})"
+                parameter.name, f"{where} must be an integer (got {_shown(raw)})", **sent
             )
         negative = raw.startswith("-")
         significant = raw.lstrip("-").lstrip("0") or "0"  # limit=01 is 1
@@ -62,13 +80,19 @@ def _convert(parameter: schemas.Parameter, raw: str) -> Any:
                 parameter.name,
                 f"{where} is out of range: a {len(significant)}-digit integer{_bounds(parameter)}",
                 above=not negative,
+                reason="maximum" if not negative else "minimum",
+                **sent,
             )
         value: Any = -int(significant) if negative else int(significant)
     else:
         value = raw
     for error in schemas.errors_of(parameter.validator, value):
         raise _invalid_parameter(
-            parameter.name, schemas.describe(error, where), above=error.validator == "maximum"
+            parameter.name,
+            schemas.describe(error, where),
+            above=error.validator == "maximum",
+            reason=str(error.validator),
+            **sent,
         )
     return value
 
@@ -97,8 +121,8 @@ class QueryValidator:
 
     def __init__(self, operation: schemas.Operation) -> None:
         self.parameters = [p for p in operation.parameters if p.location == "query"]
-        # A string's parsed values, or the (code, message, condition) of its refusal.
-        self._cache: dict[bytes, dict[str, Any] | tuple[str, str, str]] = {}
+        # A string's parsed values, or its refusal's parts (see _parts).
+        self._cache: dict[bytes, dict[str, Any] | tuple[Any, ...]] = {}
         self._budget = ByteBudget(QUERY_CACHE_BYTES, QUERY_CACHE_ITEM)
 
     def __call__(self, query_string: bytes) -> dict[str, Any]:
@@ -108,14 +132,21 @@ class QueryValidator:
             try:
                 result = self._validate(query_string)
             except ApiError as refusal:
-                result = (refusal.code, refusal.message, refusal.condition)
+                result = _parts(refusal)
             # The message of a refusal can quote the query: counted twice.
             if self._budget.admit(self._cache, 2 * len(query_string)):
                 self._cache[query_string] = result
         if isinstance(result, tuple):
             # A new exception each time: a re-raised one would keep growing its traceback.
-            code, message, condition = result
-            raise ApiError(code, message, condition=condition)
+            code, message, condition, value, parameter, details = result
+            raise ApiError(
+                code,
+                message,
+                condition=condition,
+                value=value,
+                parameter=parameter,
+                details=details,
+            )
         return result
 
     def _validate(self, query_string: bytes) -> dict[str, Any]:
@@ -129,15 +160,32 @@ class QueryValidator:
             raw = given.get(name)
             if not raw:
                 if parameter.required:
-                    raise _invalid_parameter(name, f"query parameter '{name}' is required")
+                    raise _invalid_parameter(
+                        name, f"query parameter '{name}' is required", reason="required"
+                    )
                 values[name] = parameter.default
                 continue
             if len(raw) > 1:
                 raise _invalid_parameter(
-                    name, f"query parameter '{name}' is given {len(raw)} times; give it once"
+                    name,
+                    f"query parameter '{name}' is given {len(raw)} times; give it once",
+                    reason="repeated",
+                    value=raw[-1],
                 )
             values[name] = _convert(parameter, raw[0])
         return values
+
+
+def _parts(refusal: ApiError) -> tuple[Any, ...]:
+    """What a cached refusal is raised again from (never the exception itself)."""
+    return (
+        refusal.code,
+        refusal.message,
+        refusal.condition,
+        refusal.value,
+        refusal.parameter,
+        refusal.details,
+    )
 
 
 def path_parameters(operation: schemas.Operation, raw: dict[str, str]) -> dict[str, Any]:
@@ -225,11 +273,43 @@ def parse_json_body(body: bytes) -> Any:
 
 
 def validate_body(operation: schemas.Operation, value: Any) -> None:
-    """Check a parsed body against the operation's request schema; raises ApiError."""
+    """Check a parsed body against the operation's request schema; raises ApiError.
+
+    The message names the first problem; ``details`` holds every one, each field
+    once (a scenario's Error ``details`` lists them all: ``error_bodies.py``).
+    """
     assert operation.body_schema is not None
     validator = schemas.validator_for(operation.body_schema)
-    for error in schemas.errors_of(validator, value):
-        raise ApiError("validation_failed", schemas.describe(error, ""), condition="invalid_body")
+    errors = list(schemas.errors_of(validator, value))
+    if not errors:
+        return
+    problems: dict[tuple[str | int, ...], FieldProblem] = {}
+    for error in errors:
+        problem = _field_problem(error)
+        problems.setdefault(problem.field, problem)
+    first = errors[0]
+    at = problems[_field_problem(first).field]
+    raise ApiError(
+        "validation_failed",
+        schemas.describe(first, ""),
+        condition="invalid_body",
+        value=at.value if at.sent else None,
+        parameter=".".join(str(part) for part in at.field) or None,
+        details=tuple(problems.values()),
+    )
+
+
+def _field_problem(error: Any) -> FieldProblem:
+    """One JSON Schema error of a body as the field it is about."""
+    path = tuple(error.absolute_path)
+    if error.validator == "required" and "'" in error.message:
+        missing = error.message.split("'")[1]
+        return FieldProblem(
+            "body", (*path, missing), "required", schemas.describe(error, ""), None, False
+        )
+    return FieldProblem(
+        "body", path, str(error.validator), schemas.describe(error, ""), error.instance, True
+    )
 
 
 def is_json_media_type(content_type: bytes | None) -> bool:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from mockstore.fidelity.calibrate.learn_http import CLIENT_IDS
 from mockstore.fidelity.listings import parse_links
 
 WAIT = 30.0
@@ -122,9 +123,47 @@ def client_session(
         send("HEAD", f"/pets/{pet_id}", headers=auth)
         send("GET", "/store/orders", headers=auth)
         send("GET", "/pets?limit=1", headers=auth)
+        _http_semantics(send, auth, pet_id, anonymous)
         if tight is not None:
             _until_banned(send, {"Authorization": f"Bearer {tight}"}, send_on)
     return Session(seen)
+
+
+APP = "https://app.example.com"
+# The names a provider may carry a request id under: a client's own id goes under each.
+ID_HEADERS = (
+    "X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Trace-Id", "X-Amzn-RequestId",
+)  # fmt: skip
+
+
+def _http_semantics(
+    send: Callable[..., httpx.Response], auth: dict[str, str], pet_id: int, anonymous: bool
+) -> None:
+    """What a client meets of a provider's HTTP semantics (issue 25): conditional reads,
+    content coding, CORS, OPTIONS, a trailing slash, its own request ids answered back."""
+    fetched = send("GET", f"/pets/{pet_id}", headers=auth)
+    send("GET", f"/pets/{pet_id}", headers={**auth, "If-None-Match": "*"})
+    send("GET", "/pets?limit=3", headers={**auth, "If-None-Match": "*"})
+    since = fetched.headers.get("last-modified") or fetched.headers.get("date")
+    if since:
+        send("GET", f"/pets/{pet_id}", headers={**auth, "If-Modified-Since": since})
+    send("GET", "/pets?limit=30", headers={**auth, "Accept-Encoding": "gzip, deflate"})
+    send("GET", "/pets?limit=1", headers={**auth, "Accept-Encoding": "identity"})
+    preflight = {"Origin": APP, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization, content-type"}  # fmt: skip
+    if anonymous:
+        # A browser's preflight carries no key: whether one is answered tells the stage. (The
+        # one request without a key added here: the callers without one share a small allowance.)
+        send("OPTIONS", "/pets", headers=preflight)
+    send("OPTIONS", "/pets", headers={**auth, **preflight})
+    send("OPTIONS", "/pets", headers={
+        **auth, "Origin": "https://evil.example", "Access-Control-Request-Method": "DELETE"
+    })  # fmt: skip
+    send("GET", "/pets?limit=1", headers={**auth, "Origin": APP})
+    send("OPTIONS", "/pets", headers=auth)
+    send("GET", "/pets/?limit=1", headers=auth)
+    for client_id in CLIENT_IDS:
+        send("GET", "/pets?limit=1", headers={**auth, **dict.fromkeys(ID_HEADERS, client_id)})
 
 
 def _link(response: httpx.Response, rel: str, api: str) -> str | None:

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
 from mockstore.scenario.model import DEPRECATED_SINCE, SUNSET
-from tests.support import LiveServer, assert_conforms, auth
+from tests.support import LiveServer, assert_conforms, auth, mock_server
 
 SUNSET_HEADER = "Thu, 05 Dec 2030 00:00:00 GMT"
 SUCCESSOR = '</v1/pets>; rel="successor-version"'
@@ -116,12 +117,10 @@ def test_headers_then_gone_over_real_http(fresh_server: LiveServer) -> None:
         gone = http.get("/v1/pets/1")
     assert gone.status_code == 410
     assert assert_conforms(gone)["code"] == "gone"
-    # The clock was set years ahead of the wall clock: the headers name the sunset
-    # on the wall clock, as Date does (clock.headers: wall), one second before now.
-    date = parsedate_to_datetime(gone.headers["date"]).timestamp()
-    sunset = parsedate_to_datetime(gone.headers["sunset"]).timestamp()
-    assert sunset - date in (-1, -2)
-    assert gone.headers["link"] == SUCCESSOR
+    # The clock was set years ahead of the wall clock: Date is the wall clock's now
+    # (clock.headers: wall), the sunset the date announced, as the message says it.
+    assert_deprecation_headers(gone)
+    assert "removed on 5 December 2030" in gone.json()["message"]
 
 
 def test_the_410_names_the_scenarios_sunset_as_the_sunset_header_does() -> None:
@@ -142,3 +141,64 @@ behaviour: {sunset: "2027-01-01T00:00:00Z"}
         assert gone.headers["sunset"] == "Fri, 01 Jan 2027 00:00:00 GMT"
         message = assert_conforms(gone)["message"]
         assert "1 January 2027" in message and "2030" not in message
+
+
+# -- announced dates are facts, on any clock ------------------------------------------------
+
+CLOCKS = [
+    ("real time, set past the sunset", "", "2030-12-05T00:00:01Z"),
+    ("manual, started past the sunset", "clock: {start: '2031-06-01T00:00:00Z', mode: manual",
+     None),
+    ("manual, started before", "clock: {start: '2026-03-01T12:00:00Z', mode: manual",
+     "2030-12-05T00:00:00Z"),
+    ("running, started before", "clock: {start: '2026-03-01T12:00:00.7Z'",
+     "2030-12-06T00:00:00Z"),
+    ("running from a start in 2030", "clock: {start: '2030-12-04T23:59:59.5Z'", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("headers", ["wall", "scenario"])
+@pytest.mark.parametrize(("name", "clock", "moved_to"), CLOCKS, ids=[c[0] for c in CLOCKS])
+def test_announced_dates_are_the_scenarios_calendar_on_any_clock(
+    name: str, clock: str, moved_to: str | None, headers: str
+) -> None:
+    """Deprecation, Sunset and the 410's message state the calendar dates, whatever the
+    clock and clock.headers; only waits, window ends and Date follow the headers' clock."""
+    if clock:
+        clock += f", headers: {headers}}}"
+    else:
+        clock = f"clock: {{headers: {headers}}}"
+    text = f"version: 1\nname: calendar\n{clock}\nkeys: [{{key: pro-key, plan: pro}}]\n"
+    with mock_server(text) as server, httpx.Client(base_url=server.api) as http:
+        answers = [http.get("/pets/1", headers=auth("pro"))]
+        if moved_to is not None:
+            moved = http.post(server.control_url + "/clock", json={"set": moved_to})
+            assert moved.status_code == 200, moved.text
+            answers.append(http.get("/pets/1", headers=auth("pro")))
+    for answer in answers:
+        assert answer.status_code in (404, 410), answer.text  # (no pets: 404 until then)
+        assert_deprecation_headers(answer)
+        if answer.status_code == 410:
+            message = assert_conforms(answer)["message"]
+            # One date for one fact: the message's is the header's.
+            assert "removed on 5 December 2030" in message and "2031" not in message
+    assert answers[-1].status_code == 410 or moved_to is None
+
+
+@pytest.mark.parametrize("headers", ["wall", "scenario"])
+def test_a_scenarios_own_dates_are_stated_as_written(headers: str) -> None:
+    text = f"""
+version: 1
+clock: {{start: "2027-06-01T12:00:00.25Z", mode: manual, headers: {headers}}}
+keys: [{{key: pro-key, plan: pro}}]
+behaviour:
+  deprecated_since: "2026-07-01T00:00:00Z"
+  sunset: "2027-01-01T00:00:00Z"
+  deprecation_format: http-date
+"""
+    with mock_server(text) as server, httpx.Client(base_url=server.api) as http:
+        gone = http.get("/pets/1", headers=auth("pro"))
+    assert gone.status_code == 410
+    assert gone.headers["deprecation"] == "Wed, 01 Jul 2026 00:00:00 GMT"
+    assert gone.headers["sunset"] == "Fri, 01 Jan 2027 00:00:00 GMT"
+    assert "removed on 1 January 2027" in assert_conforms(gone)["message"]

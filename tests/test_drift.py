@@ -345,3 +345,14 @@ def test_an_accept_rule_is_narrow_and_the_report_lists_what_it_hid() -> None:
     assert {d.operation for d in report.differences if d.kind == "status"} == {"getPet"}
     (rule,) = report.to_json()["accept_rules"]
     assert rule == {"rule": "drift.accept[0]", "reason": "known", "hid": [1], "count": 1}
+
+
+def test_a_stated_base_path_the_paths_do_not_bear_out_is_found_from_the_paths() -> None:
+    # The HAR says /v1 (a recording rewritten, or a tool's default) but every path is under
+    # /api/v3: the paths are what was recorded.
+    har = record(BASE, [(*REQUESTS[0], 0.0), (*REQUESTS[2], 0.0)])
+    for entry in har["log"]["entries"]:
+        entry["request"]["url"] = entry["request"]["url"].replace("/v1/", "/api/v3/")
+    report = drift(har, load_scenario(BASE))
+    assert report.compared == 2 and not report.drift, [d.to_dict() for d in report.differences]
+    assert any("made under the base path /api/v3" in w for w in report.warnings)

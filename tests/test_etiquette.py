@@ -8,6 +8,7 @@ real processes against a real server on a running clock.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -27,13 +28,16 @@ from mockstore.clock import Clock
 from mockstore.journal import mask
 from mockstore.reports import etiquette
 from mockstore.reports.etiquette import BACKOFF_FLOOR, BACKOFF_GROWTH, RULES, grows, judge
-from mockstore.reports.model import Fact
+from mockstore.reports.model import Fact, Finding
 from mockstore.scenario import load_scenario
 from tests.support import TOOL, assert_conforms, auth, mock_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "examples" / "clients"
 START = 1772366430.0  # 2026-03-01T12:00:30Z
+# The wall clock of the module's app, frozen: every wait is the scenario time the test
+# advanced, never the milliseconds a loaded machine takes between two requests.
+WALL = 1_800_000_000.0
 
 SCENARIO = """
 version: 1
@@ -56,7 +60,8 @@ faults:
 
 def _app(text: str = SCENARIO) -> TestClient:
     scenario = load_scenario(text, "etiquette-test.yaml")
-    return TestClient(create_app(scenario, clock=Clock(start=START, mode="manual")))
+    clock = Clock(start=START, mode="manual", wall=lambda: WALL)
+    return TestClient(create_app(scenario, clock=clock))
 
 
 @pytest.fixture(scope="module")
@@ -218,14 +223,23 @@ def _fact(seq: int, time: float, status: int = 200, **extra: Any) -> Fact:
     return Fact(**values)
 
 
+def _refused(seq: int, time: float, until: float = 130.0, **extra: Any) -> Fact:
+    """A request the mock's limiter refused until ``until`` (it said nothing of a wait)."""
+    return _fact(seq, time, 429, code="rate_limited", refused_until=until, **extra)
+
+
+def _etq001(facts: list[Fact]) -> list[Finding]:
+    return [f for f in judge(facts) if f.rule.id == "ETQ001"]
+
+
 def test_a_request_already_in_flight_when_the_429_was_sent_is_exempt() -> None:
     limited = _fact(
         1, 100.0, 429, code="rate_limited", wait_until=130.0, retry_after="30", latency=0.050
     )
-    in_flight = _fact(2, 100.020)  # arrived while #1 was still being answered
-    after = _fact(3, 100.060)  # arrived after #1's answer was sent
-    assert not [f for f in judge([limited, in_flight]) if f.rule.id == "ETQ001"]
-    (finding,) = [f for f in judge([limited, in_flight, after]) if f.rule.id == "ETQ001"]
+    in_flight = _refused(2, 100.020)  # arrived while #1 was still being answered
+    after = _refused(3, 100.060)  # arrived after #1's answer was sent
+    assert not _etq001([limited, in_flight])
+    (finding,) = _etq001([limited, in_flight, after])
     assert finding.seqs == [1, 3]
 
 
@@ -235,10 +249,10 @@ def test_in_flight_is_known_from_what_had_been_answered_when_a_request_arrived()
     limited = _fact(
         1, 100.0, 429, code="rate_limited", wait_until=130.0, retry_after="30", arrived_after=0
     )
-    sent_before_the_answer = _fact(2, 100.0, arrived_after=0)
-    sent_after_it = _fact(3, 100.0, arrived_after=2)
-    assert not [f for f in judge([limited, sent_before_the_answer]) if f.rule.id == "ETQ001"]
-    (finding,) = [f for f in judge([limited, sent_after_it]) if f.rule.id == "ETQ001"]
+    sent_before_the_answer = _refused(2, 100.0, arrived_after=0)
+    sent_after_it = _refused(3, 100.0, arrived_after=2)
+    assert not _etq001([limited, sent_before_the_answer])
+    (finding,) = _etq001([limited, sent_after_it])
     assert finding.seqs == [1, 3]
 
 
@@ -249,24 +263,67 @@ def test_a_wait_is_over_when_either_clock_says_so() -> None:
         429,
         code="rate_limited",
         wait_until=130.0,
-        wall_until=2030.0,
         retry_after="30",
         wall=2000.0,
     )
-    slept = _fact(2, 100.0, wall=2030.0)  # a manual clock: only the wall clock moved
+    slept = _refused(2, 100.0, wall=2030.0)  # a manual clock: only the wall clock moved
     advanced = _fact(3, 130.0, wall=2000.5)  # a test moved the clock: only it moved
-    early = _fact(4, 129.0, wall=2029.0)
-    assert not [f for f in judge([told, slept]) if f.rule.id == "ETQ001"]
-    assert not [f for f in judge([told, advanced]) if f.rule.id == "ETQ001"]
-    (finding,) = [f for f in judge([told, early]) if f.rule.id == "ETQ001"]
+    early = _refused(4, 129.0, wall=2029.0)
+    assert not _etq001([told, slept])
+    assert not _etq001([told, advanced])
+    (finding,) = _etq001([told, early])
     assert finding.details["examples"][0]["early_by_seconds"] == 1.0
+
+
+def test_a_date_on_the_wall_clock_is_waited_on_the_clients_clock() -> None:
+    # The issue's case: a manual clock, Retry-After as an HTTP-date 30 s after the wall
+    # clock's 2000.0. The client read its own clock 0.2 s later and advanced the mock's
+    # clock 29.8 s: the wall time that passed plus the scenario time moved is the wait.
+    told = _fact(
+        1,
+        100.0,
+        429,
+        code="rate_limited",
+        wait_until=130.0,
+        retry_after="Thu, 01 Jan 1970 00:33:50 GMT",
+        wall=2000.0,
+        clock="manual",
+        wall_instant=True,
+    )
+    refused_by_the_milliseconds = _refused(2, 129.8, wall=2000.25)
+    assert not _etq001([told, refused_by_the_milliseconds])
+    early = _refused(2, 129.0, wall=2000.25)  # advanced 29 s: 0.75 s short on any clock
+    (finding,) = _etq001([told, early])
+    assert finding.details["examples"][0]["early_by_seconds"] == 0.75
+    # A wait in seconds is a duration on one clock: a sleep and an advance do not add up.
+    seconds = dataclasses.replace(told, retry_after="30", wall_instant=False)
+    half_and_half = _refused(2, 115.0, wall=2015.0)
+    assert _etq001([seconds, half_and_half])
+    # Nor on a running clock, which counts both already (the sleep moved it too).
+    running = dataclasses.replace(told, clock="running")
+    assert _etq001([running, _refused(2, 129.0, wall=2000.25)])
+
+
+def test_a_retry_the_mock_admitted_is_never_early() -> None:
+    told = _fact(1, 100.0, 429, code="rate_limited", wait_until=130.0, retry_after="30")
+    admitted = _fact(2, 101.0, refused_until=0.0)  # a ban lifted, a plan changed: answered
+    assert not _etq001([told, admitted])
+    # Every wait before an admitted request is over as far as the mock goes.
+    assert not _etq001([told, admitted, _refused(3, 102.0, until=160.0)])
+    # A request the limiter did not decide on (an answer before its caller was counted)
+    # is judged by the state its bucket was in: refused while an earlier refusal held.
+    limited = dataclasses.replace(told, refused_until=130.0)
+    undecided = _fact(2, 101.0, 500, code="internal_error")
+    (finding,) = _etq001([limited, undecided])
+    assert finding.seqs == [1, 2]
+    assert not _etq001([limited, dataclasses.replace(undecided, time=130.0)])
 
 
 def test_runs_are_judged_apart() -> None:
     told = _fact(1, 100.0, 429, code="rate_limited", wait_until=130.0, retry_after="30", run=1)
-    after_a_reset = _fact(2, 100.0, run=2)  # the clock back at its start
-    assert not [f for f in judge([told, after_a_reset]) if f.rule.id == "ETQ001"]
-    same_run = _fact(2, 100.5, run=1)
+    after_a_reset = _refused(2, 100.0, run=2)  # the clock back at its start
+    assert not _etq001([told, after_a_reset])
+    same_run = _refused(2, 100.5, run=1)
     assert [f.rule.id for f in judge([told, same_run])] == ["ETQ001"]
 
 

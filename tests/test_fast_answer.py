@@ -15,9 +15,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 import uvicorn
@@ -89,7 +88,9 @@ def _serving(app: MockstoreApp, way: str) -> Iterator[int]:
     if way == "uvicorn":
         config.http = "httptools"  # uvicorn's own: no one-message answers
     elif way == "fallback":
-        config.http = protocol_class(app.limits, app.budget, Fit(fast=False, honours_close=True))
+        # The standard path as a server on this uvicorn gets it (closing by hand where needed).
+        fit = Fit(fast=False, honours_close=probe().honours_close)
+        config.http = protocol_class(app.limits, app.budget, fit)
     with _serving_config(config) as port:
         yield port
 
@@ -200,13 +201,39 @@ def test_a_connection_that_ends_gets_connection_close_both_ways(standard: str) -
     old = b"GET /v1/pets?limit=1 HTTP/1.0\r\nHost: x\r\n" + PRO + b"\r\n"
     with _both(standard) as ((_, fast_port), (_, plain_port)):
         for request in (close, create, old):
-            answers = []
-            for port in (fast_port, plain_port):
-                with socket.create_connection(("127.0.0.1", port)) as sock:
-                    sock.sendall(request)
-                    answers.append(Reader(sock).rest())
-            assert answers[0] == answers[1]
-            assert b"\r\nconnection: close\r\n" in answers[0]
+            with socket.create_connection(("127.0.0.1", fast_port)) as sock:
+                sock.sendall(request)
+                ours = Reader(sock).rest()  # fails unless the server closes
+            assert b"\r\nconnection: close\r\n" in ours
+            with socket.create_connection(("127.0.0.1", plain_port)) as sock:
+                sock.sendall(request)
+                theirs = Reader(sock).rest()  # closed on every uvicorn allowed (.ci/run: oldest)
+            if request is old and b"\r\nconnection: close\r\n" not in theirs:
+                # uvicorn 0.30 ends an HTTP/1.0 answer without saying so; mockstore says it.
+                ours = ours.replace(b"connection: close\r\n", b"", 1)
+            assert ours == theirs
+
+
+async def _bare(scope: dict, receive: object, send: Callable[[dict], Awaitable[None]]) -> None:
+    """An ASGI app that answers 200 with no header about the connection."""
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+    )
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _uvicorn_closes(request: bytes) -> bool:
+    """Whether uvicorn's own protocol ends the connection of ``request`` by itself.
+
+    Asked of uvicorn with an app that says nothing about the connection, and read
+    from the answer's headers (uvicorn writes ``connection: close`` exactly when it
+    will close), not from a wait for a close that may not come.
+    """
+    config = uvicorn.Config(_bare, http="httptools", lifespan="off", log_level="warning")
+    with _serving_config(config) as port, socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(request)
+        head = Reader(sock).answer().split(b"\r\n\r\n", 1)[0]
+    return b"\r\nconnection: close" in head
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -256,13 +283,41 @@ class _NoPipeline(HttpToolsProtocol):
 class _OtherCycles(HttpToolsProtocol):
     """A uvicorn whose cycles lack what the one-message answer sets."""
 
-    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
-        del cycle.waiting_for_100_continue
-        super()._start_asgi_task(cycle, app)
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        if self.cycle is not None:
+            del self.cycle.waiting_for_100_continue
+
+
+# Requests whose connection ends after the answer, in the forms a client writes.
+CLOSING = (
+    b"GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + PRO + b"\r\n",
+    b"GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n" + PRO + b"\r\n",
+    b"GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n"
+    + PRO
+    + b"\r\n",
+    b"GET /v1/pets?limit=1 HTTP/1.0\r\nHost: x\r\n" + PRO + b"\r\n",
+)
 
 
 def test_the_installed_uvicorn_fits_the_fast_path() -> None:
-    assert probe() == Fit(fast=True, honours_close=True)
+    fit = probe()
+    # On both ends of the range pyproject.toml allows (.ci/run runs this file on the oldest).
+    assert fit.fast, fit.reason
+    # Leaving the closing to uvicorn is right only where uvicorn ends every such
+    # connection itself (0.30 does it only for the exact value ``close``; the probe
+    # finds it out as not honouring, and mockstore closes by hand).
+    assert not fit.honours_close or all(_uvicorn_closes(request) for request in CLOSING)
+
+
+def test_every_closing_request_is_closed_whatever_the_uvicorn() -> None:
+    app = MockstoreApp(load_scenario(SCENARIO, "fast.yaml"))
+    with _serving(app, "fast") as fast_port:
+        for request in CLOSING:
+            with socket.create_connection(("127.0.0.1", fast_port)) as sock:
+                sock.sendall(request)
+                answer = Reader(sock).rest()  # fails unless the server closes
+            assert answer.startswith(b"HTTP/1.1 200 ") and b"\r\nconnection: close\r\n" in answer
 
 
 def test_a_uvicorn_that_keeps_closed_connections_is_found_out() -> None:

@@ -11,8 +11,20 @@ is a case the docs list as not expressible (``unexplained`` is not one: a
 difference no rule explains is a failure).
 
 The drawn profile is made a real provider's: its windows a real minute and day
-(the stand-in's short windows are a test convenience), and the client is given a
-roomy key beside the profile's small plans, as a tester would be. The default
+(the stand-in's short windows are a test convenience), its ban's window and
+length in minutes where it drew seconds, and the client is given a roomy key
+beside the profile's small plans, as a tester would be.
+
+Why the ban's seconds become minutes: a recording's instants are the recorder's
+(when each request reached it), not the provider's (when it read its clock, a
+moment later); the moment varies with the load. A provider that bans after two
+refusals within 1 s (profile 0 of the default draw), with the session's refusals
+a few hundred milliseconds apart on a loaded machine, can see two refusals 0.99 s
+apart that the recording stamps 1.01 s apart: replayed on the recording's
+instants, the mock does not ban where the provider did (``key_banned`` recorded,
+``rate_limited`` replayed; a Hypothesis FlakyFailure, since the same profile
+passes again). No recording can place a boundary that falls within its own
+jitter; one minute is far outside it, whatever the load. The default
 run draws three profiles, the same every run; ``-m slow`` draws forty more, new each run.
 """
 
@@ -44,11 +56,15 @@ ALLOWED = set(NOT_EXPRESSIBLE) - {"unexplained"}
 
 def as_a_real_provider(profile: Profile) -> Profile:
     """``profile`` with a real minute and day, and a roomy plan for the tester's own key."""
+    ban = profile.rate_limits.ban
     limits = replace(
         profile.rate_limits,
         minute_seconds=60,
         day_seconds=86_400,
         plans=(*profile.rate_limits.plans, ("tester", Plan(1_000))),
+        ban=replace(
+            ban, within_seconds=ban.within_seconds * 60, duration_seconds=ban.duration_seconds * 60
+        ),
     )
     return replace(profile, rate_limits=limits, clock_offset_seconds=0)
 

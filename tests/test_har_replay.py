@@ -363,3 +363,33 @@ behaviour: {retry_after: http-date}
     assert all(isinstance(e["_mockstore"]["wall"], float) for e in entries)
     result = replay(har, scenario)
     assert result.identical, [d.problems for d in result.differences]
+
+
+# -- a HAR under another base path ----------------------------------------------------
+
+
+@pytest.mark.parametrize("stated", [True, False])
+def test_a_har_under_another_base_path_is_replayed_mapped_with_a_warning(stated: bool) -> None:
+    # Recorded from a provider under /api/v3 (its HAR saying so, or saying nothing); replayed
+    # against a scenario under /v1: each path is mapped as drift maps it, and the replay says so.
+    text = """
+version: 1
+name: elsewhere
+base_path: /api/v3
+clock: {start: "2026-03-01T12:00:00Z", mode: manual}
+keys: [{key: tight-key, plan: {per_minute: 2, per_day: 100}}]
+"""
+    with TestClient(create_app(load_scenario(text, "elsewhere.yaml"))) as client:
+        for path in ("/api/v3/pets", "/api/v3/pets?limit=1", "/api/v3/pets", "/api/v3/nowhere"):
+            client.get(path, headers=auth("tight-key"))
+        har = client.get("/__mockstore/requests.har", params={"mask": "false"}).json()
+    if not stated:
+        del har["log"]["_mockstore"]["base_path"]
+    statuses = [e["response"]["status"] for e in har["log"]["entries"]]
+    assert statuses == [200, 200, 429, 429]
+    under_v1 = load_scenario(text.replace("base_path: /api/v3\n", ""), "v1.yaml")
+    result = replay(har, under_v1)
+    assert result.identical, [d.problems for d in result.differences]
+    assert any("made under the base path /api/v3" in w and "/v1" in w for w in result.warnings), (
+        result.warnings
+    )

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mockstore.fidelity import attribution
+from mockstore.fidelity import attribution, attribution_http
 from mockstore.fidelity.calibrate.options import Options
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.calibrate.writer import render_scenario
@@ -45,6 +45,7 @@ OTHER_VALUES: dict[str, Any] = {
     "deprecation_link": None,
     "error_statuses": {"bad_pet_id": 404},
     "error_fields": [{"name": "traceId", "generate": "request_id"}],
+    "error_messages": {"bad_limit": "limit {value} is not an integer from 1 to 100"},
     "www_authenticate": {"missing_key": None},
 }
 
@@ -96,12 +97,19 @@ def test_the_builder_builds_every_setting_of_the_schema(name: str) -> None:
 
 def test_every_other_setting_of_the_schema_is_read_by_the_builder() -> None:
     # The sections outside behaviour (keys, plans, faults, journal, ...) are built by
-    # hand: each property the schema has must be named in build.py (or in the builder
-    # of the collections section it calls).
+    # hand: each property the schema has must be named in build.py, or in the module of
+    # its section that build.py calls (scenario/*_section.py: http, maintenance, latency;
+    # collections.py).
+    scenario = ROOT / "mockstore" / "scenario"
     named = {
         node.value
-        for module in ("build.py", "collections.py")
-        for node in ast.walk(ast.parse((ROOT / "mockstore" / "scenario" / module).read_text()))
+        for path in [
+            scenario / "build.py",
+            scenario / "surroundings.py",
+            scenario / "collections.py",
+            *scenario.glob("*_section.py"),
+        ]
+        for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }
     missing = []
@@ -133,6 +141,8 @@ def _settled_everything() -> Calibration:
             for child in reversed(list(spec["properties"])):
                 child_spec = spec["properties"][child]
                 value = child_spec.get("default", child_spec.get("enum", [400])[0])
+                if child_spec.get("type") == "string" and "default" not in child_spec:
+                    value = f"the {child} message"  # a template (error_messages)
                 if name == "error_statuses":
                     value = 418 + 4  # any status of a refusal
                 result.set(f"behaviour.{name}.{child}", value, f"probe of {name}.{child}")
@@ -158,7 +168,14 @@ def test_the_calibrate_writer_writes_settings_in_the_schemas_order() -> None:
 def test_calibrate_sets_only_settings_the_schema_has() -> None:
     # Every setting the learner and the probes name, by its path in the schema.
     named = set()
-    for module in ("learn", "probes"):
+    for module in (
+        "learn",
+        "probes",
+        "learn_http",
+        "learn_maintenance",
+        "learn_latency",
+        "learn_errors",
+    ):
         source = (ROOT / "mockstore" / "fidelity" / "calibrate" / f"{module}.py").read_text()
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -189,7 +206,7 @@ def _in_schema(path: str) -> bool:
 
 def test_every_setting_drift_can_name_is_in_the_schema() -> None:
     assert attribution.SETTINGS
-    for path in attribution.SETTINGS:
+    for path in (*attribution.SETTINGS, *attribution_http.SETTINGS):
         assert _in_schema(path), f"drift names {path!r}: not in the schema"
     assert {f"behaviour.error_codes.{c}" for c in CONDITIONS} <= set(attribution.SETTINGS)
 

@@ -158,14 +158,43 @@ def test_a_deleted_tenants_journal_is_kept_for_reports_and_readable(
     assert finding["id"] == "ETQ004" and finding["tenant"] == "gw7"
     assert finding["subject"] == "getPet in tenant gw7"
     assert report["summary"]["journals"] == [
-        {"tenant": None, "deleted": False, "requests": 0},
-        {"tenant": "gw7", "deleted": True, "requests": 1},
+        {"tenant": None, "deleted": False, "requests": 0, "first_seq": None, "last_seq": None},
+        {"tenant": "gw7", "deleted": True, "requests": 1, "first_seq": 1, "last_seq": 1},
     ]
     assert alone["findings"] == [] and "journals" not in alone["summary"]
     assert [e["request"]["path"] for e in kept] == ["/v1/pets/1"]
     assert evidence.status_code == 200 and evidence.json()["run"] == tenant_run
     assert unknown.status_code == 404
     assert forgotten.status_code == 404, "clearing the journal forgets the kept ones too"
+
+
+def test_a_report_header_counts_what_it_judged_in_each_journal(
+    fresh_server: LiveServer,
+) -> None:
+    # The server's own request, then two workers' tenants of 2 and 3 (one deleted, as an
+    # xdist worker's is): each journal numbers its own entries from 1.
+    with fresh_server.client(headers=TOOL) as http:
+        http.get("/v1/pets", headers=auth("pro"))
+        for tenant, count in (("gw0", 2), ("gw1", 3)):
+            path = http.post("/__mockstore/tenants", json={"id": tenant}).json()["path"]
+            for _ in range(count):
+                http.get(path + "/v1/pets", headers=auth("pro"))
+        assert http.delete("/__mockstore/tenants/gw1").status_code == 204
+        report = http.get("/__mockstore/report").json()
+    judged = _report(fresh_server.url)
+    summary = report["summary"]
+    assert summary["requests"] == 6
+    # The sequence numbers a report names are the server's own journal's (what --since means).
+    assert (summary["first_seq"], summary["last_seq"]) == (1, 1)
+    journals = {
+        j["tenant"]: (j["requests"], j["first_seq"], j["last_seq"]) for j in summary["journals"]
+    }
+    assert journals == {None: (1, 1, 1), "gw0": (2, 1, 2), "gw1": (3, 1, 3)}
+    header = judged.stdout.splitlines()
+    assert header[0] == "mockstore report: scenario 'default', 6 request(s)", header
+    assert "journals: this server: 1 (seq 1-1), " in judged.stdout
+    assert "tenant gw0: 2 (seq 1-2)" in judged.stdout
+    assert "tenant gw1 (deleted): 3 (seq 1-3)" in judged.stdout
 
 
 def test_kept_journals_are_bounded_in_bytes_and_in_number() -> None:

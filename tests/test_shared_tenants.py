@@ -64,6 +64,17 @@ def _eventually(check: Callable[[], bool], what: str, timeout: float = 15.0) -> 
         time.sleep(0.05)
 
 
+def _journal(tenant: str, deleted: bool, requests: int) -> dict[str, Any]:
+    """A report's line for one tenant's journal: its requests, numbered from 1 across processes."""
+    return {
+        "tenant": tenant,
+        "deleted": deleted,
+        "requests": requests,
+        "first_seq": 1,
+        "last_seq": requests,
+    }
+
+
 def _make(url: str, tenant_id: str | None = None) -> httpx.Response:
     body = {} if tenant_id is None else {"id": tenant_id}
     return patient.post(url + "/__mockstore/tenants", json=body, headers=TOOL, timeout=30)
@@ -229,7 +240,7 @@ def test_a_tenants_traffic_through_every_process_is_in_each_report(
 
         def covered(url: str) -> bool:
             journals = patient.get(url + "/__mockstore/report").json()["summary"]["journals"]
-            return {"tenant": "audit", "deleted": False, "requests": 3} in journals
+            return _journal("audit", False, 3) in journals
 
         _eventually(lambda: covered(a.url) and covered(b.url), "each report covers all three")
         seen = patient.get(a.url + "/__mockstore/requests", params={"tenant": "audit"}).json()
@@ -243,7 +254,7 @@ def test_a_tenants_traffic_through_every_process_is_in_each_report(
 
         def kept(url: str) -> bool:
             journals = patient.get(url + "/__mockstore/report").json()["summary"]["journals"]
-            return {"tenant": "audit", "deleted": True, "requests": 3} in journals
+            return _journal("audit", True, 3) in journals
 
         _eventually(lambda: kept(a.url) and kept(b.url), "each report keeps the deleted journal")
 
@@ -294,14 +305,14 @@ def test_a_report_read_while_a_deleted_tenant_stops_still_covers_it(
             assert patient.get(in_a + "/v1/pets", headers=PRO).status_code == 200
             # Read through A (read your writes): its journal of the tenant holds the answer.
             live = patient.get(a + "/__mockstore/report", timeout=30).json()["summary"]
-            assert {"tenant": "held", "deleted": False, "requests": 1} in live["journals"]
+            assert _journal("held", False, 1) in live["journals"]
             assert patient.delete(b.url + "/__mockstore/tenants/held").status_code == 204
             # A lets it go (its next sync, or this request's look in Redis).
             assert patient.get(in_a + "/v1/pets", headers=PRO, timeout=60).status_code == 404
             assert closing.wait(60), "A never stopped the deleted tenant"
             report = patient.get(a + "/__mockstore/report", timeout=30).json()
             journals = report["summary"].get("journals", [])
-            assert {"tenant": "held", "deleted": True, "requests": 1} in journals, report["summary"]
+            assert _journal("held", True, 1) in journals, report["summary"]
         finally:
             release.set()
 

@@ -198,8 +198,17 @@ SUMMARY = obj(
         "highest": nullable({"type": "string", "enum": list(SEVERITIES)}),
         "rules_passed": array(STRING),
         "journals": array(
-            obj({"tenant": NULLABLE_STRING, "deleted": BOOLEAN, "requests": INTEGER}),
-            "With tenants: each journal covered",
+            obj(
+                {
+                    "tenant": NULLABLE_STRING,
+                    "deleted": BOOLEAN,
+                    "requests": INTEGER,
+                    # Each journal numbers its own entries: the range judged in it.
+                    "first_seq": NULLABLE_INTEGER,
+                    "last_seq": NULLABLE_INTEGER,
+                }
+            ),
+            "With tenants: each journal covered, and the sequence numbers judged in it",
         ),
     },
     optional=("journals",),

@@ -178,6 +178,21 @@ class ScenarioEndpoints:
         # The body's size and arrival time are bounded by ControlAPI.
         raw = await request.body()
         word = raw.strip()
+        if not word:
+            # What curl sends for ``--data-binary @FILE`` when FILE cannot be read (it only
+            # warns): say so, not only that a scenario needs content.
+            problem = (
+                f"{name}: the body is empty: send a scenario's YAML or JSON, or a bundled "
+                "scenario's name (curl's --data-binary @FILE sends an empty body when FILE "
+                "does not exist or cannot be read: check the path)"
+            )
+            return error_response(
+                "invalid_scenario",
+                "the body is empty (a file that is missing or unreadable sends nothing); "
+                "the running scenario is unchanged",
+                400,
+                problems=[problem],
+            )
         if len(word) <= 64 and _NAME.fullmatch(word.decode("latin-1")):
             bundled = word.decode("ascii").removesuffix(".yaml")
             if bundled not in bundled_names():

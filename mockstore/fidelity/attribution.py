@@ -94,6 +94,10 @@ def _named(path: str) -> str:
     return path
 
 
+# For the modules that name settings of their own sections (``attribution_http``).
+named = _named
+
+
 def _each(section: str) -> dict[str, str]:
     """``behaviour.<section>.<entry>`` for every entry the schema lists."""
     entries = scenario_schema()["properties"]["behaviour"]["properties"][section]["properties"]
@@ -253,6 +257,10 @@ class Exchange:
     # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
     # a real provider, whose service time is the wall's).
     header_offset: float = 0.0
+    # The recorded exchange itself (its request's headers, its answer's), for the
+    # settings of HTTP semantics (``attribution_http``); and the mock's Error code.
+    seen: Any = None
+    mock_code: str | None = None
     # The address the client called (its Host): where the mock writes its own URLs.
     own: Base | None = None
     recorded_body: Any = None  # the recorded answer's JSON body, if it had one
@@ -578,18 +586,13 @@ def _deprecation_presence(
     return setting(DEPRECATION_ON, "all")
 
 
-def announced(instant: float, offset: float) -> str:
-    """The setting behind a deprecation instant a header stated ``offset`` seconds ahead.
+def announced(instant: float) -> str:
+    """The setting behind a date a header announced (``Deprecation``, ``Sunset``).
 
-    The mock writes ``floor(setting + offset)``. With a whole offset (a real
-    provider's is 0) the setting is exact; with a fractional one, any setting in
-    ``[instant - offset, instant + 1 - offset)`` gives the header back, and the middle
-    of that second, to the millisecond, is safe from rounding either way.
+    The mock states the setting's calendar date, to the second, on any clock (a
+    date announced is not a wait): the header's instant is the setting.
     """
-    whole = round(offset)
-    if abs(offset - whole) < 1e-6:
-        return format_time(instant - whole)
-    return format_time(round(instant - offset + 0.5, 3))
+    return format_time(instant)
 
 
 def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> Cause:
@@ -608,12 +611,10 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
         if deprecation_kind(was) != deprecation_kind(now):
             return setting(DEPRECATION_FORMAT, deprecation_kind(was))
         instant = deprecation_instant(was)
-        return setting(
-            DEPRECATED_SINCE, *([announced(instant, ex.header_offset)] if instant else [])
-        )
+        return setting(DEPRECATED_SINCE, *([announced(instant)] if instant else []))
     if name == "sunset":
         instant = http_date(was)
-        return setting(SUNSET, *([announced(instant, ex.header_offset)] if instant else []))
+        return setting(SUNSET, *([announced(instant)] if instant else []))
     if name == "link":
         return setting(DEPRECATION_LINK, was)
     if name == "content-type":

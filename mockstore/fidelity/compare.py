@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore import schemas
-from mockstore.fidelity import attribution, collection_causes
+from mockstore.fidelity import attribution, attribution_http, collection_causes
 from mockstore.fidelity.attribution import Cause, Context, Exchange
 from mockstore.fidelity.conformance import conformance, schema_pointer
 from mockstore.fidelity.discrepancy import Discrepancy
@@ -187,7 +187,8 @@ def compare(ex: Exchange, sent_body: Any, recorded: Side, mock: Side, ctx: Conte
     """Every semantic difference between the recorded answer and the mock's."""
     out = Comparison()
     if recorded.status != mock.status:
-        out.differ("status", "status", recorded.status, mock.status, attribution.status(ex, ctx))
+        cause = attribution_http.status(ex, ctx) or attribution.status(ex, ctx)
+        out.differ("status", "status", recorded.status, mock.status, cause)
         same = ex.recorded_condition == ex.mock_condition and ex.mock_condition is not None
         if not same:
             # Two different answers (a 201 and a 413, a 404 and a 401): their headers and
@@ -231,7 +232,8 @@ def _compare_headers(
                 f"header {name}",
                 shown_was,
                 shown_now,
-                attribution.header_presence(name, ex, was, now, ctx),
+                attribution_http.header_presence(name, ex, was, now, ctx)
+                or attribution.header_presence(name, ex, was, now, ctx),
             )
             continue
         _compare_header(name, was, now, ex, ctx, out)
@@ -243,9 +245,10 @@ def _compare_header(
     where = f"header {name}"
 
     def differ(kind: str, shown_was: str = was, shown_now: str = now) -> None:
-        out.differ(
-            kind, where, shown_was, shown_now, attribution.header_value(name, ex, was, now, ctx)
+        cause = attribution_http.header_value(name, ex, was, now, ctx) or attribution.header_value(
+            name, ex, was, now, ctx
         )
+        out.differ(kind, where, shown_was, shown_now, cause)
 
     if name == "date":
         out.ignore("per-run-values", "header date (compared as an HTTP-date)")
@@ -294,7 +297,8 @@ def _compare_header(
         if allowed_methods(was) != allowed_methods(now):
             head = "HEAD" in allowed_methods(was) ^ allowed_methods(now)
             cause = (
-                attribution.header_value(name, ex, was, now, ctx)
+                attribution_http.header_value(name, ex, was, now, ctx)
+                or attribution.header_value(name, ex, was, now, ctx)
                 if not head
                 else attribution.setting(attribution.SERVE_HEAD)
             )
@@ -323,6 +327,10 @@ def _compare_header(
     elif name == "link":
         if _normal(was) != _normal(now):
             differ("header-value")
+    elif name == "last-modified":
+        out.ignore("store-dependent", "header last-modified (compared as an HTTP-date)")
+        if (http_date(was) is None) != (http_date(now) is None):
+            out.differ("header-format", where, was, now, attribution.cannot("header-format"))
     elif name not in ctx.constants or ctx.constants[name] is None:
         out.ignore("per-run-values", f"header {name} (its value changes: compared by presence)")
     elif was != now:

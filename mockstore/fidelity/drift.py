@@ -46,6 +46,7 @@ from mockstore.fidelity.evidence import (
     Seen,
     pets_before,
     read,
+    rebased,
     recorded_base,
     request_base,
     upstream_base,
@@ -293,15 +294,8 @@ def _drift(
             f"{recording.source}: no path of its {len(recorded)} exchange(s) names an operation "
             "of the Pet Store under any base path: not a recording of this API"
         )
-    if found != base:
-        report.warnings.append(
-            f"the recording was made under the base path {found or '/'}; its paths are "
-            f"compared as if under the scenario's, {base or '/'}"
-        )
-    paths = [
-        base + item.path[len(found) :] if item.path.startswith(found + "/") else item.path
-        for item in recorded
-    ]
+    paths, moved = rebased(recording, base)
+    report.warnings.extend(moved)
     operation_of = [_operation(r.method, p, base)[0] for r, p in zip(recorded, paths, strict=True)]
 
     tokens = Tokens(scenario)
@@ -507,6 +501,8 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         run_length=seen.run_length,
         ban_after=seen.ban_after,
         header_offset=seen.header_offset,
+        seen=seen,
+        mock_code=code if isinstance(code, str) else None,
         own=request_base(seen.item),
         recorded_body=seen.body,
     )

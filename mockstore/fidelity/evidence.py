@@ -157,7 +157,11 @@ def recorded_base(recording: Recording) -> str | None:
     """
     stated = recording.meta.get("base_path")
     if isinstance(stated, str) and stated.startswith("/"):
-        return stated.rstrip("/")
+        stated = stated.rstrip("/")
+        # Its word, where its paths bear it out (a recording rewritten since, or a tool's
+        # default, says one base and shows another: the paths are what was sent).
+        if any(item.path.startswith(stated + "/") for item in recording.exchanges):
+            return stated
     prefixes: Counter[str] = Counter()
     for item in recording.exchanges:
         segments = item.path.split("/")
@@ -172,6 +176,24 @@ def recorded_base(recording: Recording) -> str | None:
     if not prefixes:
         return None
     return prefixes.most_common(1)[0][0]
+
+
+def rebased(recording: Recording, base: str) -> tuple[list[str], list[str]]:
+    """Each exchange's path as if recorded under ``base``, and the warning that says so.
+
+    A recording made under another base path (``/api/v3/pets`` against a scenario's
+    ``/v1``) is compared and replayed as if under the scenario's; one whose paths name
+    no operation under any base path keeps its paths as they are.
+    """
+    found = recorded_base(recording) if recording.exchanges else base
+    paths = [item.path for item in recording.exchanges]
+    if found is None or found == base:
+        return paths, []
+    warning = (
+        f"the recording was made under the base path {found or '/'}; its paths are "
+        f"compared as if under the scenario's, {base or '/'}"
+    )
+    return [base + p[len(found) :] if p.startswith(found + "/") else p for p in paths], [warning]
 
 
 def read(
@@ -195,6 +217,19 @@ def read(
         relative = item.path[len(base) :] if item.path.startswith(base + "/") else item.path
         declared = _declared_size(item)
         facts = classify(item.method, relative, item.query, item.headers, item.body, declared)
+        if (
+            facts.operation is None
+            and 200 <= item.status < 300
+            and len(relative) > 1
+            and relative.endswith("/")
+        ):
+            # A path with a trailing slash the provider served as without it
+            # (http.trailing_slash: serve): the operation it answered.
+            bare = classify(
+                item.method, relative.rstrip("/"), item.query, item.headers, item.body, declared
+            )
+            if bare.operation is not None:
+                facts = bare
         token = bearer(item.headers) if facts.auth == "bearer" else None
         alias = (token if is_alias(token) else key_alias(token)) if token else None
         headers: dict[str, str] = {}
@@ -355,6 +390,17 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
         return None
     if status == 401:
         return AUTH_CONDITIONS[facts.auth] if not s.keyed else "unknown_key"
+    if (
+        s.item.method == "OPTIONS"
+        and status in (400, 403)
+        and s.is_error
+        and any(name.lower() == "access-control-request-method" for name, _ in s.item.headers)
+    ):
+        return "cors_rejected"  # a preflight refused (http.cors.rejected_status)
+    if status >= 500 and "retry-after" in s.headers and s.is_error:
+        # A refusal of the service's own state, not of the request: a maintenance window
+        # (scenario ``maintenance``; calibrate's ``learn_maintenance``).
+        return "maintenance"
     if facts.route is not None:
         return facts.route
     if status == 413:

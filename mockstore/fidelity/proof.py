@@ -32,8 +32,11 @@ from mockstore.fidelity.discrepancy import Discrepancy
 from mockstore.keys import key_alias
 from mockstore.scenario import Scenario, ScenarioError, load_scenario
 
-# Settings whose value is one more entry of a list, not the whole list.
-LISTS = frozenset({"behaviour.headers", "behaviour.error_fields", "routes"})
+# Settings whose value is one more entry of a list, not the whole list (a maintenance
+# window, a latency rule: attribution_http suggests one entry each).
+LISTS = frozenset(
+    {"behaviour.headers", "behaviour.error_fields", "routes", "maintenance", "latency"}
+)
 # A suggestion and the ones it reveals where its difference was: tried together up to this.
 ROUNDS = 3
 # The plan a suggestion for callers without a key is written under.

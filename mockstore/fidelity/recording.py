@@ -7,7 +7,8 @@ byte of it is read), text that is not JSON or is nested deeper than
 ``MAX_JSON_DEPTH`` (checked before it is parsed: Python's parser recurses),
 JSON that is not a HAR (or has an entry that is not one), a scenario name that
 names nothing ("did you mean"), a scenario that is not valid (every problem,
-with file, line and column). Never a traceback.
+with file, line and column). Never a traceback. A string longer than a HAR's
+reader can use is cut in the raw bytes before it is parsed (``long_strings``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockstore.fidelity.long_strings import BadString, cut_long_strings
+from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.memory import MiB, format_size
 from mockstore.reports.har import HarError, Recorded, har_meta, read_har
 from mockstore.scenario import (
@@ -41,6 +44,13 @@ MAX_HAR_PARSE = 512 * MiB
 # one, and a longer body (or a string posing as one) is cut to this and read as
 # cut short (one 8 MB string made replay use 0.97 GiB; 40 MB, a MemoryError).
 MAX_HAR_BODY = 1 * MiB
+# The longest string a HAR is parsed with (characters): a body of MAX_HAR_BODY
+# in base64. A longer one is cut to one character more in the raw bytes, before
+# it is parsed (``long_strings``): its body is still read as cut short, its URL
+# or header still refused as too long, and no 100 MB string is ever made. The
+# scenario the HAR carries may be as long as a scenario may be.
+MAX_HAR_STRING = -(-MAX_HAR_BODY // 3) * 4
+_STRING_BOUNDS = {b"scenario_source": MAX_SCENARIO_BYTES}
 
 
 class InputError(Exception):
@@ -92,6 +102,7 @@ def read_recording(path: str) -> Recording:
         )
     try:
         # One copy at a time: the bytes go once they are text, the text once parsed.
+        data = cut_long_strings(data, MAX_HAR_STRING, _STRING_BOUNDS)
         if json_depth_over(data):
             raise ValueError(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
         text = data.decode("utf-8")
@@ -100,6 +111,8 @@ def read_recording(path: str) -> Recording:
         del text
     except UnicodeDecodeError as exc:
         raise InputError(f"{path} is not JSON: not UTF-8 text (byte {exc.start})") from None
+    except BadString as exc:
+        raise InputError(f"{path} is not JSON: {exc}") from None
     except ValueError as exc:  # not JSON, or nested too deep
         raise InputError(f"{path} is not JSON: {exc}") from None
     try:

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockstore.fidelity.evidence import rebased
 from mockstore.fidelity.recording import Recording, recording_of
 from mockstore.fidelity.replayer import Replayed, Replayer, Tokens
 from mockstore.reports.har import ALIASES, Recorded
@@ -114,10 +115,13 @@ def _same_json(a: bytes, b: bytes, truncated: bool) -> bool:
 
 
 async def _replay_all(
-    replayer: Replayer, recorded: list[Recorded], keys: list[dict[str, Any]]
+    replayer: Replayer, recorded: list[Recorded], keys: list[dict[str, Any]], paths: list[str]
 ) -> tuple[list[Replayed], list[str]]:
     warnings = await replayer.issue(keys)
-    return [await replayer.send(item) for item in recorded], warnings
+    replies = [
+        await replayer.send(item, path=path) for item, path in zip(recorded, paths, strict=True)
+    ]
+    return replies, warnings
 
 
 def replay(recording: Recording | dict[str, Any], scenario: Scenario) -> ReplayResult:
@@ -163,8 +167,11 @@ def replay(recording: Recording | dict[str, Any], scenario: Scenario) -> ReplayR
             f"(journal.body_bytes) and cannot be re-sent as recorded: {', '.join(truncated[:5])}"
         )
     keys = list(meta.get("issued_keys") or [])
+    # Under the scenario's base path, as drift compares it (the docs: Fidelity).
+    paths, moved = rebased(Recording(recording.source, recorded, meta), scenario.base_path)
+    result.warnings.extend(moved)
     replayer = Replayer(scenario, recorded, tokens)
-    replies, warnings = asyncio.run(_replay_all(replayer, recorded, keys))
+    replies, warnings = asyncio.run(_replay_all(replayer, recorded, keys, paths))
     result.warnings.extend(warnings)
     for item, reply in zip(recorded, replies, strict=True):
         problems = compare(item, reply)

@@ -25,12 +25,14 @@ scenario rule may match on headers.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mockstore import encoding
 from mockstore.app import MockstoreApp, create_app
-from mockstore.clock import Clock
+from mockstore.clock import Clock, Timebase, no_wait
 from mockstore.keys import key_alias
 from mockstore.reports.har import Recorded
 from mockstore.scenario import Scenario
@@ -111,7 +113,19 @@ async def call(
         await app(scope, receive, send)
     except Exception as exc:  # a connection fault surfaces as an exception in-process
         return Replayed(status, out_headers, b"".join(chunks), f"{type(exc).__name__}: {exc}")
-    return Replayed(status, out_headers, b"".join(chunks))
+    return Replayed(status, out_headers, _content(out_headers, b"".join(chunks)))
+
+
+def _content(headers: list[tuple[str, str]], body: bytes) -> bytes:
+    """The body as its content: a coded one (``http.compression``) decoded, as a recording keeps
+    the provider's (the recorder journals content, not coded bytes)."""
+    coding = next((v.strip().lower() for k, v in headers if k.lower() == "content-encoding"), "")
+    if coding in ("gzip", "deflate") and body:
+        try:
+            return encoding.decode(coding, body)
+        except (OSError, EOFError, zlib.error):
+            return body
+    return body
 
 
 def _octets(text: str) -> bytes:
@@ -203,7 +217,10 @@ class Replayer:
         # Retry-After (written on the wall clock) comes out as recorded.
         self._wall = first.wall if first else 0.0
         self.clock = Clock(start=start, mode="manual", wall=lambda: self._wall)
-        self.app: MockstoreApp = create_app(scenario, clock=self.clock)
+        # A scenario's latency is not waited: a replay compares answers, as fast as it can.
+        self.app: MockstoreApp = create_app(
+            scenario, clock=self.clock, timebase=Timebase(wait=no_wait)
+        )
         self.scenario = scenario
         self.tokens = tokens
 

@@ -83,6 +83,9 @@ NOT_PER_OPERATION: dict[str, str] = {
     "memory_budget": "the mock's own memory is full (--memory-budget): not the service's answer",
     "state_unavailable": "the mock's own shared state (--state, Redis) is out of reach: "
     "not the service's answer",
+    "maintenance": "only a scenario's maintenance window sends it, on any path it names: "
+    "not a response the OpenAPI document lists per operation",
+    "cors_rejected": "a refused CORS preflight (OPTIONS): no operation is called",
 }
 
 

@@ -9,34 +9,51 @@ can track or discuss a finding by its number.
 
 Every rule judges within a *run* (``mockstore.runs``): a reset, a scenario
 load, a new tenant or a clock moved back starts the mock's time afresh, and
-nothing sent in one run is measured against an answer of another. Time is
-read on two clocks: the scenario clock (the mock's, when each request
-arrived), which a test moves, and the wall clock, which a client that sleeps
-moves. A wait counts as done when *either* clock shows it done: a client may
-sleep, a test may advance the clock instead. Rate-limit rules work per
-*bucket*: what the limiter counts, i.e. one API key, or one client address for
-callers without a valid key (in one tenant).
+nothing sent in one run is measured against an answer of another. Rate-limit
+rules work per *bucket*: what the limiter counts, i.e. one API key, or one
+client address for callers without a valid key (in one tenant).
+
+**Never stricter than the mock.** A finding about a wait needs a request the
+mock refused (its limiter refused it, or its answer is a 429 or an error with
+``Retry-After``), or would have refused in the state its bucket was in (a
+request the limiter did not decide on, while an earlier refusal held): a retry
+the mock admitted is never early, whatever a header had said. The journal
+keeps what the limiter decided for each request (``Entry.refused_until``), so
+the rule holds for any limiter.
+
+**The clock the client read.** A client waits by sleeping (the wall clock
+moves) or a test advances the scenario clock instead, or both. A wait in
+seconds (or an instant written on the scenario clock, ``clock.headers:
+scenario``) is done when *either* clock shows it done. An instant written on
+the wall clock (an HTTP-date ``Retry-After``, a Unix-time
+``X-RateLimit-Reset``) is read against the client's own clock, which goes on
+between the answer and the wait: on a manual scenario clock its wait is the
+wall time that passed *plus* the scenario time moved (``Clock.waited``; a
+running clock counts both already).
 
 =======  ======================  ========  ==========================================
 id       rule                    severity  fires when (threshold)
 =======  ======================  ========  ==========================================
-ETQ001   retry-after-ignored     error     a request on a bucket arrives before the
-                                           ``Retry-After`` of an earlier response on that
-                                           bucket has elapsed, by both clocks (no
-                                           tolerance; a spent window's reset the answer
-                                           named, if sooner, counts as its end). A request
-                                           that arrived after that response's request
-                                           but before the response was sent (in flight
-                                           on another connection) is exempt.
-ETQ002   no-exponential-backoff  warning   in a run of retries after consecutive 429s
-                                           on one bucket, with at least 3 waits not set
-                                           by a ``Retry-After`` the client honoured,
-                                           fewer than half of the successive waits grow
-                                           to at least 1.5x the one before (and above
-                                           10 ms), by the scenario clock and by the wall
-                                           clock alike. A wait that honours
-                                           ``Retry-After`` ends the run: the server set
-                                           the pace.
+ETQ001   retry-after-ignored     error     a request on a bucket that the mock refused
+                                           arrives before the ``Retry-After`` of an
+                                           earlier response on that bucket has elapsed
+                                           on the clock the client read (no tolerance; a
+                                           spent window's reset the answer named, if
+                                           sooner, counts as its end). A request that
+                                           arrived after that response's request but
+                                           before the response was sent (in flight on
+                                           another connection) is exempt; one the mock
+                                           admitted ends every wait before it.
+ETQ002   no-exponential-backoff  warning   in a run of retries the mock refused after
+                                           consecutive 429s on one bucket, with at least
+                                           3 waits not set by a ``Retry-After`` the
+                                           client honoured, fewer than half of the
+                                           successive waits grow to at least 1.5x the one
+                                           before (and above 10 ms), on the client's
+                                           clock (the scenario clock; on a manual one,
+                                           the wall time plus the scenario time moved). A
+                                           wait that honours ``Retry-After`` ends the
+                                           run: the server set the pace.
 ETQ003   key-banned              error     a response says ``key_banned``. Evidence: the
                                            429 ``rate_limited`` rejections within the
                                            scenario's ban window before the ban, and
@@ -68,6 +85,7 @@ from itertools import pairwise
 
 from mockstore import schemas
 from mockstore.reports.model import Fact, Finding, ReportContext, Rule, severity_rank
+from mockstore.reports.waits import BY_CLOCK, Decisions, clock_waits, earliness, in_flight, waited
 
 BACKOFF_MIN_WAITS = 3  # ETQ002 judges runs with at least this many waits
 BACKOFF_GROWTH = 1.5  # a wait "grows" when it is at least this times the one before
@@ -75,27 +93,26 @@ BACKOFF_FLOOR = 0.010  # ... and longer than this many seconds (no wait is not a
 # 422: a provider's validation status (behaviour.validation_status, or a recording).
 INVALID_STATUSES = frozenset({400, 413, 415, 422})
 EXAMPLES = 20  # pairs of evidence spelled out in a finding's details
-# ETQ001's tolerance is 0 s; this much is floating-point arithmetic on Unix times
-# (a second is 2**-22 of one near 2030), not time.
-ARITHMETIC = 1e-6
 
 RETRY_AFTER_IGNORED = Rule(
     "ETQ001",
     "retry-after-ignored",
     "error",
     "Request sent before Retry-After elapsed",
-    "no request on a key (or anonymous client) until the Retry-After of its last "
-    "response has elapsed by the scenario clock or the wall clock, within one run; "
-    "tolerance 0 s",
+    "no request on a key (or anonymous client) that the mock refuses until the "
+    "Retry-After of its last response has elapsed on the clock the client read (the "
+    "scenario clock or the wall clock; for a date on the wall clock under a manual "
+    "clock, both together), within one run; tolerance 0 s",
 )
 NO_BACKOFF = Rule(
     "ETQ002",
     "no-exponential-backoff",
     "warning",
     "Retries after 429 without exponential backoff",
-    f"in streaks of >= {BACKOFF_MIN_WAITS} retries after consecutive 429s (waits not set "
-    f"by Retry-After), at least half the waits grow >= {BACKOFF_GROWTH}x the one before "
-    f"and exceed {int(BACKOFF_FLOOR * 1000)} ms, by the scenario clock or the wall clock",
+    f"in streaks of >= {BACKOFF_MIN_WAITS} refused retries after consecutive 429s (waits "
+    f"not set by Retry-After), at least half the waits grow >= {BACKOFF_GROWTH}x the one "
+    f"before and exceed {int(BACKOFF_FLOOR * 1000)} ms, on the client's clock (the "
+    "scenario clock; on a manual one, the wall time plus the scenario time moved)",
 )
 KEY_BANNED = Rule(
     "ETQ003",
@@ -208,49 +225,22 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
 # -- ETQ001 ---------------------------------------------------------------------
 
 
-def _late_enough(fact: Fact, told: Fact) -> bool:
-    """Whether ``fact`` came once ``told``'s wait was over, by either clock."""
-    assert told.wait_until is not None
-    if fact.time >= told.wait_until - ARITHMETIC:
-        return True
-    return (
-        told.wall_until is not None
-        and fact.wall is not None
-        and fact.wall >= told.wall_until - ARITHMETIC
-    )
-
-
-def _earliness(fact: Fact, told: Fact) -> tuple[float, float, str]:
-    """(seconds after ``told``, seconds too early, which clock) on the clock nearer done."""
-    assert told.wait_until is not None
-    after, early, clock = fact.time - told.time, told.wait_until - fact.time, "scenario"
-    if told.wall_until is not None and fact.wall is not None and told.wall is not None:
-        wall_early = told.wall_until - fact.wall
-        # The scenario clock's figure, unless the wall clock's is nearer done by more
-        # than the time a request takes (a client slept part of its wait).
-        if wall_early < early - 0.5:
-            after, early, clock = fact.wall - told.wall, wall_early, "wall"
-    return after, early, clock
-
-
-def _in_flight(fact: Fact, told: Fact) -> bool:
-    """Whether ``fact`` had already been sent when ``told`` was answered.
-
-    Known exactly from what had been answered when it arrived; for entries that
-    do not say (recordings), from the scenario time and ``told``'s latency.
-    """
-    if fact.arrived_after >= 0:
-        return fact.arrived_after < told.seq
-    return told.time < fact.time < told.time + told.latency
-
-
 def _early_in_run(items: list[Fact]) -> list[tuple[Fact, Fact]]:
-    """(early request, the answer whose wait it broke) pairs within one run."""
-    waiting: list[Fact] = []  # answers whose wait is not over by either clock
+    """(early request, the answer whose wait it broke) pairs within one run.
+
+    Only a request the mock refused can be early: one it admitted did what the
+    mock allowed, whatever a header had said (a verdict is never stricter than
+    the mock), and every wait told before it is over as far as the mock goes.
+    """
+    waiting: list[Fact] = []  # answers whose wait is not over on the client's clock
     early: list[tuple[Fact, Fact]] = []
+    decisions = Decisions()
     for fact in items:
-        waiting = [told for told in waiting if not _late_enough(fact, told)]
-        broken = [told for told in waiting if not _in_flight(fact, told)]
+        if not decisions.refused(fact):
+            waiting = []
+            continue
+        waiting = [told for told in waiting if not waited(fact, told)]
+        broken = [told for told in waiting if not in_flight(fact, told)]
         if broken:
             early.append((fact, max(broken, key=lambda told: told.wait_until or 0.0)))
         if fact.wait_until is not None:
@@ -263,14 +253,19 @@ def _retry_after_ignored(runs: list[list[Fact]]) -> list[Finding]:
     if not early:
         return []
     first, source = early[0]
-    after, too_early, clock = _earliness(first, source)
-    by = " by the wall clock" if clock == "wall" else ""
+    assert source.wait_until is not None
+    # The scenario clock's figures (the mock's: the same on a loaded machine as on an idle
+    # one), and the clock nearer done's beside them when the client waited on another.
+    after = first.time - source.time
+    too_early = source.wait_until - first.time
+    _, nearer, clock = earliness(first, source)
+    also = f" ({nearer:.3f} s{BY_CLOCK[clock]})" if clock != "scenario" else ""
     message = (
         f"{_plural(len(early), 'request')} on {first.subject} arrived before the "
         f"Retry-After of an earlier response had elapsed; e.g. #{first.seq} came "
         f"{after:.3f} s after #{source.seq} "
         f"({source.status} {source.code or ''}, Retry-After: {source.retry_after}), "
-        f"{too_early:.3f} s too early{by}"
+        f"{too_early:.3f} s too early{also}"
     ).replace(" )", ")")
     examples = [
         {
@@ -278,7 +273,7 @@ def _retry_after_ignored(runs: list[list[Fact]]) -> list[Finding]:
             "after_seq": s.seq,
             "run": f.run,
             "retry_after": s.retry_after,
-            "early_by_seconds": round(_earliness(f, s)[1], 6),
+            "early_by_seconds": round(earliness(f, s)[1], 6),
         }
         for f, s in early[:EXAMPLES]
     ]
@@ -305,19 +300,26 @@ Streak = list[tuple[Fact, float, float | None]]  # (retry, wait by scenario, wai
 def _streaks(items: list[Fact]) -> list[Streak]:
     """Streaks of (retry, its wait on each clock) after consecutive 429s, in one run.
 
-    A wait that honoured the Retry-After of the 429 before it (by either clock)
-    ends the streak.
+    A retry counts only if the mock refused it too (an admitted one ends the
+    streak: the mock let it through). A wait that honoured the Retry-After of
+    the 429 before it (on the clock the client read) ends the streak.
     """
     streaks: list[Streak] = []
     current: Streak = []
     previous: Fact | None = None
+    decisions = Decisions()
     for fact in items:
-        follows_429 = previous is not None and previous.status == 429
+        refused = decisions.refused(fact)
+        follows_429 = (
+            previous is not None
+            and (previous.status == 429 or previous.refused_until > 0)
+            and refused
+        )
         honoured = (
             follows_429
             and previous is not None
             and previous.wait_until is not None
-            and _late_enough(fact, previous)
+            and waited(fact, previous)
         )
         if follows_429 and not honoured and previous is not None:
             wall = None
@@ -337,21 +339,24 @@ def _streaks(items: list[Fact]) -> list[Streak]:
     return streaks
 
 
+def _waits(streak: Streak) -> list[list[float]]:
+    """The streak's waits on each clock its client may have read (``waits.clock_waits``)."""
+    walls = [w for _, _, w in streak]
+    return clock_waits(
+        [s for _, s, _ in streak],
+        [w or 0.0 for w in walls] if all(w is not None for w in walls) else None,
+        streak[0][0].clock,
+    )
+
+
 def _backs_off(streak: Streak) -> bool:
-    """Whether the waits back off by either clock (a client sleeps; a test moves the clock)."""
-    if grows([scenario for _, scenario, _ in streak]):
-        return True
-    walls = [wall for _, _, wall in streak]
-    return all(w is not None for w in walls) and grows([w for w in walls if w is not None])
+    """Whether the waits back off on a clock the client may have read (see ``_waits``)."""
+    return any(grows(waits) for waits in _waits(streak))
 
 
 def _shown_waits(streak: Streak) -> list[float]:
     """The waits of a streak on the clock that moved more (what the finding quotes)."""
-    scenario = [s for _, s, _ in streak]
-    walls = [w for _, _, w in streak]
-    if all(w is not None for w in walls) and sum(w or 0.0 for w in walls) > sum(scenario):
-        return [w or 0.0 for w in walls]
-    return scenario
+    return max(_waits(streak), key=sum)
 
 
 def grows(waits: list[float]) -> bool:

@@ -292,6 +292,9 @@ class Recorded:
     outcome: str
     request_truncated: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # How long the answer took, in milliseconds (HAR ``time``, else ``timings.wait``): what
+    # ``calibrate`` learns a scenario's latency from; None when the HAR does not say.
+    duration_ms: float | None = None
 
     @property
     def wall(self) -> float:
@@ -437,7 +440,18 @@ def _entry(index: int, raw: Any, where: str, limit: int | None = None) -> Record
         outcome=str(outcome),
         request_truncated=bool(extra.get("request_truncated", False)) or request_cut,
         extra=extra,
+        duration_ms=_duration(raw),
     )
+
+
+def _duration(raw: dict[str, Any]) -> float | None:
+    """An entry's answer time in milliseconds: ``time``, else ``timings.wait`` (-1: unknown)."""
+    timings = raw.get("timings")
+    for value in (raw.get("time"), timings.get("wait") if isinstance(timings, dict) else None):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and math.isfinite(value) and value >= 0:  # type: ignore[arg-type]
+            return float(value)  # type: ignore[arg-type]
+    return None
 
 
 def har_meta(document: dict[str, Any]) -> dict[str, Any]:

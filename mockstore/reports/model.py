@@ -11,13 +11,14 @@ HTTP frameworks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from mockstore.journal import Entry, mask
 from mockstore.keys import client_bucket, key_bucket, parse_authorization
+from mockstore.runs import Run
 from mockstore.scenario.loader import schema_default
 from mockstore.validation import loads_bounded
 
@@ -117,9 +118,8 @@ class Fact:
     status: int
     code: str | None  # the Error ``code`` of an error response
     message: str | None
-    # The instant the answer allowed a new request from, on the scenario clock
-    # (``wait_until``) and on the wall clock (``wall_until``): the earliest its
-    # Retry-After (and, beside it, a spent window's reset) allows.
+    # The instant the answer allowed a new request from, on the scenario clock: the
+    # earliest its Retry-After (and, beside it, a spent window's reset) allows.
     wait_until: float | None
     retry_after: str | None  # the header as sent
     remaining: int | None
@@ -131,9 +131,17 @@ class Fact:
     sunset: float | None  # from a Sunset header (deprecated operations)
     run: int = 0
     wall: float | None = None  # the wall clock when it was answered (None: not recorded)
-    wall_until: float | None = None
     tenant: str | None = None  # the tenant whose journal it came from (None: the server's)
     arrived_after: int = -1  # the last seq answered when it arrived (-1: not known)
+    # What the mock's limiter decided (``Entry.refused_until``): refused until that
+    # instant, 0.0 admitted, -1.0 not decided.
+    refused_until: float = -1.0
+    # Its run's clock mode ("running", "manual"; "" when the run is not known), and
+    # whether its wait was read from an instant written on the wall clock (an
+    # HTTP-date Retry-After, a Unix-time X-RateLimit-Reset, under clock.headers: wall):
+    # a client computes that one from its own clock, which goes on while it waits.
+    clock: str = ""
+    wall_instant: bool = False
 
 
 def subject_of(key: str | None, client: str, tenant: str | None = None) -> tuple[str, str]:
@@ -155,34 +163,56 @@ def parse_http_date(text: str) -> float | None:
         return None
 
 
+# A wait, in seconds after the answer, and whether it was read from an instant on the
+# wall clock (see Fact.wall_instant).
+Wait = tuple[float, bool]
+
+
 def _wait(
     value: bytes, now: float, wall: float | None, date: float | None, header_clock: str | None
-) -> float | None:
-    """Seconds to wait from the answer, for a ``Retry-After`` (seconds or HTTP-date)."""
+) -> Wait | None:
+    """The wait a ``Retry-After`` (seconds or HTTP-date) asks for, from the answer."""
     text = value.decode("latin-1").strip()
     if _SECONDS.fullmatch(text):
-        return float(text)
+        return float(text), False
     instant = parse_http_date(text)
     if instant is None:
         return None
-    return instant - _reference(now, wall, date, header_clock=header_clock)
+    reference = _reference(now, wall, date, header_clock=header_clock)
+    return instant - reference, _on_wall(reference, wall, header_clock)
+
+
+def _on_wall(reference: float, wall: float | None, header_clock: str | None) -> bool:
+    """Whether an instant read against ``reference`` was written on the wall clock.
+
+    The run's ``clock.headers`` says, when the journal knows it: an instant
+    written on the wall clock is one even when the two clocks showed the same
+    time at the answer (a manual clock started at the wall's now), for its
+    client reaches it by the wall time that passes plus the scenario time it
+    moves. Otherwise: read against the wall clock (when both clocks agree, the
+    reading that favours the client).
+    """
+    if wall is None:
+        return False
+    if header_clock is not None:
+        return header_clock == "wall"
+    return reference == wall
 
 
 def _reference(
     now: float,
     wall: float | None,
     date: float | None,
-    latest: bool = True,
     header_clock: str | None = None,
 ) -> float:
-    """The "now" an instant in this answer's headers counts from.
+    """The "now" a wait's instant in this answer's headers counts from.
 
-    mockstore writes instants on the wall clock, or on the scenario clock
+    mockstore writes those instants on the wall clock, or on the scenario clock
     (``clock.headers``): ``header_clock``, from the run, when the journal knows
     it. Otherwise the answer's ``Date`` says which: it is the second its "now"
     fell in; when both clocks fall in that second, the reading that favours the
-    client is taken: the later "now" for a wait (``latest``), the earlier for a
-    sunset. A recording's wall and scenario clocks are one.
+    client is taken: the later "now". A recording's wall and scenario clocks are
+    one. (Announced dates, ``Sunset``, are the scenario's calendar: read as they are.)
     """
     if wall is None:
         return now
@@ -193,7 +223,7 @@ def _reference(
         fitting = [r for r in candidates if date - 0.001 <= r < date + 1.001]
         # None fits: a Date written by something else (a scripted answer): the nearer clock.
         candidates = fitting or [min(candidates, key=lambda r: abs(r - date))]
-    return max(candidates) if latest else min(candidates)
+    return max(candidates)
 
 
 _DRAFT_WINDOW = re.compile(rb";r=([0-9]+);t=([0-9]+)")
@@ -207,8 +237,8 @@ def _told(
     draft: bytes | None,
     date: bytes | None,
     header_clock: str | None,
-) -> float | None:
-    """Seconds after the answer that it allowed a new request from; None if it did not say.
+) -> Wait | None:
+    """The wait after the answer that it allowed a new request from; None if it did not say.
 
     Its ``Retry-After``; and, on a 429 that said one, the reset of a spent
     window (``X-RateLimit-Reset`` with ``X-RateLimit-Remaining: 0``, or the
@@ -227,13 +257,16 @@ def _told(
             value = _int(reset)
             if value is not None:
                 # A Unix time is > 10**9 (2001); anything less is a delta.
-                reference = _reference(e.time, e.wall, sent, header_clock=header_clock)
-                from_reset = value - reference if value > 10**9 else float(value)
+                if value > 10**9:
+                    reference = _reference(e.time, e.wall, sent, header_clock=header_clock)
+                    from_reset = value - reference, _on_wall(reference, e.wall, header_clock)
+                else:
+                    from_reset = float(value), False
                 wait = min(wait, from_reset)
         if draft is not None:
             spent = [int(t) for r, t in _DRAFT_WINDOW.findall(draft) if int(r) == 0]
             if spent:
-                wait = min(wait, float(max(spent)))
+                wait = min(wait, (float(max(spent)), False))
     return wait
 
 
@@ -249,14 +282,17 @@ def _int(value: bytes | None) -> int | None:
 def facts_of(
     entries: Iterable[Entry],
     tenant: str | None = None,
-    header_clocks: Mapping[int, str] | None = None,
+    runs: Iterable[Run] = (),
 ) -> list[Fact]:
     """One ``Fact`` per entry, in journal order. Reads every entry's headers once.
 
-    ``tenant`` names the tenant whose journal the entries come from;
-    ``header_clocks`` the clock each run wrote its headers' instants on.
+    ``tenant`` names the tenant whose journal the entries come from; ``runs``
+    where its runs began, each with the clock its headers' instants were
+    written on and its clock's mode.
     """
-    header_clocks = header_clocks or {}
+    known = {run.number: run for run in runs}
+    header_clocks = {number: run.header_clock for number, run in known.items()}
+    modes = {number: run.clock_mode for number, run in known.items()}
     facts: list[Fact] = []
     sunsets: dict[bytes, float | None] = {}
     masks: dict[tuple[str | None, str], tuple[str, str]] = {}
@@ -303,13 +339,15 @@ def facts_of(
         if sunset_raw is not None:
             if sunset_raw not in sunsets:
                 sunsets[sunset_raw] = parse_http_date(sunset_raw.decode("latin-1"))
-            sunset = _scenario_instant(sunsets[sunset_raw], e, date, header_clocks.get(e.run))
+            # A date announced, on the scenario's calendar whatever the headers' clock.
+            sunset = sunsets[sunset_raw]
 
         ident = (e.key, e.client)
         who = masks.get(ident)
         if who is None:
             who = masks[ident] = subject_of(e.key, e.client, tenant)
-        wait = _told(e, retry_after, reset, remaining, draft, date, header_clocks.get(e.run))
+        told = _told(e, retry_after, reset, remaining, draft, date, header_clocks.get(e.run))
+        wait, wall_instant = (None, False) if told is None else told
         facts.append(
             Fact(
                 seq=e.seq,
@@ -334,27 +372,11 @@ def facts_of(
                 sunset=sunset,
                 run=e.run,
                 wall=e.wall,
-                wall_until=None if wait is None or e.wall is None else e.wall + wait,
                 tenant=tenant,
                 arrived_after=e.arrived_after,
+                refused_until=e.refused_until,
+                clock=modes.get(e.run, ""),
+                wall_instant=wall_instant,
             )
         )
     return facts
-
-
-def _scenario_instant(
-    instant: float | None, e: Entry, date: bytes | None, header_clock: str | None
-) -> float | None:
-    """A sunset read from an answer's header, on the scenario clock (see ``_reference``).
-
-    Written on the wall clock, it was rounded down to the second from an
-    instant a fraction of a second later on the scenario clock: read back, the
-    second is given to the client (a call in it is not "after the sunset").
-    """
-    if instant is None:
-        return None
-    sent = parse_http_date(date.decode("latin-1")) if date is not None else None
-    reference = _reference(e.time, e.wall, sent, latest=False, header_clock=header_clock)
-    if reference == e.time:
-        return instant
-    return instant - reference + e.time + 1.0

@@ -68,19 +68,23 @@ def build_report(
     facts = [
         fact
         for journal in journals
-        for fact in facts_of(
-            journal.entries, journal.tenant, {run.number: run.header_clock for run in journal.runs}
-        )
+        for fact in facts_of(journal.entries, journal.tenant, journal.runs)
     ]
     findings = [f.to_dict() for f in judge(facts, context)]
     by_severity = Counter(f["severity"] for f in findings)
     fired = {f["id"] for f in findings}
+    # Each journal numbers its own entries: the sequence numbers judged, per journal
+    # (the summary's own are the server's journal's, which ``since`` counts in).
+    seqs: dict[str | None, list[int]] = {}
+    for fact in facts:
+        seqs.setdefault(fact.tenant, []).append(fact.seq)
+    first_seq, last_seq = _seq_range(seqs.get(None, []))
     report: dict[str, Any] = {
         "summary": {
             "scenario": context.scenario,
             "requests": len(facts),
-            "first_seq": facts[0].seq if facts else None,
-            "last_seq": facts[-1].seq if facts else None,
+            "first_seq": first_seq,
+            "last_seq": last_seq,
             "since": context.since,
             "journal": {
                 "enabled": context.journal_enabled,
@@ -102,12 +106,19 @@ def build_report(
                 "tenant": journal.tenant,
                 "deleted": journal.deleted,
                 "requests": len(journal.entries),
+                "first_seq": (judged := _seq_range(seqs.get(journal.tenant, [])))[0],
+                "last_seq": judged[1],
             }
             for journal in journals
         ]
     if timeline:
         report["timeline"] = timeline_of(facts)
     return report
+
+
+def _seq_range(seqs: list[int]) -> tuple[int | None, int | None]:
+    """The first and last of the sequence numbers of one journal's judged entries."""
+    return (min(seqs), max(seqs)) if seqs else (None, None)
 
 
 def runs_summary(

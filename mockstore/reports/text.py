@@ -29,17 +29,20 @@ def _runs_line(summary: dict[str, Any]) -> str:
 def render_text(report: dict[str, Any]) -> str:
     summary = report["summary"]
     counts = summary["findings"]
+    journals = summary.get("journals")
+    # Each journal numbers its own entries: a range is said per journal when there are several.
+    own = not journals and summary["requests"] and summary["first_seq"] is not None
     lines = [
         f"mockstore report: scenario {summary['scenario']!r}, {summary['requests']} request(s)"
-        + (f" (seq {summary['first_seq']}-{summary['last_seq']})" if summary["requests"] else ""),
+        + (f" (seq {summary['first_seq']}-{summary['last_seq']})" if own else ""),
         _runs_line(summary),
     ]
-    journals = summary.get("journals")
     if journals:
         parts = [
             ("this server" if j["tenant"] is None else f"tenant {j['tenant']}")
             + (" (deleted)" if j["deleted"] else "")
             + f": {j['requests']}"
+            + (f" (seq {j['first_seq']}-{j['last_seq']})" if j.get("first_seq") else "")
             for j in journals
         ]
         lines.append("journals: " + ", ".join(parts))

@@ -45,6 +45,7 @@ from mockstore.scenario.model import (
     Scenario,
     behaviour_value,
 )
+from mockstore.scenario.surroundings import surroundings
 from mockstore.urls import CONTROL_PREFIX, is_control_path
 
 Path = tuple[str | int, ...]
@@ -226,6 +227,7 @@ class _Builder:
             collections=collections,
             faults=tuple(faults),
             routes=tuple(routes),
+            **surroundings(self.data, self.get, self.problem, self.checkable, base_path),
             journal_size=self.get(("journal", "size")),
             journal_body_bytes=self.get(("journal", "body_bytes")),
             drift_accept=self._drift_accept(),
@@ -447,10 +449,15 @@ class _Builder:
         body = raw.get("body")
         encoded = None
         if "body" in raw:
+            # A lone surrogate (JSON text may escape one) has no UTF-8 form: raw text
+            # writes it as "?", JSON escapes it again (still valid JSON), never a 500.
             if isinstance(body, str) and raw.get("raw", False):
-                encoded = body.encode()
+                encoded = body.encode("utf-8", "replace")
             else:
-                encoded = json.dumps(body, ensure_ascii=False).encode()
+                try:
+                    encoded = json.dumps(body, ensure_ascii=False).encode()
+                except UnicodeEncodeError:
+                    encoded = json.dumps(body).encode()
         headers = tuple((str(k), str(v)) for k, v in raw.get("headers", {}).items())
         return Reply(raw["status"], encoded, headers, raw.get("ratelimit_headers", True))
 

@@ -18,7 +18,10 @@ from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
 from mockstore.scenario.collections import Collections
+from mockstore.scenario.http_section import HttpSettings
+from mockstore.scenario.latency_section import LatencyRule
 from mockstore.scenario.loader import scenario_schema, schema_default
+from mockstore.scenario.maintenance_section import Window
 
 
 def _behaviour_schema() -> dict[str, Any]:
@@ -42,6 +45,7 @@ class RequestIdFormat:
     header: str | None
     format: str  # counter | uuid | hex
     prefix: str
+    echo: str | None = None  # a pattern: a request's own id that matches it is answered back
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +74,19 @@ class HeaderRule:
 class ErrorField:
     """One of ``behaviour.error_fields``: a field every (or some) Error body carries.
 
-    ``value`` is the constant (when ``generate`` is None); ``conditions`` the
-    conditions whose Error bodies carry it (None: every Error body).
+    ``value`` is the constant (when ``generate`` and ``template`` are None);
+    ``conditions`` the conditions whose Error bodies carry it (None: every Error
+    body). ``item`` is the shape of each entry of a ``details`` field, as
+    (name, template) pairs.
     """
 
     name: str
     value: Any = None
-    generate: str | None = None  # uuid | request_id | timestamp
+    # uuid | request_id | timestamp | retry_after_s | retry_after_ms | value | parameter | details
+    generate: str | None = None
     conditions: frozenset[str] | None = None
+    template: str | None = None
+    item: tuple[tuple[str, str], ...] = ()
 
 
 # The read operations HEAD may be served on (the GET operations of the document).
@@ -113,9 +122,11 @@ def behaviour_value(name: str, value: Any) -> Any:
     if name in ("www_authenticate", "request_id"):
         filled = {**_object_defaults(name), **(value if isinstance(value, dict) else {})}
         if name == "request_id":
-            return RequestIdFormat(filled["header"], filled["format"], filled["prefix"])
+            return RequestIdFormat(
+                filled["header"], filled["format"], filled["prefix"], filled["echo"]
+            )
         return tuple(filled.items())
-    if name in ("error_statuses", "etag"):
+    if name in ("error_statuses", "etag", "error_messages"):
         given = value if isinstance(value, dict) else {}
         order = list(_behaviour_schema()[name]["properties"])
         return tuple(sorted(given.items(), key=lambda item: order.index(item[0])))
@@ -126,20 +137,26 @@ def behaviour_value(name: str, value: Any) -> Any:
     if name == "headers":
         return tuple(_header_rule(rule) for rule in value or ())
     if name == "error_fields":
-        return tuple(
-            ErrorField(
-                field["name"],
-                field.get("value"),
-                field.get("generate"),
-                frozenset(field["conditions"]) if "conditions" in field else None,
-            )
-            for field in value or ()
-        )
+        return tuple(_error_field(field) for field in value or ())
     if name == "default_status":
         return None if value == "omit" else value
     if _behaviour_schema()[name].get("format") == "date-time":
         return parse_time(value)
     return value
+
+
+def _error_field(raw: dict[str, Any]) -> ErrorField:
+    item = raw.get("item")
+    if raw.get("generate") == "details" and item is None:
+        item = _behaviour_schema()["error_fields"]["items"]["properties"]["item"]["default"]
+    return ErrorField(
+        raw["name"],
+        raw.get("value"),
+        raw.get("generate"),
+        frozenset(raw["conditions"]) if "conditions" in raw else None,
+        raw.get("template"),
+        tuple((item or {}).items()),
+    )
 
 
 def _header_rule(raw: dict[str, Any]) -> HeaderRule:
@@ -196,6 +213,8 @@ class Behaviour:
     # (condition, status) for the conditions a scenario answers with another status.
     error_statuses: tuple[tuple[str, int], ...] = ()
     error_fields: tuple[ErrorField, ...] = ()
+    # (condition, message template) for the conditions a scenario words otherwise.
+    error_messages: tuple[tuple[str, str], ...] = ()
     # (condition, header value or None) for each 401 condition.
     www_authenticate: tuple[tuple[str, str | None], ...] = _default("www_authenticate")
     ratelimit_windows: str = _default("ratelimit_windows")
@@ -313,6 +332,10 @@ class Scenario:
     collections: Collections = field(default_factory=Collections)
     faults: tuple[FaultRule, ...] = ()
     routes: tuple[Route, ...] = ()
+    # HTTP semantics, maintenance windows, answer times (``http``, ``maintenance``, ``latency``).
+    http: HttpSettings = field(default_factory=HttpSettings)
+    maintenance: tuple[Window, ...] = ()
+    latency: tuple[LatencyRule, ...] = ()
     journal_size: int = schema_default("journal", "size")
     journal_body_bytes: int = schema_default("journal", "body_bytes")
     drift_accept: tuple[DriftAccept, ...] = ()

@@ -246,7 +246,7 @@ class JournalSharing:
                     seen = -2 - before
                 else:
                     seen = -1
-            wire.append((*record[:ARRIVED_AFTER], seen))
+            wire.append((*record[:ARRIVED_AFTER], seen, *record[ARRIVED_AFTER + 1 :]))
         payload = records.encode(wire) if wire else b""
         keys = [self._key(k) for k in (streams.SEQ, streams.STREAM, streams.SYNC, streams.LIVE)]
         floor = max(self.position or 0, self.runtime.journal.last_seq)
@@ -414,7 +414,7 @@ def _numbered(record: tuple[Any, ...], seq: int, first: int) -> tuple[Any, ...]:
     if seen <= -2:
         index = -2 - seen
         seen = first + index if first + index < seq else -1
-    return (seq, *record[1:ARRIVED_AFTER], seen)
+    return (seq, *record[1:ARRIVED_AFTER], seen, *record[ARRIVED_AFTER + 1 :])
 
 
 def _numbered_rows(payload: bytes, last: int) -> list[Any] | None:

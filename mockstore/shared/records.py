@@ -36,6 +36,13 @@ import msgpack
 from mockstore.journal import Entry
 
 FIELDS = len(Entry._fields)
+# A record shipped by a process of a version that keeps no ``refused_until`` (the
+# field came last, after ``arrived_after``), as replicas of two versions share one
+# Redis during an upgrade: read as the limiter's decision not known (-1.0), as an
+# entry read from a recording is, rather than lost.
+_REFUSED_UNTIL = Entry._fields.index("refused_until")
+assert _REFUSED_UNTIL == FIELDS - 1, "a record without it is read by appending it"
+_NOT_DECIDED = Entry._field_defaults["refused_until"]
 # A batch of at most this many records, and a payload of at most this many bytes
 # (the shipper cuts batches to fit; a record larger alone goes in a batch of its own).
 BATCH_RECORDS = 500
@@ -82,7 +89,14 @@ def decode(payload: bytes) -> list[tuple[Any, ...] | None] | None:
         return None
     if rows.__class__ is not tuple or not rows:
         return None
-    return [row if valid(row) else None for row in rows]
+    return [record if valid(record := _completed(row)) else None for row in rows]
+
+
+def _completed(row: Any) -> Any:
+    """``row`` with the fields a record of an older version leaves out, as their defaults."""
+    if row.__class__ is tuple and len(row) == _REFUSED_UNTIL:
+        return (*row, _NOT_DECIDED)
+    return row
 
 
 def valid(row: Any) -> bool:
@@ -93,9 +107,10 @@ def valid(row: Any) -> bool:
         return False
     (seq, request_id, time, elapsed, _method, _path, _query, request_headers, _body, client,
      operation, key, plan, status, response_headers, _answer, latency, rule, _outcome, wall,
-     run, arrived_after) = row  # fmt: skip
+     run, arrived_after, refused_until) = row  # fmt: skip
     if not (
         request_id.__class__ in (str, bytes)
+        and refused_until.__class__ in _NUMBER
         and time.__class__ in _NUMBER
         and elapsed.__class__ in _NUMBER
         and latency.__class__ in _NUMBER
@@ -114,6 +129,7 @@ def valid(row: Any) -> bool:
         and _instant(time)
         and _instant(elapsed)
         and _instant(latency)
+        and _instant(refused_until)  # (the limiter's decision: -1.0, 0.0 or an instant)
         and (wall is None or _instant(wall))
         and max(map(len, _SHORT(row))) <= MAX_SHORT
         and (operation is None or len(operation) <= MAX_SHORT)

@@ -16,11 +16,12 @@ import logging
 from typing import Any
 
 from mockstore.errors import ApiError
+from mockstore.json_array import JsonArray, array_of, as_bytes
 from mockstore.ordering import id_of
 from mockstore.pages import Fetched, Page, Position, page_query, read_page
 from mockstore.shared.connection import Connection
 from mockstore.shared.deadline import StateUnavailable, bounded
-from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _json_array, _ordered
+from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _ordered
 
 log = logging.getLogger("mockstore.shared")
 
@@ -179,15 +180,19 @@ class RequestStore:
         return pet, result[2]
 
     def list_json(self, limit: int, status: str | None = None) -> bytes:
+        return as_bytes(self.listing(limit, status))
+
+    def listing(self, limit: int, status: str | None = None) -> bytes | JsonArray:
+        """``list_json``'s body; a large one not yet made (``PetStore.listing``)."""
         if not self.result:  # the scenario's pets fill the page, or none were created
-            return self.local.list_json(limit, status)
+            return self.local.listing(limit, status)
         inventory = self.local.inventory
         ids = inventory.ids if status is None else inventory.by_status.get(status, ())
         if inventory.descending:
             created = self.result
             older = ids[: -(limit - len(created)) - 1 : -1] if len(created) < limit else ()
-            return _json_array([*created, *(inventory.json[i] for i in older)])
-        return _json_array([*(inventory.json[i] for i in ids), *self.result])
+            return array_of([*created, *(inventory.json[i] for i in older)])
+        return array_of([*(inventory.json[i] for i in ids), *self.result])
 
     def get_json(self, pet_id: int) -> bytes | None:
         found = self.local.inventory.json.get(pet_id)

@@ -86,6 +86,8 @@ from starlette.types import Receive, Scope, Send
 
 from tests.upstream import profiled_collections as collection
 from tests.upstream.profiled_collections import Collections
+from tests.upstream.profiled_http import Front, HttpChoices, Made, served
+from tests.upstream.profiled_http import problems as http_problems
 
 BASE = "/v1"
 LIMIT_DEFAULT = 20
@@ -204,11 +206,24 @@ class ExtraField:
 
     ``kind`` is ``constant`` (``value``), or generated per answer: ``uuid`` (a new
     UUID4), ``request_id`` (the answer's request id), ``timestamp`` (RFC 3339 UTC
-    with milliseconds). ``only`` limits it to some conditions (empty: every Error).
+    with milliseconds), ``retry_after_s`` / ``retry_after_ms`` (the wait of a 429 or
+    a ban), ``value`` / ``parameter`` (what the request got wrong, and where),
+    ``details`` (one ``{"field", "issue"}`` per invalid field of a body). ``only``
+    limits it to some conditions (empty: every Error).
     """
 
     name: str
-    kind: Literal["constant", "uuid", "request_id", "timestamp"] = "constant"
+    kind: Literal[
+        "constant",
+        "uuid",
+        "request_id",
+        "timestamp",
+        "retry_after_s",
+        "retry_after_ms",
+        "value",
+        "parameter",
+        "details",
+    ] = "constant"
     value: str | int | bool | None = None
     only: tuple[Condition, ...] = ()
 
@@ -430,6 +445,8 @@ class Profile:
     rate_limits: RateLimits = RateLimits()
     semantics: Semantics = Semantics()
     clock_offset_seconds: int = 0
+    # What the provider's gateway and web server add (``profiled_http``).
+    http: HttpChoices = field(default_factory=HttpChoices)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(_dump(self, Profile), indent=indent)
@@ -451,7 +468,7 @@ class Profile:
 
     def problems(self) -> list[str]:
         """Every way this profile breaks the spec or cannot be served, as ``path: why``."""
-        return _problems(self)
+        return [*_problems(self), *http_problems(self.http, dict(self.headers.etag))]
 
 
 class ProfileError(ValueError):
@@ -1048,6 +1065,9 @@ class ProfiledPetStore:
         self._etag = dict(headers.etag)
         self._cache_control = dict(headers.cache_control)
         self._deprecation = self._deprecation_headers(headers.deprecation)
+        self._front = Front(profile.http, clock() + profile.clock_offset_seconds)
+        # The JSON bodies of the creates being answered, by request (for Error details).
+        self._sent_bodies: dict[int, Any] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -1081,8 +1101,28 @@ class ProfiledPetStore:
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """Status, raw headers and body for one request at ``now``."""
         self._request_count += 1
-        route = self._route(request.method, request.url.path)
+        front = self._front
+        sent = {name.lower(): value for name, value in request.headers.items()}
+        head = frozenset(self.profile.semantics.head)
+
+        def allow_of(relative: str) -> str | None:
+            return self._allow(relative, head)
+
+        path = front.unslashed(request.url.path, allow_of)
+        query = request.url.query
+        request_id = self._request_id()
+        spec = self.profile.headers.request_id
+        if spec is not None:
+            request_id = front.request_id(sent, spec.name, request_id)
+        base_url = str(request.base_url)
+        made = front.staged("gateway", request.method, path, query, sent, now, base_url, allow_of)
+        route = self._route(request.method, path)
         caller = self._caller(request.headers.getlist("authorization"))
+        if made is not None:
+            # Before the limiter: nothing counted, no rate-limit figures.
+            verdict = Verdict("admitted", 0, 0, now, "minute")
+            exchange = Exchange(now, request_id, route, caller, verdict)
+            return await self._made(request, exchange, made, rated=False)
         if caller.plan is not None:
             bucket: Hashable = ("key", caller.key)
             plan = caller.plan
@@ -1090,18 +1130,72 @@ class ProfiledPetStore:
             bucket = ("address", request.client.host if request.client else "")
             plan = self.profile.rate_limits.anonymous
         verdict = self._limiter.admit(bucket, plan, now)
-        exchange = Exchange(now, self._request_id(), route, caller, verdict)
+        exchange = Exchange(now, request_id, route, caller, verdict)
+        if verdict.outcome == "admitted":
+            for stage in ("counted", "authenticated"):
+                if stage == "authenticated" and caller.kind != "key":
+                    break
+                made = front.staged(
+                    stage, request.method, path, query, sent, now, base_url, allow_of
+                )
+                if made is not None:
+                    return await self._made(request, exchange, made, rated=True)
         try:
             answer = await self._serve(request, exchange)
         except Refused as refused:
-            answer = self._refusal(refused, exchange)
+            answer = self._refusal(refused, exchange, request)
+        finally:
+            sent_body = self._sent_bodies.pop(id(request), None)
         body = (
             b"" if answer.body is None else json.dumps(answer.body, separators=(",", ":")).encode()
         )
         headers = self._headers(request, exchange, answer, body)
+        operation = route.operation if route.operation != "options" else None
+        if operation == "createPet" and answer.status == 201:
+            front.note_created(answer.body["id"], now)
+        status, body = front.shaped(
+            operation, request.method, path, answer.status, body, headers, sent,
+            answer.body, now, sent_body,
+        )  # fmt: skip
+        if status in (204, 304):
+            headers = [(n, v) for n, v in headers if n.lower() != "content-type"]
         raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
-        raw.append((b"content-length", str(len(body)).encode()))
-        return answer.status, raw, body
+        if status not in (204, 304):
+            raw.append((b"content-length", str(len(body)).encode()))
+        await front.delay(operation)
+        return status, raw, body
+
+    async def _made(
+        self, request: Request, exchange: Exchange, made: Made, rated: bool
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """An answer the front made in the service's place (``profiled_http``)."""
+        body = b"" if made.body is None else json.dumps(made.body, separators=(",", ":")).encode()
+        headers: list[tuple[str, str]] = []
+        if made.body is not None:
+            headers.append(("Content-Type", self.profile.headers.content_type))
+        if rated:
+            verdict = exchange.verdict
+            headers += [
+                ("X-RateLimit-Limit", str(verdict.limit)),
+                ("X-RateLimit-Remaining", str(verdict.remaining)),
+                ("X-RateLimit-Reset", self._reset(verdict.resets_at, exchange.now)),
+            ]
+        headers += made.headers
+        if self.profile.headers.request_id is not None:
+            headers.append((self.profile.headers.request_id.name, exchange.request_id))
+        headers.append(("Date", formatdate(math.floor(exchange.now), usegmt=True)))
+        raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+        if made.status not in (204, 304):
+            raw.append((b"content-length", str(len(body)).encode()))
+        return made.status, raw, body
+
+    def _allow(self, relative: str, head: frozenset[str]) -> str | None:
+        """``Allow`` of a path under /v1 (None: no such path): OPTIONS where it is served."""
+        operation = {"/pets": "listPets", "/store/orders": "listOrders"}.get(relative, "getPet")
+        allow = served(relative, operation in head)
+        if allow is not None and self.profile.http.options != "none":
+            allow = ", ".join(sorted([*allow.split(", "), "OPTIONS"]))
+        return allow
 
     # -- the steps, in order
 
@@ -1155,6 +1249,8 @@ class ProfiledPetStore:
         served = dict(methods)
         if methods.get("GET") in self._served_head:
             served["HEAD"] = methods["GET"]
+        if self.profile.http.options != "none":
+            served["OPTIONS"] = "options"  # answered by the front (profiled_http)
         allow = ", ".join(sorted(served))
         return Route(served.get(method), allow, pet_id)
 
@@ -1274,6 +1370,7 @@ class ProfiledPetStore:
             data = json.loads(bytes(body).decode("utf-8"), parse_constant=_refuse_constant)
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise Refused("malformed_json", "the body is not valid JSON") from None
+        self._sent_bodies[id(request)] = data
         collections = semantics.collections
         if isinstance(data, dict) and "categoryId" in data:
             data = {**data, "categoryId": collection.category(data["categoryId"], collections)}
@@ -1314,12 +1411,23 @@ class ProfiledPetStore:
 
     # -- answers
 
-    def _refusal(self, refused: Refused, exchange: Exchange) -> Answer:
+    def _refusal(self, refused: Refused, exchange: Exchange, request: Request) -> Answer:
         refusals = self.profile.refusals
         refusal = refusals.of(refused.condition)
+        subject = _subject(refused.condition, request, self._sent_bodies.get(id(request)))
+        wait = (
+            exchange.verdict.retry_at - exchange.now
+            if exchange.verdict.retry_at is not None
+            and refused.condition in ("rate_limited", "key_banned")
+            else None
+        )
+        message = refused.message
+        template = dict(self.profile.http.messages).get(refused.condition)
+        if template is not None:
+            message = _filled(template, subject, request, wait)
         body: dict[str, Any] = {
             "code": refusal.code,
-            "message": refused.message,
+            "message": message,
             "status": refusal.status,
         }
         for extra in refusals.extra_fields:
@@ -1331,8 +1439,18 @@ class ProfiledPetStore:
                 body[extra.name] = str(uuid.uuid4())
             elif extra.kind == "request_id":
                 body[extra.name] = exchange.request_id
-            else:
+            elif extra.kind == "timestamp":
                 body[extra.name] = rfc3339(exchange.now)
+            elif extra.kind in ("retry_after_s", "retry_after_ms"):
+                if wait is not None:
+                    seconds = max(1, math.ceil(wait))
+                    body[extra.name] = seconds if extra.kind == "retry_after_s" else seconds * 1000
+            elif extra.kind in ("value", "parameter"):
+                given = None if subject is None else subject[0 if extra.kind == "value" else 1]
+                if given is not None:
+                    body[extra.name] = given
+            elif extra.kind == "details":
+                body[extra.name] = subject[2] if subject is not None else []
         return Answer(refusal.status, body, list(refused.headers), refused.condition)
 
     def _headers(
@@ -1423,6 +1541,70 @@ class ProfiledPetStore:
         if deprecation.link is not None:
             headers.append(("Link", deprecation.link))
         return headers
+
+
+def _subject(
+    condition: str, request: Request, body: Any
+) -> tuple[Any, str | None, list[dict[str, str]]] | None:
+    """What the request got wrong for ``condition``: (value as sent, where, every invalid field)."""
+    query = request.query_params
+    if condition in ("bad_limit", "limit_above_maximum"):
+        return query.getlist("limit")[-1], "limit", []
+    if condition == "bad_status_filter":
+        return query.getlist("status")[-1], "status", []
+    if condition in ("bad_pet_id", "pet_not_found"):
+        return request.url.path.rsplit("/", 1)[-1], "petId", []
+    if condition == "unsupported_media_type":
+        return request.headers.get("content-type", "none"), "Content-Type", []
+    if condition == "method_not_allowed":
+        return request.method, None, []
+    if condition == "unknown_path":
+        return request.url.path, None, []
+    if condition == "unknown_field" and isinstance(body, dict):
+        unknown = sorted(n for n in body if n not in ("name", "categoryId", "status"))
+        if unknown:
+            return unknown[0], unknown[0], [{"field": n, "issue": "unknown"} for n in unknown]
+    if condition == "invalid_body" and isinstance(body, dict):
+        # A body's validator reports the missing fields first, then each field by name.
+        missing = [n for n in ("name", "categoryId") if n not in body]
+        wrong = []
+        if not isinstance(body.get("name", ""), str):
+            wrong.append(("name", "type"))
+        category = body.get("categoryId", 0)
+        if not isinstance(category, int) or isinstance(category, bool):
+            wrong.append(("categoryId", "type"))
+        if "status" in body and body["status"] not in STATUSES:
+            wrong.append(("status", "enum"))
+        found = [(n, "required") for n in missing] + sorted(wrong)
+        if found:
+            first = found[0][0]
+            value = body.get(first) if first not in missing else None
+            return value, first, [{"field": n, "issue": issue} for n, issue in found]
+    return None
+
+
+def _filled(
+    template: str,
+    subject: tuple[Any, str | None, list[dict[str, str]]] | None,
+    request: Request,
+    wait: float | None,
+) -> str:
+    """A message template with what the answer knows filled in."""
+    token = request.headers.get("authorization", "").partition(" ")[2].strip()
+    key = "" if not token else (f"{token[:4]}****{token[-4:]}" if len(token) >= 12 else "****")
+    value = subject[0] if subject is not None else None
+    shown = "" if value is None else value if isinstance(value, str) else json.dumps(value)
+    values = {
+        "value": shown[:200],
+        "parameter": (subject[1] or "") if subject is not None else "",
+        "method": request.method,
+        "path": request.url.path,
+        "key": key,
+        "retry_after_s": str(max(1, math.ceil(wait))) if wait is not None else "",
+    }
+    for name, filled in values.items():
+        template = template.replace("{" + name + "}", filled)
+    return template
 
 
 def _refuse_constant(name: str) -> Any:

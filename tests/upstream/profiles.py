@@ -52,6 +52,13 @@ from tests.upstream.profiled import (
     WwwAuthenticate,
 )
 from tests.upstream.profiled_collections import Collections
+from tests.upstream.profiled_http import (
+    ECHO_PATTERNS,
+    CorsChoice,
+    HttpChoices,
+    LatencyChoice,
+    MaintenanceChoice,
+)
 
 # Words providers use for each condition (lower case; the profile's case applies).
 CODE_WORDS: dict[str, tuple[str, ...]] = {
@@ -168,15 +175,23 @@ def _refusals(draw: st.DrawFn) -> Refusals:
         chosen["list_orders"] = None
     extras = draw(
         st.lists(
-            st.builds(
-                lambda name, kind, value, only: ExtraField(
-                    name, kind, value if kind == "constant" else None, tuple(only)
+            st.one_of(
+                st.builds(
+                    lambda name, kind, value, only: ExtraField(
+                        name, kind, value if kind == "constant" else None, tuple(only)
+                    ),
+                    st.sampled_from(EXTRA_FIELD_NAMES),
+                    st.sampled_from(["constant", "uuid", "request_id", "timestamp"]),
+                    st.one_of(st.text(max_size=12), st.integers(-1000, 1000), st.booleans()),
+                    st.one_of(
+                        st.just([]), st.lists(st.sampled_from(CONDITIONS), unique=True, min_size=1)
+                    ),
                 ),
-                st.sampled_from(EXTRA_FIELD_NAMES),
-                st.sampled_from(["constant", "uuid", "request_id", "timestamp"]),
-                st.one_of(st.text(max_size=12), st.integers(-1000, 1000), st.booleans()),
-                st.one_of(
-                    st.just([]), st.lists(st.sampled_from(CONDITIONS), unique=True, min_size=1)
+                # Values of the answer's own (issue 25): the wait, what the request got wrong.
+                st.builds(
+                    lambda name, kind: ExtraField(name, kind, None, COMPUTED_ON[kind]),
+                    st.sampled_from(COMPUTED_NAMES),
+                    st.sampled_from(sorted(COMPUTED_ON)),
                 ),
             ),
             max_size=3,
@@ -370,15 +385,117 @@ def _semantics(draw: st.DrawFn) -> Semantics:
     )
 
 
+_STAGES = st.sampled_from(["gateway", "counted", "authenticated"])
+APP = "https://app.example.com"
+
+
+@st.composite
+def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
+    """The choices of a provider's gateway and web server (issue 25's HTTP semantics)."""
+    reads = ("listPets", "getPet")
+    dated = tuple(draw(st.lists(st.sampled_from(reads), unique=True)))
+    validated = [op for op in reads if op in etag or op in dated]
+    conditional = (
+        tuple(draw(st.lists(st.sampled_from(validated), unique=True))) if validated else ()
+    )
+    cors = draw(
+        st.one_of(
+            st.none(),
+            st.builds(
+                CorsChoice,
+                origins=st.sampled_from([("*",), (APP,), (APP, "https://admin.example.com")]),
+                methods=st.sampled_from([("GET", "HEAD", "POST"), ("GET", "POST", "OPTIONS")]),
+                headers=st.sampled_from([("Authorization", "Content-Type"), ("*",)]),
+                expose_headers=st.sampled_from([(), ("X-Request-Id",), ("X-RateLimit-Remaining",)]),
+                max_age=st.sampled_from([None, 600, 86400]),
+                credentials=st.booleans(),
+                preflight_status=st.sampled_from([200, 204]),
+                rejected_status=st.sampled_from([None, 400, 403]),
+                stage=_STAGES,
+            ),
+        )
+    )
+    maintenance = draw(
+        st.one_of(
+            st.none(),
+            st.builds(
+                MaintenanceChoice,
+                paths=st.just(("/store",)),
+                status=st.sampled_from([503, 502]),
+                code=st.sampled_from(["maintenance", "SERVICE_UNAVAILABLE", "under_maintenance"]),
+                message=st.sampled_from(
+                    [
+                        "{path} is under maintenance until {until}",
+                        "Down for maintenance",
+                        "{method} {path}: back at {until}",
+                    ]
+                ),
+                retry_after=st.sampled_from(["seconds", "decimal", "http-date"]),
+                stage=_STAGES,
+            ),
+        )
+    )
+    messages = draw(st.dictionaries(st.sampled_from(sorted(MESSAGES)), st.just(""), max_size=4))
+    return HttpChoices(
+        conditional=conditional,  # type: ignore[arg-type]
+        last_modified=dated,  # type: ignore[arg-type]
+        pets_modified=draw(st.integers(DEPRECATED_FROM, DEPRECATED_UNTIL)),
+        encodings=tuple(draw(st.lists(st.sampled_from(["gzip", "deflate"]), unique=True))),  # type: ignore[arg-type]
+        min_bytes=draw(st.sampled_from([64, 256, 1024])),
+        vary=draw(st.booleans()),
+        cors=cors,
+        options=draw(st.sampled_from(["none", "gateway", "counted", "authenticated"])),
+        options_status=draw(st.sampled_from([200, 204])),
+        trailing_slash=draw(st.sampled_from(["not_found", "redirect", "serve"])),
+        trailing_status=draw(st.sampled_from([301, 302, 307, 308])),
+        trailing_location=draw(st.sampled_from(["path", "url"])),
+        trailing_stage=draw(_STAGES),
+        advisory_header=draw(st.sampled_from([None, "Warning", "X-Api-Warning"])),
+        echo=draw(st.sampled_from([None, *ECHO_PATTERNS])) if echo else None,
+        maintenance=maintenance,
+        latency=draw(
+            st.one_of(
+                st.just(()),
+                st.just((LatencyChoice(None, (("p0", 1), ("p50", 2), ("p100", 4))),)),
+            )
+        ),
+        messages=tuple((condition, MESSAGES[condition]) for condition in sorted(messages)),
+    )
+
+
+# Message templates as providers word them, one per condition that embeds what was wrong.
+MESSAGES = {
+    "bad_limit": "Invalid value '{value}' for query parameter {parameter}",
+    "bad_status_filter": "{value} is not a pet status",
+    "pet_not_found": "No pet found with id {value}",
+    "unknown_key": "Invalid API key provided: {key}",
+    "rate_limited": "Too many requests, retry in {retry_after_s} seconds",
+    "method_not_allowed": "Method {method} is not allowed",
+    "unknown_path": "Unknown endpoint: {path}",
+}
+COMPUTED_NAMES = ("retryAfterMs", "retryAfter", "rejectedValue", "field", "details", "errors")
+# The conditions each value of the answer's own is carried on.
+COMPUTED_ON: dict[str, tuple[str, ...]] = {
+    "retry_after_ms": ("rate_limited",),
+    "retry_after_s": ("rate_limited", "key_banned"),
+    "value": ("bad_limit", "bad_pet_id", "pet_not_found"),
+    "parameter": ("bad_limit", "bad_status_filter"),
+    "details": ("invalid_body",),
+}
+
+
 @st.composite
 def profiles(draw: st.DrawFn) -> Profile:
     """A provider profile drawn from the whole space (see the module's docstring)."""
     refusals = draw(_refusals())
+    headers = draw(_headers())
+    etag = tuple(operation for operation, _ in headers.etag)
     return Profile(
-        headers=draw(_headers()),
+        headers=headers,
         refusals=refusals,
         rate_limits=draw(_rate_limits(refusals.key_banned.status)),
         semantics=draw(_semantics()),
+        http=draw(_http(etag, headers.request_id is not None)),
     )
 
 

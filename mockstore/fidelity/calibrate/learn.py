@@ -23,6 +23,10 @@ from typing import Any
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
 from mockstore.fidelity.calibrate.collections import learn_collections
+from mockstore.fidelity.calibrate.learn_errors import computed_field, learn_messages
+from mockstore.fidelity.calibrate.learn_http import HttpLearner
+from mockstore.fidelity.calibrate.learn_latency import learn_latency
+from mockstore.fidelity.calibrate.learn_maintenance import learn_maintenance
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -100,7 +104,11 @@ def learn(
         s.label = label
     target = str(recording.meta.get("upstream") or recording.source)
     result = Calibration(target)
-    learner = _Learner(seen, result, base, names or {})
+    # Issue 25's sections, each learned by a module of its own (the headers they manage
+    # are theirs, not constant headers'); what calibrate's own probes leave open is not
+    # noted twice.
+    http = HttpLearner(seen, result, base, cite, notes=not trusted)
+    learner = _Learner(seen, result, base, names or {}, handled=http.handled_headers())
     learner.run()
     learn_collections(seen, result, cite)
     operations = [_operation(item, base) for item in recording.exchanges]
@@ -111,6 +119,11 @@ def learn(
         if s.facts.operation == "createPet" and 200 <= s.status < 300
         and isinstance(s.body, dict) and isinstance(s.body.get("id"), int)
     }  # fmt: skip
+    http.run()
+    learn_maintenance(seen, result, cite)
+    if not trusted:
+        learn_latency(seen, result, cite)
+    learn_messages(seen, result, cite, learner.request_id_names())
     return result
 
 
@@ -122,12 +135,18 @@ def _operation(item: Any, base: str) -> str | None:
 
 class _Learner:
     def __init__(
-        self, seen: list[Seen], result: Calibration, base: str, names: dict[str, str]
+        self,
+        seen: list[Seen],
+        result: Calibration,
+        base: str,
+        names: dict[str, str],
+        handled: frozenset[str] = frozenset(),
     ) -> None:
         self.seen = seen
         self.result = result
         self.base = base
         self.names = names
+        self.handled = handled  # response headers another learner settles (learn_http)
         self._day_learned = False  # some bucket's day allowance was shown
         self._described_example: Seen | None = None
 
@@ -575,7 +594,7 @@ class _Learner:
             for name in s.body:
                 if name not in ("code", "message", "status"):
                     names.setdefault(name, []).append(s)
-        ids = self._request_id_names()
+        ids = self.request_id_names()
         for name, members in names.items():
             carried = {s.condition for s in members}
             value = members[0].body[name]
@@ -589,6 +608,10 @@ class _Learner:
                 r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value
             ):
                 item["generate"] = "timestamp"
+            elif (computed := computed_field(name, members, ids)) is not None:
+                # A value of the answer's own (the wait, the offending value, every invalid
+                # field): computed per answer, never one answer's constant.
+                item = computed
             else:
                 by_condition: dict[str, set[str]] = {}
                 for s in members:
@@ -617,10 +640,13 @@ class _Learner:
 
     # -- headers -------------------------------------------------------------
 
-    def _request_id_names(self) -> list[str]:
+    def request_id_names(self) -> list[str]:
         values: dict[str, set[str]] = {}
         for s in self.seen:
+            sent = {name.lower(): value for name, value in s.item.headers}
             for name, value in s.item.response_headers:
+                if sent.get(name.lower()) == value:
+                    continue  # the client's own id answered back: any text a client sends
                 values.setdefault(name.lower(), set()).add(value)
         return [
             name
@@ -646,7 +672,7 @@ class _Learner:
                 result.cannot(
                     "the Content-Type is not application/json: " + cite(example, "Content-Type")
                 )
-        ids = self._request_id_names()
+        ids = self.request_id_names()
         if ids:
             name = ids[0]
             shown = next(
@@ -665,7 +691,13 @@ class _Learner:
                 None,
                 cite(self.seen[0], code=False, note="no header carries a request id"),
             )
-        skip = set(ids) | attribution.MANAGED | TRANSPORT_HEADERS | INFRASTRUCTURE_HEADERS
+        skip = (
+            set(ids)
+            | attribution.MANAGED
+            | TRANSPORT_HEADERS
+            | INFRASTRUCTURE_HEADERS
+            | self.handled
+        )
         names = {name for s in self.seen for name in s.headers} - skip
         for name in sorted(names):
             if is_infrastructure(name):
@@ -718,7 +750,7 @@ class _Learner:
             return
         if not carrying:
             success = [s for s in answers if 200 <= s.status < 300]
-            refusals = [s for s in answers if s.keyed and not 200 <= s.status < 300]
+            refusals = [s for s in answers if s.keyed and s.status >= 400]
             if success:
                 note = "no Deprecation, Sunset or Link on a getPet answer"
                 result.set(
@@ -742,8 +774,7 @@ class _Learner:
                 )
             return
         first = carrying[0]
-        # Instants a mock recorded with ``clock.headers: wall`` wrote on the wall clock.
-        offset = first.header_offset
+        # Dates announced: the calendar's, whatever clock the answer's waits were on.
         value = first.headers.get("deprecation")
         if value is None:
             result.set(
@@ -763,7 +794,7 @@ class _Learner:
             if instant is not None:
                 result.set(
                     "behaviour.deprecated_since",
-                    attribution.announced(instant, offset),
+                    attribution.announced(instant),
                     cite(first, "Deprecation", code=False),
                 )
         sunset = first.headers.get("sunset")
@@ -772,7 +803,7 @@ class _Learner:
         elif http_date(sunset) is not None:
             result.set(
                 "behaviour.sunset",
-                attribution.announced(http_date(sunset), offset),
+                attribution.announced(http_date(sunset)),
                 cite(first, "Sunset", code=False),
             )  # type: ignore[arg-type]
         link = first.headers.get("link")
@@ -785,7 +816,7 @@ class _Learner:
             result.set("behaviour.deprecation_link", link, cite(first, "Link", code=False))
         # Which answers announce it.
         unauthenticated = [s for s in carrying if not s.keyed]
-        refused = [s for s in answers if s.keyed and not 200 <= s.status < 300]
+        refused = [s for s in answers if s.keyed and s.status >= 400]
         if unauthenticated:
             result.set(
                 "behaviour.deprecation_on",

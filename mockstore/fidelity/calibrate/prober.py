@@ -87,6 +87,7 @@ class Prober:
         body: bytes | None = None,
         content_type: str | None = None,
         spend: bool = False,
+        extra: dict[str, str] | None = None,
     ) -> Probe | None:
         """One probe; None when the budget, the allowance or the opt-ins do not allow it."""
         bucket = key_alias(key) if key else "no key"
@@ -106,6 +107,7 @@ class Prober:
             headers.append(("authorization", authorization))
         if content_type is not None:
             headers.append(("content-type", content_type))
+        headers.extend((name.lower(), value) for name, value in (extra or {}).items())
         probe = Probe(len(self.probes) + 1, what, method, path, bucket)
         self.probes.append(probe)
         sent_at = time.time()

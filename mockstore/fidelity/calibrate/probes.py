@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from mockstore.fidelity.calibrate.learn import learn
 from mockstore.fidelity.calibrate.options import KeyOption, Options
 from mockstore.fidelity.calibrate.prober import Probe, Prober
+from mockstore.fidelity.calibrate.probes_http import probe_http
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.conditions import json_of
 from mockstore.fidelity.formats import http_date, retry_after_kind
@@ -109,6 +110,8 @@ class Calibrator:
             if self.usable:
                 self._refusals()
                 self._reads()
+                header = self.known.value("behaviour.request_id.header")
+                probe_http(self.open, self._send, self.key, self.pet_id, header)
             if self.usable and self.options.allow_rate_limit:
                 self._spend_a_minute()
         finally:

@@ -30,7 +30,7 @@ def _in_schema(path: str) -> bool:
 
 
 # Settings whose value is a list of entries, each settled (and cited) on its own.
-LISTS = frozenset({"behaviour.headers", "behaviour.error_fields"})
+LISTS = frozenset({"behaviour.headers", "behaviour.error_fields", "maintenance", "latency"})
 
 
 @dataclass

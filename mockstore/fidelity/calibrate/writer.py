@@ -115,6 +115,17 @@ def render_scenario(result: Calibration, options: Options, sent: int) -> str:
         for route in result.routes:
             lines.extend(_cited(route, "  "))
             lines.append(f"  - {_flow(route.value)}")
+    http = _section(result, "http", _SCHEMA["properties"]["http"], "  ")
+    if http:
+        lines.append("http:")
+        lines.extend(http)
+    for name in ("maintenance", "latency"):
+        entries = result.items.get(name, [])
+        if entries:
+            lines.append(f"{name}:")
+            for entry in entries:
+                lines.extend(_cited(entry, "  "))
+                lines.append(f"  - {_flow(entry.value)}")
     lines.append("# Not expressible in the scenario format (observed, not reproduced):")
     lines.extend(f"#   - {text}" for text in result.inexpressible or ["(nothing)"])
     lines.append("# Not settled (mockstore's default kept), or settled by a guess:")
