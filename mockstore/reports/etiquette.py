@@ -324,11 +324,7 @@ def _streaks(items: list[Fact]) -> list[Streak]:
         if follows_429 and not honoured and previous is not None:
             wall = None
             if previous.wall is not None and fact.wall is not None:
-                # The client's wait starts when it got the answer, not when it sent the
-                # request: on a loaded machine the answers' latency grows and varies, and
-                # arrival to arrival would read a hammering client's steady retries as a
-                # backoff (a verdict that depended on the load).
-                wall = max(0.0, fact.wall - (previous.wall + previous.latency))
+                wall = fact.wall - previous.wall
             current.append((fact, fact.time - previous.time, wall))
         elif current:
             streaks.append(current)
