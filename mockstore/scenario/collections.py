@@ -95,6 +95,7 @@ class Collections:
     name_length: tuple[int | None, int | None] = (None, None)  # (min_length, max_length)
     category_range: tuple[int | None, int | None] = (None, None)  # (minimum, maximum)
     unknown_fields: str = _default("unknown_fields")
+    repeated_parameters: str = _default("repeated_parameters")
     # The behaviour aliases the file spelled its settings with (list_order, ...).
     given: frozenset[str] = frozenset()
 
@@ -263,6 +264,7 @@ def build_collections(
         name_length=name,
         category_range=category,
         unknown_fields=unknown,
+        repeated_parameters=get(("collections", "repeated_parameters"), "refuse"),
         given=given,
     )
 

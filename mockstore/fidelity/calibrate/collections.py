@@ -61,6 +61,40 @@ def learn_collections(seen: list[Seen], result: Calibration, cite: Cite) -> None
     _constraints(seen, result, cite)
     _defaults(seen, result, cite)
     _missing_content_type(seen, result, cite)
+    _repeated_parameters(seen, result, cite)
+
+
+def _repeated_parameters(seen: list[Seen], result: Calibration, cite: Cite) -> None:
+    """``collections.repeated_parameters``: a listing asked with ``limit`` twice answered
+    with as many pets as its first value says (``first``) or its last (``last``); refused
+    (mockstore's own reading) when a 4xx answered it."""
+    asked = [
+        s for s in seen
+        if s.facts.operation == "listPets" and s.item.method == "GET"
+        and len(s.facts.query.get("limit", [])) > 1
+    ]  # fmt: skip
+    if not asked:
+        return
+    if all(400 <= s.status < 500 and s.status not in (401, 403, 429) for s in asked):
+        result.confirm("collections.repeated_parameters")
+        return
+    shown: set[str] = set()
+    for s in asked:
+        values = s.facts.query["limit"]
+        if s.status != 200 or not isinstance(s.body, list):
+            return
+        if not (values[0].isdigit() and values[-1].isdigit()) or values[0] == values[-1]:
+            continue
+        if len(s.body) == int(values[0]) < int(values[-1]):
+            shown.add("first")
+        elif len(s.body) == int(values[-1]) < int(values[0]):
+            shown.add("last")
+        else:
+            return  # fewer pets than either asks for: the recording does not tell
+    if len(shown) == 1:
+        example = asked[0]
+        result.set("collections.repeated_parameters", shown.pop(),
+                   cite(example, code=False, note="limit given twice"))  # fmt: skip
 
 
 def _missing_content_type(seen: list[Seen], result: Calibration, cite: Cite) -> None:
