@@ -38,6 +38,9 @@ ALIASES = {
 _TAKEN_PARAMETERS = frozenset({"limit", "status"})
 
 
+_NAME = ("collections", "constraints", "name")
+
+
 def _node(*path: str) -> dict[str, Any]:
     node: dict[str, Any] = scenario_schema()["properties"]["collections"]
     for part in path:
@@ -94,6 +97,8 @@ class Collections:
     query_numbers: str = _default("numbers", "query")
     name_length: tuple[int | None, int | None] = (None, None)  # (min_length, max_length)
     category_range: tuple[int | None, int | None] = (None, None)  # (minimum, maximum)
+    name_in_bytes: bool = False  # constraints.name.unit: bytes (UTF-8)
+    blank_name_refused: bool = False  # constraints.name.blank: refuse
     unknown_fields: str = _default("unknown_fields")
     repeated_parameters: str = _default("repeated_parameters")
     # The behaviour aliases the file spelled its settings with (list_order, ...).
@@ -130,6 +135,7 @@ class Collections:
             self.body_numbers == "schema"
             and self.name_length == (None, None)
             and self.category_range == (None, None)
+            and not self.blank_name_refused
         )
 
 
@@ -263,6 +269,8 @@ def build_collections(
         query_numbers=get(("collections", "numbers", "query"), "strict"),
         name_length=name,
         category_range=category,
+        name_in_bytes=get((*_NAME, "unit"), "characters") == "bytes",
+        blank_name_refused=get((*_NAME, "blank"), "allow") == "refuse",
         unknown_fields=unknown,
         repeated_parameters=get(("collections", "repeated_parameters"), "refuse"),
         given=given,

@@ -380,14 +380,28 @@ def _constraints(seen: list[Seen], result: Calibration, cite: Cite) -> None:
             accepted.append((s, sent))
         elif s.condition == "field_constraint":
             refused.append((s, sent))
+    blank = [(s, sent) for s, sent in refused if not sent["name"].strip()]
+    if blank:
+        result.set("collections.constraints.name.blank", "refuse",
+                   cite(blank[0][0], note="a name of spaces refused"))  # fmt: skip
+        refused = [pair for pair in refused if pair not in blank]
+    # Lengths in characters; where those do not pin a refusal, in UTF-8 bytes.
+    size: Callable[[str], int] = len
     longest = max((len(sent["name"]) for _, sent in accepted), default=0)
+    if not any(len(sent["name"]) > longest for _, sent in refused):
+        in_bytes = max((_bytes(sent["name"]) for _, sent in accepted), default=0)
+        if any(_bytes(sent["name"]) > in_bytes for _, sent in refused):
+            size, longest = _bytes, in_bytes
     categories = [sent.get("categoryId") for _, sent in accepted]
     lowest = min((c for c in categories if isinstance(c, int)), default=None)
-    pinned = False
-    names = [(s, sent) for s, sent in refused if len(sent["name"]) > longest]
+    pinned = bool(blank)
+    names = [(s, sent) for s, sent in refused if size(sent["name"]) > longest]
     if names:
-        s, sent = min(names, key=lambda pair: len(pair[1]["name"]))
-        length = len(sent["name"])
+        s, sent = min(names, key=lambda pair: size(pair[1]["name"]))
+        length = size(sent["name"])
+        if size is _bytes:
+            result.set("collections.constraints.name.unit", "bytes",
+                       cite(s, note=f"{length} bytes refused, {longest} accepted"))  # fmt: skip
         value = _round(longest, length - 1, _ROUND_LENGTHS)
         result.set(
             "collections.constraints.name.max_length",
@@ -403,7 +417,7 @@ def _constraints(seen: list[Seen], result: Calibration, cite: Cite) -> None:
         pinned = True
     low = [
         (s, sent) for s, sent in refused
-        if len(sent["name"]) <= longest and isinstance(sent.get("categoryId"), int)
+        if size(sent["name"]) <= longest and isinstance(sent.get("categoryId"), int)
         and lowest is not None and sent["categoryId"] < lowest
     ]  # fmt: skip
     if low:
@@ -428,6 +442,10 @@ def _constraints(seen: list[Seen], result: Calibration, cite: Cite) -> None:
             "collections.constraints: a NewPet refused for a limit the recording does not "
             "pin to a field: " + cite(refused[0][0])
         )
+
+
+def _bytes(name: str) -> int:
+    return len(name.encode("utf-8", "surrogatepass"))
 
 
 def _defaults(seen: list[Seen], result: Calibration, cite: Cite) -> None:
