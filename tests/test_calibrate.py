@@ -240,14 +240,12 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"har": har, "out": out, "done": done, "sent": after - before}
 
 
-@pytest.mark.xdist_group("test_calibrate.py::recorded")
 def test_from_a_recording_alone_nothing_is_sent(recorded: dict[str, Any]) -> None:
     assert recorded["done"].returncode == 0, recorded["done"].stderr
     assert recorded["sent"] == 0
     assert "0 request(s)" in recorded["done"].stderr
 
 
-@pytest.mark.xdist_group("test_calibrate.py::recorded")
 def test_key_equals_name_names_the_scenario_key_and_keeps_its_alias(
     recorded: dict[str, Any],
 ) -> None:
@@ -267,7 +265,6 @@ def test_key_equals_name_names_the_scenario_key_and_keeps_its_alias(
     assert report["differences"] == [], report["differences"][:3]
 
 
-@pytest.mark.xdist_group("test_calibrate.py::recorded")
 def test_learned_settings_cite_the_recorded_exchanges(recorded: dict[str, Any]) -> None:
     text = recorded["out"].read_text()
     _settings_cite_their_evidence(text)

@@ -20,9 +20,6 @@ from mockstore.journal import mask
 from tests.browser import chromium, dashboard_page, screenshot, wait_live
 from tests.support import auth, live_server
 
-# Every test drives the one Chromium of this module: on one xdist worker, it starts once.
-pytestmark = pytest.mark.xdist_group("test_dashboard_browser.py::browser")
-
 # A plan no burst can exhaust (the bench's scenario).
 BASELINE = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "baseline.yaml"
 

@@ -155,11 +155,6 @@ def _drift(har: Path, scenario: Path) -> tuple[int, dict[str, Any]]:
     return done.returncode, json.loads(done.stdout)
 
 
-# The recording of each provider is made once per worker that runs one of its tests: on one
-# worker, once per provider.
-pytestmark = pytest.mark.xdist_group("test_fidelity_loop.py::loop")
-
-
 @pytest.fixture(scope="module", params=list(PROVIDERS))
 def loop(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

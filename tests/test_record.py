@@ -65,7 +65,6 @@ def plain_recording(
     return _plain_recording
 
 
-@pytest.mark.xdist_group("test_record.py::plain_recording")
 def test_a_request_goes_upstream_as_sent_and_its_answer_comes_back_unchanged(
     plain_recording: tuple[str, str, Echo, Process],
 ) -> None:
@@ -115,7 +114,6 @@ def test_a_request_goes_upstream_as_sent_and_its_answer_comes_back_unchanged(
     assert "x-hop-upstream" not in response.headers
 
 
-@pytest.mark.xdist_group("test_record.py::plain_recording")
 def test_bodies_stream_through_in_both_directions(
     plain_recording: tuple[str, str, Echo, Process],
 ) -> None:
@@ -213,7 +211,6 @@ def test_a_failed_tls_handshake_is_a_502_error_that_says_so() -> None:
     assert entries[0]["outcome"] == "upstream_tls_error"
 
 
-@pytest.mark.xdist_group("test_record.py::plain_recording")
 def test_an_upstream_that_breaks_mid_answer_breaks_the_clients_answer_too(
     plain_recording: tuple[str, str, Echo, Process],
 ) -> None:
@@ -230,7 +227,6 @@ def test_an_upstream_that_breaks_mid_answer_breaks_the_clients_answer_too(
     assert "Traceback" not in proxy.log()
 
 
-@pytest.mark.xdist_group("test_record.py::plain_recording")
 def test_compressed_answers_pass_unchanged_and_are_journaled_decoded(
     plain_recording: tuple[str, str, Echo, Process],
 ) -> None:
@@ -338,7 +334,6 @@ def test_a_recording_stops_cleanly_and_writes_its_har_on_sigterm(
     assert f"wrote 1 exchange(s) to {out}" in proxy.log()
 
 
-@pytest.mark.xdist_group("test_record.py::plain_recording")
 def test_the_proxy_keeps_serving_while_an_upstream_answer_is_held(
     plain_recording: tuple[str, str, Echo, Process],
 ) -> None:

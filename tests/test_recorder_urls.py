@@ -59,7 +59,6 @@ def under_a_prefix(_under_a_prefix: tuple[str, Echo]) -> tuple[str, Echo]:
         "/admin",
     ],
 )
-@pytest.mark.xdist_group("test_recorder_urls.py::under_a_prefix")
 def test_a_path_that_leaves_the_base_path_is_not_forwarded(
     target: str, under_a_prefix: tuple[str, Echo]
 ) -> None:
@@ -82,7 +81,6 @@ def test_a_path_that_leaves_the_base_path_is_not_forwarded(
         ("/v1/pets/../echo", "/api/v1/echo"),
     ],
 )
-@pytest.mark.xdist_group("test_recorder_urls.py::under_a_prefix")
 def test_dot_segments_that_stay_under_the_base_are_resolved_before_forwarding(
     target: str, forwarded: str, under_a_prefix: tuple[str, Echo]
 ) -> None:
