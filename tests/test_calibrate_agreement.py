@@ -148,3 +148,42 @@ def test_each_repeated_parameter_policy_through_http() -> None:
             assert {"code", "message", "status"} <= set(answer.json())
         else:
             assert answer.status_code == 200 and len(answer.json()) == count, policy
+
+
+def test_details_per_field_are_learned_though_the_provider_words_them_its_own_way(
+    tmp_path: Path,
+) -> None:
+    # Corral's details[]: an entry per field at fault, in its own words, an unknown field
+    # listed beside a wrong type, and [] on every refusal with no field at fault.
+    provider = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n{PETS}"
+        "behaviour:\n  error_fields:\n"
+        '    - {name: details, generate: details, item: {field: "{field}", issue: "{message}"}}\n'
+    )
+    json_body = [*AUTH, ("content-type", "application/json")]
+    har = record_mock(
+        provider,
+        [
+            ("POST", "/v1/pets", "", json_body, b'{"name": 5, "categoryId": 1}', 0.0),
+            ("POST", "/v1/pets", "", json_body, b'{"name": "Rex", "categoryId": "x"}', 0.0),
+            ("GET", "/v1/pets/987654", "", AUTH, b"", 0.0),
+            ("GET", "/v1/pets", "limit=0", AUTH, b"", 0.0),
+        ],
+    )
+    words = iter(["must be text", "must be an int64", "must be a positive integer"])
+    for entry in har["log"]["entries"]:
+        body = json.loads(entry["response"]["content"]["text"])
+        for item in body.get("details", []):
+            item["issue"] = next(words)
+        if entry["request"].get("postData", {}).get("text", "").startswith('{"name": 5'):
+            body["details"].append({"field": "nickname", "issue": "is not a NewPet field"})
+            entry["request"]["postData"]["text"] = '{"name": 5, "categoryId": 1, "nickname": 1}'
+        entry["response"]["content"]["text"] = json.dumps(body)
+    assert next(words, None) is None  # each field at fault had its entry
+    done = _calibrate(har, tmp_path)
+    assert done.returncode == 0, done.stderr
+    fields = {f.name: f for f in load_scenario(done.stdout).behaviour.error_fields}
+    assert "details" in fields, done.stdout
+    details = fields["details"]
+    assert details.generate == "details", details
+    assert dict(details.item or {})["field"] == "{field}"
