@@ -187,3 +187,22 @@ def test_details_per_field_are_learned_though_the_provider_words_them_its_own_wa
     details = fields["details"]
     assert details.generate == "details", details
     assert dict(details.item or {})["field"] == "{field}"
+
+
+def test_a_wait_in_ms_is_computed_from_a_decimal_retry_after(tmp_path: Path) -> None:
+    # Corral's 429: Retry-After 7.3 and retryAfterMs 7291; calibrate read no decimal wait
+    # and wrote one answer's retryAfterMs as a constant.
+    provider = (
+        f"version: 1\nplans: {{tiny: {{per_minute: 1, per_day: 100}}}}\n"
+        f"keys: [{{key: {KEY}, plan: tiny}}]\n"
+        "ratelimit: {headers: {retry_after: decimal}}\n"
+        "behaviour:\n  error_fields:\n"
+        "    - {name: retryAfterMs, generate: retry_after_ms, conditions: [rate_limited]}\n"
+    )
+    har = record_mock(provider, [("GET", "/v1/pets", "", AUTH, b"", 0.3)] * 4)
+    waits = [_header(e, "retry-after") for e in har["log"]["entries"][1:]]
+    assert all(w is not None and "." in w for w in waits) and len(set(waits)) > 1, waits
+    done = _calibrate(har, tmp_path)
+    assert done.returncode == 0, done.stderr
+    fields = {f.name: f for f in load_scenario(done.stdout).behaviour.error_fields}
+    assert fields["retryAfterMs"].generate == "retry_after_ms", done.stdout

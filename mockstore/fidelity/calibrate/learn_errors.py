@@ -94,11 +94,14 @@ def subject(s: Seen) -> ApiError | None:
 
 
 def _wait(s: Seen) -> tuple[int, int] | None:
-    """The wait a refusal states in whole seconds (its Retry-After, in seconds or as an
-    HTTP-date from the answer's instant), and the most milliseconds that rounds up to."""
+    """The wait a refusal states in whole seconds (its Retry-After, in seconds, a decimal or
+    an HTTP-date from the answer's instant), and the most milliseconds that rounds up to."""
     value = s.headers.get("retry-after", "").strip()
     if value.isdigit():
         return int(value), int(value) * 1000
+    if re.fullmatch(r"[0-9]{1,12}\.[0-9]{1,6}", value):
+        # A decimal (Corral's 7.3): the milliseconds it states, to its own precision.
+        return math.ceil(float(value)), math.ceil(float(value) * 1000)
     stated = http_date(value)
     if stated is None:
         return None
