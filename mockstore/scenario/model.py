@@ -207,6 +207,7 @@ class Behaviour:
     location: str = _default("location")
     # (operation, strong | weak) for the reads that carry an ETag.
     etag: tuple[tuple[str, str], ...] = ()
+    etag_digits: int = _default("etag_digits")
     deprecation_format: str = _default("deprecation_format")
     sunset_header: bool = _default("sunset_header")
     deprecation_link: str | None = _default("deprecation_link")
@@ -223,6 +224,7 @@ class Behaviour:
     ratelimit_describes_refusals: str = _default("ratelimit_describes_refusals")
     retry_after_banned: str = _default("retry_after_banned")
     limit_above_maximum: str = _default("limit_above_maximum")
+    repeated_parameters: str = _default("repeated_parameters")
     list_order: str = _default("list_order")
 
 
