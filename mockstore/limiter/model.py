@@ -75,6 +75,8 @@ class Announcement:
     before the one from which the client may really retry. ``draft``: the IETF
     draft ``RateLimit-Policy`` and ``RateLimit`` headers on ``none``, ``all``
     or ``success`` (2xx) answers, under ``policies`` ((window, name) pairs).
+    ``uncounted``: what a caller the limiter does not count is told: ``none`` (no
+    figures) or ``zero`` (an allowance of 0, the reset now).
     """
 
     figures: tuple[str, ...] = ("limit", "remaining", "reset")
@@ -89,6 +91,7 @@ class Announcement:
     retry_after_decimals: int = 1
     draft: str = "none"
     policies: tuple[tuple[str, str], ...] = (("minute", "minute"), ("day", "day"))
+    uncounted: str = "none"  # or "zero": a caller not counted is told an allowance of 0
 
     @property
     def classic(self) -> bool:
@@ -101,6 +104,7 @@ class Announcement:
             and self.retry_after_banned != "decimal"
             and self.draft in ("none", "all")
             and self.policies == (("minute", "minute"), ("day", "day"))
+            and self.uncounted == "none"
         )
 
     def policy(self, window: str) -> str:

@@ -76,20 +76,13 @@ def _anonymous(seen: list[Seen], result: Calibration, cite: Any) -> None:
         )
         result.anonymous = None
         return
-    # An allowance of nothing (Tollgate: X-RateLimit-Limit: 0 on every 401): no plan can
-    # hold it (a plan allows one request at least); the nearest is no allowance at all.
+    # An allowance of nothing (Tollgate: X-RateLimit-Limit: 0 on every 401): callers the
+    # limiter does not count, told so in figures of 0.
     told = [s.headers.get("x-ratelimit-limit", "").strip() for s in keyless]
     if keyless and all(limit == "0" for limit in told):
-        result.set(
-            "ratelimit.anonymous",
-            "none",
-            cite(keyless[0], "X-RateLimit-Limit", code=False, note="an allowance of 0"),
-        )
-        result.open(
-            "callers without a key are told X-RateLimit-Limit: 0 (and Remaining, Reset); "
-            "with ratelimit.anonymous: none mockstore tells them no X-RateLimit-* at all: "
-            + cite(keyless[0], "X-RateLimit-Limit", code=False)
-        )
+        evidence = cite(keyless[0], "X-RateLimit-Limit", code=False, note="an allowance of 0")
+        result.set("ratelimit.anonymous", "none", evidence)
+        result.set("ratelimit.headers.uncounted", "zero", evidence)
         result.anonymous = None
 
 
