@@ -39,9 +39,11 @@ def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
                     continue
                 listed = answer.setdefault("headers", {})
                 counted = not (status == "401" and limits.anonymous == "none")
+                # Callers not counted may still be told figures (of 0), not per window.
+                told = counted or headers.uncounted == "zero"
                 for figure, name in _FIGURE_HEADERS.items():
                     listed.pop(name, None)
-                    if counted and figure in headers.figures:
+                    if told and figure in headers.figures:
                         listed[name] = {"$ref": _REF + name}
                 for window, suffix in headers.per_window:
                     for figure in ("Limit", "Remaining"):
