@@ -60,3 +60,22 @@ def test_a_cursor_refused_is_the_bad_cursor_condition() -> None:
     scenario = load_scenario(text, "<learned>")
     assert dict(scenario.behaviour.error_codes)["bad_cursor"] == "cursor-unknown"
     assert "no rule of calibrate's explains" not in text
+
+
+def test_envoys_mark_on_a_refusal_is_a_header_the_client_reads() -> None:
+    # Envoy's rate-limit filter marks what it refused: x-envoy-ratelimited: true. Its
+    # prefix is the proxy's, but clients branch on it: calibrate writes it, drift compares it.
+    provider = BASE + (
+        "behaviour: {headers: [{name: x-envoy-ratelimited, value: 'true', status: 429}]}\n"
+    )
+    har = record_mock(provider, [("GET", "/v1/pets", "", AUTH, b"", 0.5)] * 6)
+    assert [e["response"]["status"] for e in har["log"]["entries"]][-1] == 429
+    learned = learn(recording_of(har, "envoy.har"))
+    text = render_scenario(learned, Options(None, (), recording="envoy.har"), sent=0)
+    rules = load_scenario(text, "<learned>").behaviour.headers
+    # On the refusals alone (a 429 is the one 4xx the recording shows).
+    assert [(r.name.lower(), r.value, r.status or r.status_class) for r in rules] in (
+        [("x-envoy-ratelimited", "true", 429)],
+        [("x-envoy-ratelimited", "true", 4)],
+    )
+    assert drift(har, load_scenario(BASE)).differences  # the mark is compared
