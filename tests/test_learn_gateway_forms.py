@@ -18,7 +18,7 @@ from mockstore.fidelity.calibrate.writer import render_scenario
 from mockstore.fidelity.drift import drift
 from mockstore.fidelity.recording import recording_of
 from mockstore.scenario import load_scenario
-from tests.fidelity_support import AUTH, BASE, record_mock
+from tests.fidelity_support import AUTH, BASE, JSON_BODY, record_mock
 
 EDGE = BASE + (
     "ratelimit: {minute: {algorithm: token_bucket}, anonymous: none,"
@@ -79,3 +79,23 @@ def test_envoys_mark_on_a_refusal_is_a_header_the_client_reads() -> None:
         [("x-envoy-ratelimited", "true", 4)],
     )
     assert drift(har, load_scenario(BASE)).differences  # the mark is compared
+
+
+def test_a_string_of_digits_read_and_a_zero_fraction_refused_is_learned() -> None:
+    # Form-encoded APIs' reading (Stripe's): "4" is 4, but 4.0 and "4.0" are no integers.
+    provider = BASE + "collections: {numbers: {body: digits}}\n"
+    steps = [
+        ("POST", "/v1/pets", "", JSON_BODY, body, 16.0)
+        for body in (
+            b'{"name": "Kiwi", "categoryId": "4"}',
+            b'{"name": "Pip", "categoryId": 4.0}',
+            b'{"name": "Pip", "categoryId": "4.0"}',
+        )
+    ]
+    har = record_mock(provider, steps)
+    assert [e["response"]["status"] for e in har["log"]["entries"]] == [201, 400, 400]
+    learned = learn(recording_of(har, "numbers.har"))
+    text = render_scenario(learned, Options(None, (), recording="numbers.har"), sent=0)
+    scenario = load_scenario(text, "<learned>")
+    assert scenario.collections.body_numbers == "digits"
+    assert [d.to_dict() for d in drift(har, scenario).differences] == []
