@@ -87,7 +87,9 @@ def test_hundreds_of_pipelined_requests_in_one_write_are_all_answered_in_order(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     kinds=st.lists(st.sampled_from(["get", "create", "missing"]), min_size=1, max_size=80),

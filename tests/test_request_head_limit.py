@@ -92,7 +92,7 @@ def test_an_endless_header_is_refused_once_it_passes_the_limit(server: LiveServe
 @settings(
     max_examples=25,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(total=st.integers(min_value=200, max_value=LIMIT + 4096))
 def test_every_head_size_gets_served_or_431_by_the_limit(server: LiveServer, total: int) -> None:

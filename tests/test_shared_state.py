@@ -226,7 +226,7 @@ def test_a_recorded_sequence_is_answered_byte_for_byte_as_in_memory(
 @settings(
     max_examples=20,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     st.sampled_from(sorted(SCENARIOS)),

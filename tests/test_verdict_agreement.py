@@ -20,6 +20,10 @@ import pytest
 from mockstore.fidelity.reasons import NOT_EXPRESSIBLE
 from tests.agreement import STANDINS, Measure, measure, table
 
+# A long run, in .ci/run's slow step (same MOCKSTORE_REQUIRE_* settings):
+# a measurement: every client suite against every stand-in and its mock.
+pytestmark = pytest.mark.slow
+
 # The three written for issue 25: no test module of their own, so in the fast suite.
 NEW = ["tollgate", "corral", "aviary"]
 OLDER = ["kennel", "menagerie", "petstore_standin"]
