@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from mockstore.limiter.model import Announcement, Limits
+from mockstore.limiter.model import Announcement, Limits, a_success
 from mockstore.ratelimit import Decision, Plan
 
 Header = tuple[bytes, bytes]
@@ -86,7 +86,7 @@ class Announcer:
             self._write_figures(out, decision, plan, now, offset)
             draft = self.headers.draft
             if draft == "all" or (
-                draft == "success" and (ratelimit is True or 200 <= ratelimit < 300)
+                draft == "success" and (ratelimit is True or a_success(ratelimit))
             ):
                 out.extend(self.draft(decision, plan, now))
         if decision.retry_after:

@@ -112,6 +112,12 @@ class Announcement:
         return dict(self.policies)[window]
 
 
+def a_success(status: int) -> bool:
+    """An answer the draft headers' ``success`` form is on: a 2xx, or a 304 (a revalidation
+    that succeeded carries the headers its 200 would have, RFC 9110 section 15.4.5)."""
+    return 200 <= status < 300 or status == 304
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """A scenario's limiter: both windows, the time zone, what counts, callers without a key.

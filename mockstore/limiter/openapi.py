@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockstore.limiter.model import Limits
+from mockstore.limiter.model import Limits, a_success
 
 _REF = "#/components/headers/"
 _FIGURE_HEADERS = {
@@ -53,7 +53,7 @@ def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
                                 "description": f"The {window} window's {figure.lower()}.",
                                 "schema": {"type": "integer"},
                             }
-                success = status.startswith("2")
+                success = status.isdigit() and a_success(int(status))
                 draft = headers.draft == "all" or (headers.draft == "success" and success)
                 if counted and draft:
                     listed["RateLimit-Policy"] = {"$ref": _REF + "RateLimit-Policy"}
