@@ -38,6 +38,7 @@ from mockstore.fidelity.formats import (
     deprecation_kind,
     http_date,
     id_form,
+    id_length,
     is_id,
     reset_kind,
     retry_after_kind,
@@ -697,6 +698,12 @@ class _Learner:
             if kind is not None:
                 result.set("behaviour.request_id.format", kind, cite(example, shown, code=False))
                 result.set("behaviour.request_id.prefix", prefix, cite(example, shown, code=False))
+            if kind == "alphanumeric":
+                result.set(
+                    "behaviour.request_id.length",
+                    id_length(example.headers[name]),
+                    cite(example, shown, code=False),
+                )
         elif self.seen:
             result.set(
                 "behaviour.request_id.header",

@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 from mockstore.error_bodies import masked, shown
 from mockstore.errors import CONDITIONS, ApiError, FieldProblem
@@ -252,12 +253,49 @@ def computed_field(name: str, members: list[Seen], request_ids: list[str]) -> di
             item = _item_shape([v for v, _ in known], [r for _, r in known])
             if item is not None:
                 return {"name": name, "generate": "details", "item": item}
+    if _names_the_parameter(values, members, refused):
+        return {"name": name, "generate": "parameter"}
     if all(isinstance(v, str) for v in values):
         facts = [facts_of(s, _request_id(s, request_ids)) for s in members]
         template = _fitting(values, facts)  # type: ignore[arg-type]
         if template is not None and "{" in template.replace("{{", ""):
             return {"name": name, "template": template}
     return None
+
+
+def _names_the_parameter(
+    values: list[Any], members: list[Seen], refused: list[ApiError | None]
+) -> bool:
+    """Whether each value names the parameter or field its request got wrong.
+
+    mockstore's own validation is the judge where it refuses the request too (the value
+    is its parameter, or one of the fields it finds invalid: a provider may name another
+    of them first); where it would not refuse it (a constraint or a number form the
+    provider holds and mockstore's defaults do not), the value must name a field of the
+    sent body or a query parameter of the request, and at least one answer must be the
+    parameter mockstore names itself: a field that names a constant is no parameter.
+    """
+    exact = 0
+    for value, s, error in zip(values, members, refused, strict=True):
+        if not isinstance(value, str) or not value:
+            return False
+        if error is not None and value == error.parameter:
+            exact += 1
+        elif error is not None:
+            if value not in {".".join(map(str, p.field)) for p in error.details}:
+                return False
+        elif value not in _sent_names(s):
+            return False
+    return exact > 0 and len(set(values)) > 1
+
+
+def _sent_names(s: Seen) -> set[str]:
+    """The query parameters and the body's top-level fields a request sent."""
+    names = {name for name, _ in parse_qsl(s.item.query, keep_blank_values=True)}
+    body = json_of(s.item.body) if s.item.body else None
+    if isinstance(body, dict):
+        names |= {str(name) for name in body}
+    return names
 
 
 def _item_shape(values: list[list[Any]], refused: list[ApiError | None]) -> dict[str, str] | None:
