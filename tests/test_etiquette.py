@@ -30,7 +30,7 @@ from mockstore.reports import etiquette
 from mockstore.reports.etiquette import BACKOFF_FLOOR, BACKOFF_GROWTH, RULES, grows, judge
 from mockstore.reports.model import Fact, Finding
 from mockstore.scenario import load_scenario
-from tests.support import TOOL, assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, examples, mock_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "examples" / "clients"
@@ -146,7 +146,7 @@ def test_waiting_exactly_retry_after_is_fine(mock: TestClient) -> None:
     assert _findings(mock, "ETQ001") == []
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(waits=st.lists(st.sampled_from([0, 1, 4.9, 5, 6, 30]), min_size=1, max_size=5))
 def test_etq001_fires_exactly_when_a_wait_is_shorter_than_retry_after(
     shared: TestClient, waits: list[float]
