@@ -35,9 +35,9 @@ Header = tuple[bytes, bytes]
 _MAX_BLOCKS = 1024
 
 
-# behaviour.etag_digest: the body's digest an ETag carries, in hex.
+# behaviour.etag_digest: the body's digest an ETag carries, in hex (all of it: behaviour.etag_digits
+# says how many of its digits are kept, at most its length, checked at load).
 ETAG_DIGESTS: dict[str, Callable[[bytes], str]] = {
-    "sha256-128": lambda body: hashlib.sha256(body).hexdigest()[:32],
     "sha256": lambda body: hashlib.sha256(body).hexdigest(),
     # A validator, not a secret.
     "sha1": lambda body: hashlib.sha1(body, usedforsecurity=False).hexdigest(),
@@ -48,7 +48,16 @@ ETAG_DIGESTS: dict[str, Callable[[bytes], str]] = {
 class AnswerProfile:
     """What the answers of one scenario carry beyond mockstore's own headers and bodies."""
 
-    __slots__ = ("_blocks", "_digest", "_rules", "base_path", "errors", "etag", "location")
+    __slots__ = (
+        "_blocks",
+        "_digest",
+        "_rules",
+        "base_path",
+        "digits",
+        "errors",
+        "etag",
+        "location",
+    )
 
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
@@ -57,6 +66,7 @@ class AnswerProfile:
         self.location = behaviour.location
         self.etag = dict(behaviour.etag)
         self._digest = ETAG_DIGESTS[behaviour.etag_digest]
+        self.digits = behaviour.etag_digits
         self.errors = ErrorBodies(behaviour, scenario.seed)
         self._blocks: dict[tuple[str | None, int], tuple[Header, ...]] = {}
 
@@ -97,7 +107,7 @@ class AnswerProfile:
                     path = origin + path
                 added.append((b"location", path.encode("latin-1")))
         if status == 200 and operation in self.etag:
-            digest = self._digest(body).encode()
+            digest = self._digest(body)[: self.digits].encode()
             weak = self.etag[operation] == "weak"
             added.append((b"etag", b'W/"%s"' % digest if weak else b'"%s"' % digest))
         if not added:

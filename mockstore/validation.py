@@ -169,7 +169,7 @@ class QueryValidator:
                 values[name] = parameter.default
                 continue
             if len(raw) > 1 and self.repeated != "refuse":
-                raw = [raw[0] if self.repeated == "first" else raw[-1]]
+                raw = raw[-1:] if self.repeated == "last" else raw[:1]
             if len(raw) > 1:
                 raise _invalid_parameter(
                     name,

@@ -1,9 +1,12 @@
-"""An ETag's form and comparison: ``behaviour.etag_digest``, ``http.conditional.comparison``.
+"""An ETag's form and comparison: ``behaviour.etag_digest`` and ``etag_digits``,
+``http.conditional.comparison``.
 
 A client may check a validator's form (Aviary's clients expect the SHA-1 of the body,
-40 hex digits, as nginx-fronted services and many frameworks write it). For every
-digest and any pet the mock's ETag is that digest of the body it sends; calibrate
-learns the digest that gives every recorded tag from its body. And some servers
+40 hex digits, as nginx-fronted services and many frameworks write it; Kennel's are 16
+digits of SHA-256). For every digest, every length it has and any pet the mock's ETag is
+that many hex digits of that digest of the body it sends; a length past the digest's own
+is refused at load, with file, line and column; calibrate learns the digest that gives
+every recorded tag from its body, and falls back to the tags' length. And some servers
 compare ``If-None-Match`` strongly (a ``W/`` tag never matches), against RFC 9110's
 weak comparison: served either way, and learned from a recording that shows it.
 """
@@ -23,22 +26,30 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
-from mockstore.scenario import load_scenario
+from mockstore.profile import ETAG_DIGESTS
+from mockstore.scenario import ScenarioError, load_scenario, scenario_schema
 from tests.fidelity_support import START, record_mock
+from tests.support import examples
 
 KEY = "etag-key"
 DIGESTS = {
-    "sha256-128": lambda body: hashlib.sha256(body).hexdigest()[:32],
     "sha256": lambda body: hashlib.sha256(body).hexdigest(),
     "sha1": lambda body: hashlib.sha1(body, usedforsecurity=False).hexdigest(),
     "md5": lambda body: hashlib.md5(body, usedforsecurity=False).hexdigest(),
 }
 
 
-def _scenario(digest: str | None, name: str = "Rex", comparison: str = "weak") -> str:
+def _scenario(
+    digest: str | None,
+    name: str = "Rex",
+    comparison: str = "weak",
+    digits: int | None = None,
+) -> str:
     behaviour: dict = {"etag": {"getPet": "strong"}}
     if digest is not None:
         behaviour["etag_digest"] = digest
+    if digits is not None:
+        behaviour["etag_digits"] = digits
     return yaml.safe_dump(
         {
             "version": 1,
@@ -50,27 +61,66 @@ def _scenario(digest: str | None, name: str = "Rex", comparison: str = "weak") -
     )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(digest=st.sampled_from(sorted(DIGESTS)), name=st.text(min_size=1, max_size=30))
-def test_the_etag_is_the_digest_of_the_body_sent(digest: str, name: str) -> None:
+@st.composite
+def _forms(draw: st.DrawFn) -> tuple[str, int | None]:
+    digest = draw(st.sampled_from(sorted(DIGESTS)))
+    length = len(DIGESTS[digest](b""))
+    return digest, draw(st.none() | st.integers(8, length))
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(form=_forms(), name=st.text(min_size=1, max_size=30))
+def test_the_etag_is_the_digits_of_the_digest_of_the_body_sent(
+    form: tuple[str, int | None], name: str
+) -> None:
+    digest, digits = form
     auth = {"Authorization": f"Bearer {KEY}"}
-    with TestClient(create_app(load_scenario(_scenario(digest, name)))) as client:
+    with TestClient(create_app(load_scenario(_scenario(digest, name, digits=digits)))) as client:
         answer = client.get("/v1/pets/1", headers=auth)
         again = client.get("/v1/pets/1", headers={**auth, "If-None-Match": answer.headers["etag"]})
     assert answer.status_code == 200 and answer.json()["name"] == name
-    assert answer.headers["etag"] == f'"{DIGESTS[digest](answer.content)}"'
+    kept = 32 if digits is None else digits
+    assert answer.headers["etag"] == f'"{DIGESTS[digest](answer.content)[:kept]}"'
     assert again.status_code == 304
 
 
 def test_the_default_is_the_first_128_bits_of_sha_256() -> None:
+    # Byte-identical to the tags mockstore wrote before the digest was a setting.
     with TestClient(create_app(load_scenario(_scenario(None)))) as client:
         answer = client.get("/v1/pets/1", headers={"Authorization": f"Bearer {KEY}"})
-    assert answer.headers["etag"] == f'"{DIGESTS["sha256-128"](answer.content)}"'
+    assert answer.headers["etag"] == f'"{hashlib.sha256(answer.content).hexdigest()[:32]}"'
 
 
-def test_calibrate_learns_the_digest_that_gives_every_recorded_tag(tmp_path: Path) -> None:
-    auth = [("authorization", f"Bearer {KEY}")]
-    har = record_mock(_scenario("sha1"), [("GET", "/v1/pets/1", "", auth, b"", 0.0)] * 2, START)
+@pytest.mark.parametrize(("digest", "digits"), [("md5", 33), ("md5", 64), ("sha1", 41)])
+def test_more_digits_than_the_digest_has_are_refused_at_load(digest: str, digits: int) -> None:
+    text = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        f"behaviour:\n  etag: {{getPet: strong}}\n  etag_digest: {digest}\n"
+        f"  etag_digits: {digits}\n"
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(text, "etag.yaml")
+    (problem,) = caught.value.problems
+    assert (problem.file, problem.line, problem.column) == ("etag.yaml", 6, 16)
+    assert problem.path == "$.behaviour.etag_digits"
+    assert f"only {len(DIGESTS[digest](b''))}" in problem.message
+
+
+def test_each_digest_the_schema_names_is_served_and_bounded_by_its_own_length() -> None:
+    # The schema's names, the digests the mock computes and the bound the loader checks
+    # are one list: every digest takes all its digits and is refused one more.
+    names = scenario_schema()["properties"]["behaviour"]["properties"]["etag_digest"]["enum"]
+    assert sorted(names) == sorted(ETAG_DIGESTS) == sorted(DIGESTS)
+    for name in names:
+        length = len(ETAG_DIGESTS[name](b""))
+        assert ETAG_DIGESTS[name](b"pet") == DIGESTS[name](b"pet")
+        load_scenario(_scenario(name, digits=length))
+        if length < 64:
+            with pytest.raises(ScenarioError):
+                load_scenario(_scenario(name, digits=length + 1))
+
+
+def _calibrate(har: dict, tmp_path: Path) -> dict:
     path = tmp_path / "recording.har"
     path.write_text(json.dumps(har), encoding="utf-8")
     out = tmp_path / "calibrated.yaml"
@@ -79,7 +129,32 @@ def test_calibrate_learns_the_digest_that_gives_every_recorded_tag(tmp_path: Pat
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert yaml.safe_load(out.read_text(encoding="utf-8"))["behaviour"]["etag_digest"] == "sha1"
+    return yaml.safe_load(out.read_text(encoding="utf-8"))
+
+
+def test_calibrate_learns_the_digest_that_gives_every_recorded_tag(tmp_path: Path) -> None:
+    auth = [("authorization", f"Bearer {KEY}")]
+    har = record_mock(
+        _scenario("sha1", digits=40), [("GET", "/v1/pets/1", "", auth, b"", 0.0)] * 2, START
+    )
+    learned = _calibrate(har, tmp_path)
+    behaviour = learned["behaviour"]
+    assert (behaviour["etag_digest"], behaviour["etag_digits"]) == ("sha1", 40)
+    assert load_scenario(yaml.safe_dump(learned)).behaviour.etag_digest == "sha1"
+
+
+def test_calibrate_falls_back_to_the_tags_length(tmp_path: Path) -> None:
+    # Tags of 20 hex digits that no digest of the recorded bodies gives (a provider that
+    # hashes something else): the mock takes their form, 20 digits of its own digest.
+    auth = [("authorization", f"Bearer {KEY}")]
+    har = record_mock(_scenario(None), [("GET", "/v1/pets/1", "", auth, b"", 0.0)] * 2, START)
+    for entry in har["log"]["entries"]:
+        for header in entry["response"]["headers"]:
+            if header["name"].lower() == "etag":
+                header["value"] = '"0123456789abcdef0123"'
+    behaviour = _calibrate(har, tmp_path)["behaviour"]
+    assert behaviour["etag_digits"] == 20
+    assert behaviour.get("etag_digest", "sha256") == "sha256"
 
 
 @pytest.mark.parametrize("comparison", ["weak", "strong"])

@@ -45,7 +45,7 @@ from tests.upstream.profiles import GATEWAY, LEGACY, MOCKSTORE_LIKE, NAMED, prof
 T0 = 1772323200  # 2026-03-01T00:00:00Z, a UTC midnight
 ORIGIN = "http://petstore.test"
 PROPERTY = settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -161,3 +161,8 @@ def test_health_and_control_calls_answer_within_5_s_while_redis_sleeps() -> None
                     assert f"did not answer within {CONTROL_SECONDS:g} s" in body["message"], body
         finally:
             sleeper.join(10)
+            # Redis asleep under DEBUG SLEEP heeds no SIGTERM until it wakes: RedisServer's
+            # stop would wait 10 s for nothing before killing it, so kill it now.
+            assert redis_server.process is not None
+            redis_server.process.kill()
+            redis_server.process.wait(10)

@@ -35,6 +35,7 @@ from mockstore.fidelity.listings import (
     page_parameter,
     parse_links,
     read_default,
+    repeated_choice,
     total_header_of,
 )
 from mockstore.scenario.collections import DEFAULT_PARAMETER
@@ -66,8 +67,9 @@ def learn_collections(seen: list[Seen], result: Calibration, cite: Cite) -> None
 
 def _repeated_parameters(seen: list[Seen], result: Calibration, cite: Cite) -> None:
     """``collections.repeated_parameters``: a listing asked with ``limit`` twice answered
-    with as many pets as its first value says (``first``) or its last (``last``); refused
-    (mockstore's own reading) when a 4xx answered it."""
+    with as many pets as its first value says (``first``) or its last (``last``), as
+    ``repeated_choice`` reads it (drift's attribution reads it the same way); refused
+    (mockstore's own reading) when a 4xx answered every one."""
     asked = [
         s for s in seen
         if s.facts.operation == "listPets" and s.item.method == "GET"
@@ -78,23 +80,17 @@ def _repeated_parameters(seen: list[Seen], result: Calibration, cite: Cite) -> N
     if all(400 <= s.status < 500 and s.status not in (401, 403, 429) for s in asked):
         result.confirm("collections.repeated_parameters")
         return
-    shown: set[str] = set()
+    shown: dict[str, Seen] = {}
     for s in asked:
-        values = s.facts.query["limit"]
-        if s.status != 200 or not isinstance(s.body, list):
-            return
-        if not (values[0].isdigit() and values[-1].isdigit()) or values[0] == values[-1]:
-            continue
-        if len(s.body) == int(values[0]) < int(values[-1]):
-            shown.add("first")
-        elif len(s.body) == int(values[-1]) < int(values[0]):
-            shown.add("last")
-        else:
-            return  # fewer pets than either asks for: the recording does not tell
+        if s.status != 200:
+            return  # some answered, some refused: the recording does not tell one reading
+        choice = repeated_choice(s.facts.query, s.body, None)
+        if choice is not None:
+            shown.setdefault(choice, s)
     if len(shown) == 1:
-        example = asked[0]
-        result.set("collections.repeated_parameters", shown.pop(),
-                   cite(example, code=False, note="limit given twice"))  # fmt: skip
+        choice, example = shown.popitem()
+        note = f"{len(example.body)} pet(s): its {choice} limit"
+        result.set("collections.repeated_parameters", choice, cite(example, code=False, note=note))
 
 
 def _missing_content_type(seen: list[Seen], result: Calibration, cite: Cite) -> None:
@@ -350,12 +346,13 @@ def _numbers(seen: list[Seen], result: Calibration, cite: Cite) -> None:
                 fractions = fractions or s
             elif s.condition == "invalid_body":
                 fractions_refused = fractions_refused or s
-    if strings is not None:
-        if fractions_refused is not None:
-            result.cannot(
-                "a NewPet integer as a string is accepted but one with a zero fraction is "
-                f"refused: {cite(strings, code=False)}; {cite(fractions_refused)}"
-            )
+    if strings is not None and fractions_refused is not None:
+        # A string of digits read as the number, a zero fraction refused (form-encoded
+        # APIs' reading: Stripe's, Tollgate's).
+        result.set("collections.numbers.body", "digits",
+                   cite(strings, code=False, note="categoryId as a string accepted"),
+                   cite(fractions_refused))  # fmt: skip
+    elif strings is not None:
         result.set("collections.numbers.body", "lenient",
                    cite(strings, code=False, note="categoryId as a string accepted"))  # fmt: skip
     elif fractions_refused is not None:

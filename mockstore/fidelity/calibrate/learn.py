@@ -38,6 +38,7 @@ from mockstore.fidelity.formats import (
     deprecation_kind,
     http_date,
     id_form,
+    id_length,
     is_id,
     reset_kind,
     retry_after_kind,
@@ -481,10 +482,16 @@ class _Learner:
         elif value is not None and http_date(value) is not None:
             # An HTTP-date names an instant on the headers' clock: brought back to the service's.
             end = (http_date(value) or 0.0) - ban.header_offset
-        else:
-            window = self._window(ban)
-            if window is not None:
-                end = window[1]
+        window = self._window(ban)
+        if window is not None and (
+            end is None
+            # A reset in milliseconds states the end finer than a Retry-After in whole
+            # seconds or an HTTP-date does (each rounded its own way): the finer, where
+            # the two tell of the same end.
+            or (reset_kind(ban.headers.get("x-ratelimit-reset", "")) == "epoch-ms"
+                and abs(window[1] - end) <= 1.0)
+        ):  # fmt: skip
+            end = window[1]
         if end is None:
             return None
         seconds = max(1, round(end - start))
@@ -733,6 +740,12 @@ class _Learner:
             if kind is not None:
                 result.set("behaviour.request_id.format", kind, cite(example, shown, code=False))
                 result.set("behaviour.request_id.prefix", prefix, cite(example, shown, code=False))
+            if kind == "alphanumeric":
+                result.set(
+                    "behaviour.request_id.length",
+                    id_length(example.headers[name]),
+                    cite(example, shown, code=False),
+                )
         elif self.seen:
             result.set(
                 "behaviour.request_id.header",
@@ -795,39 +808,41 @@ class _Learner:
                 kind = "weak" if tag.strip().startswith("W/") else "strong"
                 result.set(f"behaviour.etag.{operation}", kind, cite(reads[0], "ETag", code=False))
                 tagged.extend(s for s in reads if "etag" in s.headers)
-        self._etag_digest(tagged)
+        self._etag_form(tagged)
 
-    def _etag_digest(self, tagged: list[Seen]) -> None:
-        """``behaviour.etag_digest``: the digest that gives every recorded tag from its body;
-        else, when every tag is hex of one digest's length alone (40: sha1, 64: sha256), that
-        digest of some other bytes (an estimate: the tag's form is what a client sees)."""
+    def _etag_form(self, tagged: list[Seen]) -> None:
+        """``behaviour.etag_digest`` and ``etag_digits``: the digest whose first hex digits
+        give every recorded tag from its body (sha256 tried first: mockstore's own); else,
+        when every tag is hex of one length, that many digits of SHA-256 of some other bytes
+        (an estimate: the tag's form is what a client sees)."""
         if not tagged:
             return
         opaque = [s.headers["etag"].strip().removeprefix("W/").strip('"') for s in tagged]
+        lengths = {len(value) for value in opaque}
+        digits = lengths.pop() if len(lengths) == 1 else 0
+        if not 8 <= digits <= 64 or not all(re.fullmatch(r"[0-9a-fA-F]+", v) for v in opaque):
+            self.result.open(
+                "behaviour.etag_digits: the recorded ETags are not hex tags of one length "
+                "(8 to 64 digits)"
+            )
+            return
+        proof = cite(tagged[0], "ETag", code=False, note=f"{digits} hex digits")
         for name, digest in ETAG_DIGESTS.items():
-            if all(
-                digest(s.item.response_body) == value
+            if len(digest(b"")) >= digits and all(
+                digest(s.item.response_body)[:digits] == value
                 for s, value in zip(tagged, opaque, strict=True)
             ):
-                if name != "sha256-128":
-                    self.result.set(
-                        "behaviour.etag_digest", name, cite(tagged[0], "ETag", code=False,
-                                                            note=f"the {name} of the body")
-                    )  # fmt: skip
+                if name != "sha256":
+                    named = cite(tagged[0], "ETag", code=False, note=f"the {name} of the body")
+                    self.result.set("behaviour.etag_digest", name, named)
+                self.result.set("behaviour.etag_digits", digits, proof)
                 return
-        lengths = {len(value) for value in opaque}
-        if len(lengths) == 1 and all(re.fullmatch(r"[0-9a-f]+", value) for value in opaque):
-            named = {40: "sha1", 64: "sha256"}.get(lengths.pop())
-            if named is not None:
-                self.result.set(
-                    "behaviour.etag_digest", named, cite(tagged[0], "ETag", code=False,
-                                                         note=f"{named}'s length in hex")
-                )  # fmt: skip
-                self.result.estimate(
-                    "behaviour.etag_digest",
-                    f"behaviour.etag_digest: the tags are {named}'s length, not the {named} "
-                    "of the recorded bodies: the mock's tags take their form",
-                )
+        self.result.set("behaviour.etag_digits", digits, proof)
+        self.result.estimate(
+            "behaviour.etag_digits",
+            f"behaviour.etag_digits: the tags are {digits} hex digits, but no digest of the "
+            "recorded bodies: the mock's tags (SHA-256's first digits) take their form",
+        )
 
     def deprecation(self) -> None:
         result = self.result
