@@ -37,7 +37,7 @@ from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_hea
 from mockstore.headers import Header, ResponseHeaders
 from mockstore.http_semantics import HttpSemantics, Made
 from mockstore.json_array import JsonArray
-from mockstore.keys import ApiKey, parse_authorization
+from mockstore.keys import ApiKey, client_bucket, parse_authorization
 from mockstore.limits import HEAD_BYTES, RESPONSE, WRITE_CHUNK, Limits
 from mockstore.memory import Account, format_size
 from mockstore.profile import AnswerProfile
@@ -80,7 +80,9 @@ class Answer:
         # A large listing charged and not yet made (``_made``): ``made_off_loop`` makes it.
         self.unmade: JsonArray | None = None
         self.extra: tuple[Header, ...] | list[Header] = extra
-        self.ratelimit = True
+        # Falsy: no rate-limit figures; else the status, for headers sent on some statuses
+        # only (the draft headers on 2xx: ratelimit.headers.draft).
+        self.ratelimit: int | bool = status
         self.replaces = False  # True for scripted answers, whose headers win
         self.error: ApiError | None = None  # a refusal's, for a profile's Error fields
 
@@ -109,7 +111,7 @@ class Answer:
             reply.body or b"",
             tuple((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers),
         )
-        answer.ratelimit = reply.ratelimit_headers
+        answer.ratelimit = reply.status if reply.ratelimit_headers else False
         answer.replaces = bool(reply.headers)
         return answer
 
@@ -132,6 +134,7 @@ class Compiled:
     __slots__ = (
         "base",
         "deprecation_on",
+        "gives_back",
         "headers",
         "profile",
         "scenario",
@@ -145,6 +148,8 @@ class Compiled:
         self.base = scenario.base_path
         self.service = PetStoreService(scenario)
         self.headers = ResponseHeaders(scenario)
+        # Some answers give back what their request took (ratelimit.not_counted).
+        self.gives_back = bool(scenario.ratelimit.not_counted)
         # What the scenario's answers carry beyond mockstore's own (None: nothing).
         self.profile = AnswerProfile.of(scenario)
         # Its HTTP semantics, maintenance windows and latency (None: none of them).
@@ -640,6 +645,8 @@ class PetStoreAPI:
         number = ex.number
         request_id = state.next_request_id() if number is None else state.request_id(number)
         compiled = ex.compiled
+        if compiled.gives_back:  # ratelimit.not_counted: some answers give back their count
+            await self._give_back(ex, answer.status)
         profile = compiled.profile
         semantics = compiled.semantics
         journaled: bytes | None = None  # what the journal keeps of the body, if not what is sent
@@ -704,6 +711,24 @@ class PetStoreAPI:
             await send({"type": "http.response.body", "body": sent})
         self._record(ex, request_id, answer.status, tuple(headers), journaled, "response")
         return request_id
+
+    async def _give_back(self, ex: Exchange, status: int) -> None:
+        """An answer that does not count (``ratelimit.not_counted``) gives back what the
+        limiter counted for its request."""
+        caller = ex.caller
+        if not PetStoreService.counted(caller) or not ex.compiled.scenario.ratelimit.gives_back(
+            status
+        ):
+            return
+        if caller.key is not None:
+            bucket = caller.key.bucket
+        else:
+            client = ex.scope.get("client")
+            bucket = client_bucket(client[0] if client else "unknown")
+        if self.runtime.shared is None:
+            ex.state.limiter.refund(bucket, caller.plan, ex.now)  # type: ignore[union-attr]
+        else:
+            await sharing.give_back(self, ex, bucket, caller.plan)
 
     async def _respond_held(
         self, send: Send, ex: Exchange, answer: Answer, connections: Account

@@ -25,6 +25,8 @@ from typing import Any
 
 from mockstore import document_collections, document_semantics, schemas
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
+from mockstore.limiter.model import DEFAULT_LIMITS
+from mockstore.limiter.openapi import describe_limiter
 from mockstore.routing import compile_path
 from mockstore.scenario.collections import Collections
 from mockstore.scenario.model import Behaviour, Scenario
@@ -88,6 +90,7 @@ def changes_the_document(scenario: Scenario) -> bool:
         or scenario.collections != Collections()
         or bool(scenario.routes)
         or (scenario.ban is not None and scenario.ban.status != 429)
+        or scenario.ratelimit != DEFAULT_LIMITS
         or any(rule.reply is not None for rule in scenario.faults)
         or document_semantics.changes(scenario)
     )
@@ -124,6 +127,8 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
     for route in scenario.routes:
         if route.operation is None and route.method and route.path:
             _route_path(document, route, scenario)
+    if scenario.ratelimit != DEFAULT_LIMITS:
+        describe_limiter(document, scenario.ratelimit)
     for rule in scenario.faults:
         if rule.reply is not None:
             _fault_answers(document, rule, scenario)

@@ -49,6 +49,7 @@ from operator import itemgetter
 
 from mockstore import schemas
 from mockstore.clock import Clock
+from mockstore.limiter.announce import Announcer
 from mockstore.ratelimit import Decision, Plan
 from mockstore.scenario.model import Scenario
 
@@ -135,13 +136,22 @@ class ResponseHeaders:
             if behaviour.content_type == JSON_CONTENT_TYPE[1].decode()
             else (b"content-type", behaviour.content_type.encode("latin-1"))
         )
-        self.retry_after_date = behaviour.retry_after == "http-date"
+        # The limiter's headers (ratelimit.headers, the older settings read into it).
+        limits = scenario.ratelimit
+        announce = limits.headers
+        self.retry_after_date = announce.retry_after == "http-date"
         # A banned key's Retry-After: "same" as retry_after, or a form of its own.
-        banned = behaviour.retry_after_banned
+        banned = announce.retry_after_banned
         self.banned_retry_after = None if banned == "same" else banned
-        self.reset_delta = behaviour.ratelimit_reset == "delta"
-        self.reset_ms = behaviour.ratelimit_reset == "epoch-ms"
-        self.draft = behaviour.ratelimit_draft_headers
+        self.reset_delta = announce.reset == "delta"
+        self.reset_ms = announce.reset == "epoch-ms"
+        self.draft = announce.draft == "all"
+        # Forms the classic ones below cannot write (or a limiter whose resets are exact
+        # instants): every answer's rate-limit headers are the general writer's, and the
+        # fast way's templates (which key on whole-second resets) are not used.
+        self.announcer = None if limits.classic else Announcer(limits)
+        if self.announcer is not None:
+            self.head = self._plain_head  # type: ignore[method-assign]
         request_id = behaviour.request_id.header
         self.request_id_name = request_id.lower().encode("latin-1") if request_id else None
         # Instants written on the wall clock (see the module docstring).
@@ -208,7 +218,7 @@ class ResponseHeaders:
         now: float,
         clock: Clock,
         deprecated: bool,
-        ratelimit: bool,
+        ratelimit: int | bool,
         extra: list[Header] | tuple[Header, ...],
         replaces: bool,
         request_id: bytes,
@@ -216,7 +226,10 @@ class ResponseHeaders:
     ) -> list[Header]:
         """The headers, in a stable order; ``extra`` ones last (they replace if ``replaces``).
 
-        Positional: it runs once per request, and named arguments cost more.
+        ``ratelimit`` is falsy for an answer that states no rate-limit figures, else
+        its status (``True``: one not told), for the headers some statuses carry only
+        (``ratelimit.headers.draft: success``). Positional: it runs once per request,
+        and named arguments cost more.
         """
         offset = clock.wall_offset() if self.on_wall_clock else 0.0
         moment = now + offset
@@ -227,7 +240,9 @@ class ResponseHeaders:
             (b"content-length", b"%d" % length),
             (b"date", self._date_value),
         ]
-        if ratelimit:
+        if self.announcer is not None:
+            headers.extend(self.announcer.write(decision, plan, now, offset, ratelimit))
+        elif ratelimit:
             headers.append((b"x-ratelimit-limit", b"%d" % decision.limit))
             headers.append((b"x-ratelimit-remaining", b"%d" % decision.remaining))
             reset = decision.reset
@@ -241,7 +256,7 @@ class ResponseHeaders:
             headers.append((b"x-ratelimit-reset", b"%d" % reset))
             if self.draft:
                 headers.extend(draft_headers(decision, plan, now))
-        if decision.retry_after:
+        if decision.retry_after and self.announcer is None:
             retry_after = self.retry_after(decision, offset)
             if retry_after is not None:
                 headers.append((b"retry-after", retry_after))
@@ -256,6 +271,26 @@ class ResponseHeaders:
             headers.append((self.request_id_name, request_id))
         return headers
 
+    def _plain_head(
+        self,
+        length: int,
+        decision: Decision,
+        plan: Plan,
+        now: float,
+        clock: Clock,
+        deprecated: bool,
+        ratelimit: int | bool,
+        request_id: bytes,
+        /,
+    ) -> bytes:
+        """``head`` the plain way, for a scenario whose rate-limit headers are the general
+        writer's (``mockstore.limiter.announce``): their figures change with each request."""
+        return serialize(
+            self.build(
+                length, decision, plan, now, clock, deprecated, ratelimit, (), False, request_id
+            )
+        )
+
     def head(
         self,
         length: int,
@@ -264,7 +299,7 @@ class ResponseHeaders:
         now: float,
         clock: Clock,
         deprecated: bool,
-        ratelimit: bool,
+        ratelimit: int | bool,
         request_id: bytes,
         /,
     ) -> bytes:
@@ -341,7 +376,7 @@ class ResponseHeaders:
         now: float,
         clock: Clock,
         deprecated: bool,
-        ratelimit: bool,
+        ratelimit: int | bool,
     ) -> _Template | None:
         """``build``'s block for this shape with slots for the figures; None if it cannot be.
 

@@ -14,7 +14,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, Protocol
 
 MINUTE = 60
 DAY = 86_400
@@ -190,6 +190,91 @@ class FirstRequestBucket(Bucket):
             self.day_used = 0
 
 
+class Offender(Protocol):
+    """What ``escalate`` reads and writes of a bucket: its refusals, its ban, its told wait."""
+
+    rejections: deque[float]
+    banned_until: float | None
+    told_until: float | None
+    told_until_wall: float
+
+
+def escalate(
+    ban: BanPolicy,
+    consecutive: bool,
+    wall: Callable[[], float] | None,
+    bucket: Offender,
+    now: float,
+    retry_at: float,
+    admitted: float,
+) -> None:
+    """Note a refusal of ``bucket`` (told to come back at ``retry_at``); ban it at the threshold.
+
+    ``admitted`` is a count that every admitted request of the bucket moves (a
+    run of refusals ``consecutive`` ends when it moves). Its Lua twin is
+    ``BAN_LUA``. ``wall`` is read only here: a client that came back when the
+    wall clock said it might, while a manual scenario clock stood still, did
+    as it was told, and that refusal does not count toward a ban.
+    """
+    if wall is not None:
+        wall_now = wall()
+        waited = (
+            bucket.told_until is not None
+            and now < bucket.told_until
+            and wall_now >= bucket.told_until_wall
+        )
+        bucket.told_until = retry_at
+        bucket.told_until_wall = wall_now + (retry_at - now)
+        if waited:
+            return
+    rejections = bucket.rejections
+    if consecutive:
+        # A run of rejections with no admitted request between them: each notes
+        # the count (negated, so it is never mistaken for an instant).
+        mark = -float(admitted) - 1.0
+        if rejections and rejections[0] != mark:
+            rejections.clear()
+        rejections.append(mark)
+    else:
+        rejections.append(now)
+        horizon = now - ban.within_seconds
+        while rejections and rejections[0] <= horizon:
+            rejections.popleft()
+    if len(rejections) >= ban.after_rejections:
+        bucket.banned_until = now + ban.duration_seconds
+
+
+# ``escalate`` in the request script of a shared state (``mockstore.shared.scripts``):
+# KEYS[3] is the bucket's list of refusals; ``bu``, ``tu``, ``tw`` (its ban's end and the
+# wait it was told, on both clocks), ``now``, ``wall`` and ``retry_at`` are the script's
+# locals, ``num``, ``bad`` and ``fmt`` its checks of values read back and its writing of
+# numbers; ARGV[B], [B + 1], [B + 2] the ban's threshold, window ('c': in a row), length.
+BAN_LUA = r"""
+local function escalate(admitted)
+  -- The refusals' list, read back: of our type, each entry a number, or dropped (``bad``).
+  local kind = redis.call('TYPE', KEYS[3])['ok']
+  if kind ~= 'list' and kind ~= 'none' then bad(KEYS[3]) end
+  local waited = tu ~= nil and now < tu and wall >= tw
+  tu = retry_at; tw = wall + (retry_at - now)
+  if waited then return end
+  if ARGV[B + 1] == 'c' then
+    local mark = -admitted - 1
+    local first = redis.call('LINDEX', KEYS[3], 0)
+    if first and num(first, KEYS[3]) ~= mark then redis.call('DEL', KEYS[3]) end
+    redis.call('RPUSH', KEYS[3], fmt(mark))
+  else
+    redis.call('RPUSH', KEYS[3], fmt(now))
+    local horizon = now - tonumber(ARGV[B + 1])
+    while true do
+      local first = redis.call('LINDEX', KEYS[3], 0)
+      if first and num(first, KEYS[3]) <= horizon then redis.call('LPOP', KEYS[3]) else break end
+    end
+  end
+  if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[B]) then bu = now + tonumber(ARGV[B + 2]) end
+end
+"""
+
+
 class RateLimiter:
     """Counts requests per bucket against a plan and bans persistent offenders.
 
@@ -278,36 +363,8 @@ class RateLimiter:
         return self._decision("allowed", plan, bucket, now, 0.0)
 
     def _record_rejection(self, bucket: Bucket, now: float, retry_at: float) -> None:
-        if self.wall is not None:
-            wall = self.wall()
-            # The client came back when the wall clock said it might, but the
-            # scenario clock has not got there (a manual clock): it did as it was
-            # told, so this refusal does not count toward a ban.
-            waited = (
-                bucket.told_until is not None
-                and now < bucket.told_until
-                and wall >= bucket.told_until_wall
-            )
-            bucket.told_until = retry_at
-            bucket.told_until_wall = wall + (retry_at - now)
-            if waited:
-                return
-        rejections = bucket.rejections
-        if self._consecutive:
-            # A run of rejections with no admitted request between them: an admitted
-            # one moved the day's count, which each rejection notes (negated, so it
-            # is never mistaken for an instant).
-            mark = -float(bucket.day_used) - 1.0
-            if rejections and rejections[0] != mark:
-                rejections.clear()
-            rejections.append(mark)
-        else:
-            rejections.append(now)
-            horizon = now - self.ban.within_seconds
-            while rejections and rejections[0] <= horizon:
-                rejections.popleft()
-        if len(rejections) >= self.ban.after_rejections:
-            bucket.banned_until = now + self.ban.duration_seconds
+        # An admitted request moves the day's count: what breaks a run of refusals.
+        escalate(self.ban, self._consecutive, self.wall, bucket, now, retry_at, bucket.day_used)
 
     def _decision(
         self, verdict: Verdict, plan: Plan, bucket: Bucket, now: float, retry_at: float
@@ -402,8 +459,11 @@ class RateLimiter:
             recent_rejections=len(bucket.rejections),
         )
 
-    def preload(self, bucket_id: str, now: float, minute_used: int, day_used: int) -> None:
-        """Start a bucket with allowance already spent (a scenario's ``used:``)."""
+    def preload(
+        self, bucket_id: str, now: float, minute_used: int, day_used: int, plan: Plan | None = None
+    ) -> None:
+        """Start a bucket with allowance already spent (a scenario's ``used:``; ``plan``, whose
+        allowances they are, is what a general limiter needs too)."""
         bucket = self._bucket(bucket_id, now)
         bucket.minute_used = minute_used
         bucket.day_used = max(day_used, minute_used)

@@ -82,6 +82,39 @@ class Caller:
         return caller
 
 
+class Bystander(Caller):
+    """A caller the limiter did not count: where it stands, for the answer's headers only
+    (a request that failed before its caller was known, or the shared state out of reach)."""
+
+    __slots__ = ()
+
+
+class ShutOut(Caller):
+    """A caller the limiter could not count: the memory budget had no room for its counters.
+
+    Answered ``error`` (507 ``memory_budget``); ``decision`` says where it stood.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(
+        self,
+        credentials: Credentials,
+        key: ApiKey | None,
+        plan: Plan,
+        decision: Decision,
+        error: ApiError,
+    ) -> None:
+        super().__init__(credentials, key, plan, decision)
+        self.admitted = False
+        self.error = error
+
+
+# The decision for a caller the limiter does not count (ratelimit.anonymous: none): its
+# answers state no rate-limit figures (a limit of 0 says so to the header writer).
+UNCOUNTED = Decision("allowed", 0, 0, 0, 0, 0.0, "minute", 0, 0, 0, 0)
+
+
 class Call(Protocol):
     """What an operation reads from one request, taken apart by the HTTP layer.
 
@@ -188,6 +221,8 @@ class PetStoreService:
         self.max_body_bytes = behaviour.max_body_bytes
         self._max_store_bytes = behaviour.max_store_bytes
         self._anonymous_plan = scenario.anonymous_plan
+        # Callers without a valid key are counted per address, or not at all.
+        self._anonymous_counted = scenario.ratelimit.anonymous == "per_address"
         self._ban_status = scenario.ban.status if scenario.ban else None
         collections = scenario.collections
         self._default_status = collections.default_status
@@ -255,8 +290,15 @@ class PetStoreService:
             bucket = key.bucket
         else:
             plan = state.plans[self._anonymous_plan]
+            if not self._anonymous_counted:
+                return Caller(credentials, None, plan, UNCOUNTED)
             bucket = client_bucket(client)
-        return Caller(credentials, key, plan, state.limiter.check(bucket, plan, now))
+        try:
+            decision = state.limiter.check(bucket, plan, now)
+        except OverBudget as over:  # a general limiter's counters (ratelimit:) have no room
+            error = ApiError("memory_budget", f"{over}; nothing was counted")
+            return ShutOut(credentials, key, plan, state.limiter.peek(bucket, plan, now), error)
+        return Caller(credentials, key, plan, decision)
 
     def bystander(self, state: MockState, client: str, now: float) -> Caller:
         """The caller at ``client`` without a key, as the limiter stands: nothing is counted.
@@ -264,8 +306,19 @@ class PetStoreService:
         For an answer to a request that failed before its caller was known.
         """
         plan = state.plans[self._anonymous_plan]
+        if not self._anonymous_counted:
+            return Bystander(MISSING, None, plan, UNCOUNTED)
         decision = state.limiter.peek(client_bucket(client), plan, now)
-        return Caller.uncounted(MISSING, plan, decision)
+        return Bystander.uncounted(MISSING, plan, decision)
+
+    @staticmethod
+    def counted(caller: Caller) -> bool:
+        """Whether the limiter counted ``caller``'s request (so an answer may give it back)."""
+        return (
+            type(caller) is Caller
+            and caller.decision.verdict == "allowed"
+            and bool(caller.decision.limit)
+        )
 
     def refusal(self, caller: Caller, unrouted: ApiError | None = None) -> ApiError:
         """Why a caller that is not ``admitted`` is refused: 429 first, then 401.
@@ -273,6 +326,8 @@ class PetStoreService:
         ``unrouted`` is the refusal of a request no operation serves (404/405):
         with ``behaviour.path_check: before_auth`` it comes before the 401.
         """
+        if isinstance(caller, ShutOut):
+            return caller.error
         decision = caller.decision
         if decision.verdict == "key_banned":
             return ApiError(

@@ -29,10 +29,10 @@ from mockstore.errors import ApiError
 from mockstore.faults import SharedRules, shared_outcome, shared_rules
 from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
-from mockstore.service import OPERATIONS, Caller
+from mockstore.service import OPERATIONS, UNCOUNTED, Bystander, Caller
 from mockstore.shared.backend import MAX_RELOADS, SharedState, Stale, StateUnavailable
 from mockstore.shared.buckets import decision_of
-from mockstore.shared.request import run_request
+from mockstore.shared.request import run_refund, run_request
 from mockstore.shared.store import (
     FIRST_GUESS,
     Operation,
@@ -91,12 +91,15 @@ async def admit(
     shared: SharedState = api.runtime.shared
     state = ex.state
     key = state.keys.lookup(credentials.token) if credentials.kind == "bearer" else None
+    counted = True
     if key is not None:
         plan = state.plans[key.plan]
         bucket = key_bucket(key.key)
     else:
         plan = state.plans[state.scenario.anonymous_plan]
         bucket = client_bucket(client)
+        # Callers without a key that the limiter does not count (ratelimit.anonymous: none).
+        counted = state.scenario.ratelimit.anonymous == "per_address"
     operation: Operation | None = None
     local: PetStore | None = None
     rules: SharedRules | None = None
@@ -138,7 +141,9 @@ async def admit(
                 rules = shared_rules(state.faults, facts)
     now = ex.now
     try:
-        reply, operation = await _request(shared, ex, bucket, plan, operation, rules, local)
+        reply, operation = await _request(
+            shared, ex, bucket, plan if counted else None, operation, rules, local
+        )
     except Stale:
         restarts = ex.scope.get(RESTARTS, 0)
         if restarts >= MAX_RELOADS:
@@ -148,7 +153,8 @@ async def admit(
     except StateUnavailable as exc:
         raise _unavailable(ex, credentials, plan, bucket, exc) from None
     ex.number = reply[7]
-    caller = Caller(credentials, key, plan, decision_of(state.limiter, reply, plan, now))
+    decision = decision_of(state.limiter, reply, plan, now) if counted else UNCOUNTED
+    caller = Caller(credentials, key, plan, decision)
     if caller.admitted:
         if rules is not None:
             ex.outcome = shared_outcome(state.faults, reply[9])
@@ -260,7 +266,16 @@ def _unavailable(
     # Where the caller stands is not known: a decision that counts nothing, and
     # the answer states no rate-limit figures (api.py leaves them out).
     decision = RateLimiter(NO_BAN).peek(bucket, plan, ex.now)
-    ex.caller = Caller.uncounted(credentials, plan, decision)
+    ex.caller = Bystander.uncounted(credentials, plan, decision)
     if isinstance(reason, TenantGone):  # deleted through another process
         return Unavailable(ApiError("not_found", str(reason), status=404))
     return Unavailable(_state_unavailable(str(reason)))
+
+
+async def give_back(api: Any, ex: Any, bucket: str, plan: Any) -> None:
+    """Give back in Redis what an admitted request took (an answer that does not count:
+    ``ratelimit.not_counted``). Redis out of reach: the request stays counted."""
+    try:
+        await run_refund(api.runtime.shared, bucket, plan, ex.now)
+    except StateUnavailable as exc:
+        log.warning("could not give back a request that does not count: %s", exc)

@@ -31,6 +31,7 @@ from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.faults import FaultEngine, RouteTable
 from mockstore.journal import Journal
 from mockstore.keys import ApiKey, KeyRing, key_bucket
+from mockstore.limiter.limiter import Limiter
 from mockstore.memory import SHARES, Account
 from mockstore.ordering import Ordering
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
@@ -116,16 +117,7 @@ class MockState:
         # ``keys``: the scenario's ring, copied (hashing every key again cost
         # half of a reset); built here when not given.
         self.keys = keys.copy() if keys is not None else scenario_keys(scenario)
-        behaviour = scenario.behaviour
-        self.limiter = RateLimiter(
-            scenario.ban or NO_BAN,
-            behaviour.ratelimit_windows,
-            behaviour.ratelimit_describes,
-            behaviour.ratelimit_describes_refusals,
-            # A refusal of a client that had waited as told by its own clock is not
-            # counted toward a ban: the wall clock, plus a manual clock's moves.
-            wall=self.clock.waited,
-        )
+        self.limiter = make_limiter(scenario, self.clock, account)
         self.stores = Stores(scenario, template or template_store(scenario), account)
         self.faults = FaultEngine(scenario.faults, scenario.seed)
         self.routes = RouteTable(scenario.routes)
@@ -133,7 +125,13 @@ class MockState:
         now = self.clock.now()
         for spec in scenario.keys:
             if spec.used_minute or spec.used_day:
-                self.limiter.preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day)
+                self.limiter.preload(
+                    key_bucket(spec.key),
+                    now,
+                    spec.used_minute,
+                    spec.used_day,
+                    self.plans[spec.plan],
+                )
 
         form = scenario.behaviour.request_id
         if form.format != "counter" or form.prefix != "req-":
@@ -157,6 +155,24 @@ class MockState:
         """Give back what this state held to the memory budget (it is being replaced)."""
         if self.account is not None:
             self.account.close()
+
+
+def make_limiter(
+    scenario: Scenario, clock: Clock, account: Account | None = None
+) -> RateLimiter | Limiter:
+    """The limiter of ``scenario``: mockstore's own fixed windows where they count exactly what it
+    says (``Limits.classic_windows``), else the general one (``mockstore.limiter``)."""
+    limits = scenario.ratelimit
+    windows = limits.classic_windows
+    if windows is not None:
+        return RateLimiter(
+            scenario.ban or NO_BAN,
+            windows,
+            limits.headers.describes,
+            limits.headers.refusals,
+            wall=clock.waited,
+        )
+    return Limiter(limits, scenario.ban or NO_BAN, wall=clock.waited, account=account)
 
 
 def scenario_keys(scenario: Scenario) -> KeyRing:

@@ -93,7 +93,11 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
     "behaviour: {default_status: pending}": ([R[15]], "behaviour.default_status"),
     "behaviour: {max_body_bytes: 200}": ([R[20]], "behaviour.max_body_bytes"),
     "behaviour: {retry_after: http-date}": ([R[0]] * 5, "behaviour.retry_after"),
-    "behaviour: {ratelimit_draft_headers: true}": ([R[0]], "behaviour.ratelimit_draft_headers"),
+    # On an error answer too (a 2xx answer alone says ratelimit.headers.draft: success).
+    "behaviour: {ratelimit_draft_headers: true}": (
+        [R[0], R[2]],
+        "behaviour.ratelimit_draft_headers",
+    ),
     "behaviour: {error_codes: {bad_limit: BAD_LIMIT, rate_limited: SLOW_DOWN}}": (
         [R[2]],
         "behaviour.error_codes.bad_limit",
@@ -158,6 +162,25 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
         [R[0]] * 8,
         "ban.after_rejections",
     ),
+    # The limiter's (ratelimit:): its headers' forms, and how its windows count.
+    "ratelimit: {headers: {figures: [limit, remaining, reset, used, resource], resource: pets}}": (
+        [R[0]],
+        "ratelimit.headers.figures",
+    ),
+    "ratelimit: {headers: {per_window: {minute: Minute, day: Day}}}": (
+        [R[0]],
+        "ratelimit.headers.per_window.minute",
+    ),
+    "ratelimit: {headers: {reset_decimals: 3}}": ([R[0]], "ratelimit.headers.reset_decimals"),
+    "ratelimit: {headers: {retry_after: decimal, retry_after_decimals: 2}}": (
+        [R[0]] * 5,
+        "ratelimit.headers.retry_after",
+    ),
+    "ratelimit: {headers: {draft: success, policies: {minute: burst, day: daily}}}": (
+        [R[0], R[2]],
+        "ratelimit.headers.draft",
+    ),
+    "ratelimit: {anonymous: none}": ([R[12]], "ratelimit.anonymous"),
     "collections: {filters: {status_case: insensitive}}": (
         [R[26]],
         "collections.filters.status_case",

@@ -270,8 +270,9 @@ def test_learned_settings_cite_the_recorded_exchanges(recorded: dict[str, Any]) 
     _settings_cite_their_evidence(text)
     scenario = load_scenario(text)
     behaviour = scenario.behaviour
-    assert behaviour.ratelimit_reset == "epoch-ms"
-    assert behaviour.ratelimit_windows == "first_request"
+    # The limiter as the scenario's one model has it (ratelimit:, or the older settings).
+    assert scenario.ratelimit.headers.reset == "epoch-ms"
+    assert scenario.ratelimit.minute.align == "first_request"
     assert behaviour.request_id.header == "x-trace-id"  # as the recorder journals names
     assert behaviour.content_type == "application/json; charset=utf-8"
     assert dict(behaviour.error_codes)["key_banned"] == "rate.key_banned"
@@ -304,6 +305,26 @@ def test_a_429_never_teaches_the_code_of_another_condition(tmp_path: Path) -> No
     assert codes["missing_key"] == "NO_KEY"
     assert codes["rate_limited"] == "SLOW_DOWN"
     assert codes["malformed_authorization"] == "unauthorized"  # not learned: never shown
+
+
+def test_an_allowance_of_nothing_to_callers_without_a_key_is_none(tmp_path: Path) -> None:
+    # Tollgate's: every 401 says X-RateLimit-Limit: 0. No plan holds 0 (the sliding log's
+    # replay indexed its log by it and calibrate ended in an IndexError).
+    har = record_mock(
+        "version: 1\nplans: {tiny: {per_minute: 2, per_day: 100}}\nanonymous_plan: tiny\n",
+        [("GET", "/v1/pets", "", [], b"", 0.0)] * 3,
+    )
+    for entry in har["log"]["entries"]:
+        for header in entry["response"]["headers"]:
+            if header["name"].lower() == "x-ratelimit-limit":
+                header["value"] = "0"
+    path = tmp_path / "session.har"
+    path.write_text(json.dumps(har))
+    done = _calibrate("--from", str(path))
+    assert done.returncode == 0, done.stderr
+    scenario = load_scenario(done.stdout)
+    assert scenario.ratelimit.anonymous == "none"
+    assert "X-RateLimit-Limit: 0" in done.stderr  # what mockstore cannot say: left open
 
 
 def test_bad_arguments_and_an_unreachable_target() -> None:

@@ -109,16 +109,31 @@ class _Shared:
 _SERVER = _Shared()
 
 
-def test_a_page_past_the_first_search_window_is_exact(redis_server: RedisServer) -> None:
+# The classic limiter's request script, and the general one's (ratelimit:), whose
+# arguments and keys lie elsewhere: a page asked again, wider, counts once in both.
+_LIMITERS = {
+    "classic": {},
+    "sliding-log": {"ratelimit": {"minute": {"algorithm": "sliding_log"}}},
+}
+
+
+@pytest.mark.parametrize("limiter", sorted(_LIMITERS))
+def test_a_page_past_the_first_search_window_is_exact(
+    redis_server: RedisServer, limiter: str
+) -> None:
     pets = [{"id": i, "name": f"pet{i:03d}", "categoryId": 1} for i in range(1, 41)]
     text = yaml.safe_dump(
         {
             "version": 1,
+            # The scenario's clock stands still: every request in the one minute.
+            "clock": {"start": "2026-03-01T12:00:00Z", "mode": "manual"},
             "keys": [{"key": "k", "plan": {"per_minute": 10_000}}],
             "pets": pets,
             "collections": {"pagination": {"style": "offset"}, "order": {"by": "name"}},
+            **_LIMITERS[limiter],
         }
     )
+    remaining: list[str] = []
     answers: list[list[list[str]]] = []
     for state in (None, f"redis://127.0.0.1:{redis_server.port}/1"):
         with MockServer(text, state=state) as server:
@@ -133,8 +148,11 @@ def test_a_page_past_the_first_search_window_is_exact(redis_server: RedisServer)
                     page = client.get(f"/pets?limit=7&offset={offset}")
                     assert page.status_code == 200, page.text
                     pages.append([pet["name"] for pet in page.json()])
+                remaining.append(page.headers["x-ratelimit-remaining"])
         answers.append(pages)
     assert answers[0] == answers[1]
+    # Each request counted once, the pages asked again included.
+    assert remaining == [str(10_000 - (FIRST_GUESS + 20 + 8))] * 2
     every = sorted([pet["name"] for pet in pets] + [f"pet{i % 40:03d}~{i}" for i in range(84)])
     offsets = (0, 3, 37, 70, 100, 123, 124, 200)
     assert answers[0] == [every[offset : offset + 7] for offset in offsets]

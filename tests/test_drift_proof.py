@@ -115,7 +115,9 @@ def test_what_drift_cannot_prove_keeps_the_setting_it_tried(recorded: Case) -> N
 
 # Each stand-in's X-RateLimit-Reset: the unit drift proves, or None where it proves none.
 RESET_UNITS = {
-    "tollgate": None,  # a Unix time with milliseconds (1772366431.250): no unit mockstore writes
+    # A Unix time with milliseconds (1772366431.250): mockstore's unit with three decimals
+    # (ratelimit.headers.reset_decimals, the limiter's).
+    "tollgate": "epoch.3",
     "kennel": "epoch-ms",
     "corral": "delta",
     "aviary": "epoch-ms",
@@ -129,6 +131,10 @@ def test_a_reset_in_a_unit_mockstore_does_not_write_is_no_setting(recorded: Case
     unit = RESET_UNITS[recorded.standin]
     if unit == "epoch":
         assert resets == []
+    elif unit == "epoch.3":
+        assert resets and {(d.setting, d.set_to, d.proven) for d in resets} == {
+            ("ratelimit.headers.reset_decimals", 3, True)
+        }, [d.to_dict() for d in resets]
     elif unit is not None:
         assert resets and {(d.setting, d.set_to, d.proven) for d in resets} == {
             ("behaviour.ratelimit_reset", unit, True)

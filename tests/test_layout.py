@@ -65,6 +65,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.urls",
         "mockstore.validation",
         "mockstore.scenario.*",  # model, build, loader, source
+        "mockstore.limiter.*",  # the general limiter: windows, buckets, logs, their headers
         "mockstore.reports.*",  # pure functions of journal entries
         "mockstore.shared.*",  # the state backend in Redis
     ),

@@ -99,7 +99,8 @@ def test_every_other_setting_of_the_schema_is_read_by_the_builder() -> None:
     # The sections outside behaviour (keys, plans, faults, journal, ...) are built by
     # hand: each property the schema has must be named in build.py, or in the module of
     # its section that build.py calls (scenario/*_section.py: http, maintenance, latency;
-    # collections.py).
+    # collections.py;
+    # limits.py for ratelimit:).
     scenario = ROOT / "mockstore" / "scenario"
     named = {
         node.value
@@ -107,6 +108,7 @@ def test_every_other_setting_of_the_schema_is_read_by_the_builder() -> None:
             scenario / "build.py",
             scenario / "surroundings.py",
             scenario / "collections.py",
+            scenario / "limits.py",
             *scenario.glob("*_section.py"),
         ]
         for node in ast.walk(ast.parse(path.read_text()))

@@ -35,6 +35,7 @@ from tests.upstream.profiled import (
     ProfiledPetStore,
     ProfileError,
     Semantics,
+    window_at,
 )
 from tests.upstream.profiled_collections import order_key
 from tests.upstream.profiled_http import HttpChoices
@@ -99,8 +100,9 @@ class Tour:
     def fresh(self) -> None:
         """Move past every window, ban and rejection the profile keeps."""
         limits = self.profile.rate_limits
+        # Two of the longest window: a sliding-window counter remembers the previous one.
         self.clock.now += (
-            max(limits.day_seconds, limits.ban.duration_seconds, limits.ban.within_seconds) + 1
+            max(2 * limits.day_seconds, limits.ban.duration_seconds, limits.ban.within_seconds) + 1
         )
 
     async def send(
@@ -133,18 +135,13 @@ class Tour:
         profile, now, status = self.profile, self.clock.now, response.status_code
         headers = response.headers
         limits = profile.rate_limits
-        # The spec: X-RateLimit-* on every answer.
-        for name in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):
-            assert re.fullmatch(r"[0-9]+", headers.get(name, "")), (name, dict(headers))
-        assert int(headers["X-RateLimit-Remaining"]) <= int(headers["X-RateLimit-Limit"])
-        horizon = max(limits.day_seconds, limits.ban.duration_seconds) + 1
-        reset = int(headers["X-RateLimit-Reset"])
-        if limits.reset == "epoch":
-            assert now <= reset <= now + horizon
-        elif limits.reset == "epoch_ms":
-            assert now * 1000 <= reset <= (now + horizon) * 1000
+        gateway = limits.gateway
+        if not valid and not gateway.anonymous_limited:
+            # A gateway that limits keys only: a caller without one sees no figures.
+            for name in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):
+                assert name not in headers, (name, dict(headers))
         else:
-            assert 1 <= reset <= horizon
+            self.check_figures(response)
         assert headers["Date"] == formatdate(math.floor(now), usegmt=True)
         assert headers["Content-Type"] == profile.headers.content_type
         assert headers["Content-Length"] == str(
@@ -188,6 +185,50 @@ class Tour:
             assert headers["Allow"]
         self.check_deprecation(response, op, valid)
         self.check_caching(response, op)
+
+    def check_figures(self, response: httpx.Response) -> None:
+        """X-RateLimit-* on every answer (the spec), and the gateway's own figures."""
+        headers, now = response.headers, self.clock.now
+        limits = self.profile.rate_limits
+        gateway = limits.gateway
+        for name in ("X-RateLimit-Limit", "X-RateLimit-Remaining"):
+            assert re.fullmatch(r"[0-9]+", headers.get(name, "")), (name, dict(headers))
+        limit, remaining = int(headers["X-RateLimit-Limit"]), int(headers["X-RateLimit-Remaining"])
+        assert remaining <= limit
+        digits = gateway.reset_decimals
+        shape = r"[0-9]+" + (rf"\.[0-9]{{{digits}}}" if digits else "")
+        raw = headers.get("X-RateLimit-Reset", "")
+        assert re.fullmatch(shape, raw), ("X-RateLimit-Reset", dict(headers))
+        # A sliding-window counter is whole again at the end of the window after this one.
+        horizon = max(2 * limits.day_seconds, limits.ban.duration_seconds) + 1
+        reset = float(raw)
+        if limits.reset == "epoch":
+            assert now <= reset <= now + horizon
+        elif limits.reset == "epoch_ms":
+            assert now * 1000 <= reset <= (now + horizon) * 1000
+        else:
+            assert 0 <= reset <= horizon
+        used = headers.get("X-RateLimit-Used")
+        assert (used is not None) == ("used" in gateway.figures)
+        if used is not None:
+            assert int(used) == limit - remaining
+        assert headers.get("X-RateLimit-Resource") == (
+            gateway.resource if "resource" in gateway.figures else None
+        )
+        for _, name in gateway.per_window:
+            if f"X-RateLimit-Limit-{name}" in headers:
+                assert int(headers[f"X-RateLimit-Remaining-{name}"]) <= int(
+                    headers[f"X-RateLimit-Limit-{name}"]
+                )
+        success = 200 <= response.status_code < 300
+        drafted = gateway.draft == "all" or (gateway.draft == "success" and success)
+        assert ("RateLimit-Policy" in headers) == drafted, dict(headers)
+        if drafted:
+            names = dict(gateway.policies)
+            assert headers["RateLimit-Policy"].startswith(f'"{names["minute"]}";q=')
+            assert re.fullmatch(
+                r'"[^"]+";r=[0-9]+;t=[0-9]+(, "[^"]+";r=[0-9]+;t=[0-9]+)?', headers["RateLimit"]
+            )
 
     def check_constant_headers(self, response: httpx.Response, op: str | None) -> None:
         configured = self.profile.headers
@@ -307,10 +348,15 @@ class Tour:
 
     def retry_after(self, response: httpx.Response, form: str, until: float) -> None:
         value = response.headers.get("Retry-After")
+        wait = until - self.clock.now
         if form == "none":
             assert value is None
         elif form == "seconds":
-            assert value == str(max(1, math.ceil(until - self.clock.now)))
+            assert value == str(max(1, math.ceil(wait)))
+        elif form == "decimal":
+            digits = self.profile.rate_limits.gateway.retry_after_decimals
+            assert value is not None and re.fullmatch(rf"[0-9]+\.[0-9]{{{digits}}}", value)
+            assert wait <= float(value) < wait + 10**-digits + 1e-6
         else:
             assert value == formatdate(math.ceil(until), usegmt=True)
 
@@ -725,6 +771,97 @@ async def walk_sunset(tour: Tour) -> None:
     assert response.status_code == 200, "the replacement stays"
 
 
+def classic(profile: Profile) -> bool:
+    """A gateway that counts as the walks below expect: fixed windows in UTC, served requests
+    (none given back), whole-second resets."""
+    gateway = profile.rate_limits.gateway
+    return (
+        gateway.minute_algorithm == gateway.day_algorithm == "fixed"
+        and gateway.time_zone == "UTC"
+        and gateway.counts == "served"
+        and gateway.anonymous_limited
+        and not gateway.not_counted
+        and gateway.reset_decimals == 0
+    )
+
+
+async def walk_gateway(tour: Tour, plan_name: str | None) -> None:
+    """Any gateway: spend a fresh bucket's allowance at one instant, then meet the refusal.
+
+    At one instant every algorithm admits the whole allowance (a bucket starts full,
+    a log and a counter empty), and each says when the window is whole again and when
+    to come back in its own way.
+    """
+    limits = tour.profile.rate_limits
+    gateway = limits.gateway
+    if plan_name is None and not gateway.anonymous_limited:
+        for _ in range(3):
+            response = await tour.send("GET", "/v1/pets", auth=None, op="listPets")
+            tour.refused(response, "missing_key")
+        return seen("gateway: callers without a key never limited")
+    plan = limits.anonymous if plan_name is None else limits.plan(plan_name)
+    assert plan is not None
+    if plan.per_minute > WALK_BUDGET:
+        return
+    auth = None if plan_name is None else tour.bearer(plan_name, 1)
+    tour.fresh()
+    now = tour.clock.now
+    windows = [("minute", plan.per_minute, limits.minute_seconds, gateway.minute_algorithm)]
+    if plan.per_day is not None:
+        windows.append(("day", plan.per_day, limits.day_seconds, gateway.day_algorithm))
+    allowed = min(limit for _, limit, _, _ in windows)
+
+    def full_at(used: int, limit: int, length: int, algorithm: str) -> float:
+        if algorithm == "fixed":
+            if limits.windows == "clock":
+                return window_at(now, length, gateway.time_zone)[1]
+            return now + length
+        if algorithm == "sliding_log":
+            return now + length
+        if algorithm == "sliding_window":
+            return window_at(
+                window_at(now, length, gateway.time_zone)[1], length, gateway.time_zone
+            )[1]
+        return now + used * length / limit  # a bucket refills one request a length/limit
+
+    async def send() -> httpx.Response:
+        return await tour.send("GET", "/v1/pets", auth=auth, op="listPets", fresh=False)
+
+    # A gateway that gives back what a 401 took (not_counted: 4xx) counts each refusal of
+    # a caller without a key, then gives it back: every answer shows one request spent.
+    given_back = plan_name is None and gateway.gives_back(401)
+    for sent in range(1, allowed + 1):
+        response = await send()
+        if plan_name is None:
+            tour.refused(response, "missing_key")
+        else:
+            assert response.status_code == 200, response.text
+        used = 1 if given_back else sent
+        states = [
+            (name, limit, limit - used, full_at(used, limit, length, algorithm))
+            for name, limit, length, algorithm in windows
+        ]
+        described = states[0]
+        if len(states) > 1 and (
+            limits.describe == "day"
+            or (limits.describe == "tightest" and states[1][2] < states[0][2])
+        ):
+            described = states[1]
+        assert int(response.headers["X-RateLimit-Limit"]) == described[1]
+        assert int(response.headers["X-RateLimit-Remaining"]) == described[2]
+        reset = float(response.headers["X-RateLimit-Reset"])
+        scale = 1000 if limits.reset == "epoch_ms" else 1
+        expected = described[3] * scale if limits.reset != "delta" else described[3] - now
+        assert expected - 1e-6 <= reset <= expected + 1, (reset, expected, gateway)
+    response = await send()
+    if given_back:
+        tour.refused(response, "missing_key")  # never limited: each one given back
+        return seen("gateway: a caller without a key's refusals given back")
+    tour.refused(response, "rate_limited")
+    assert response.headers.get("Retry-After") is not None or limits.retry_after == "none"
+    seen(f"gateway: {gateway.minute_algorithm} minute, {gateway.day_algorithm} day")
+
+
 async def walk(profile: Profile) -> None:
     # The provider's service as its profile says; what its front adds (CORS, 304s, gzip,
     # maintenance, ...) is walked by tests/test_profiled_front.py.
@@ -732,6 +869,12 @@ async def walk(profile: Profile) -> None:
     async with tour.client:
         await walk_refusals(tour)
         await walk_semantics(tour)
+        if not classic(profile):
+            await walk_gateway(tour, None)
+            for plan_name, _ in profile.rate_limits.plans:
+                await walk_gateway(tour, plan_name)
+            await walk_sunset(tour)
+            return
         await walk_rate_limits(tour, None)
         for plan_name, _ in profile.rate_limits.plans:
             await walk_rate_limits(tour, plan_name)
@@ -785,6 +928,11 @@ def test_the_far_profiles_differ_from_mockstore_in_every_class() -> None:
             # The windows' lengths are a test convenience, not a provider's choice.
             same = [name for name in same if name not in ("minute_seconds", "day_seconds")]
             assert len(same) <= 1, (part, same)
+        # The gateway's choices: two of them are yes-or-no (what counts, callers without
+        # a key limited), which two far profiles cannot both leave mockstore's.
+        mine, theirs = far.rate_limits.gateway, default.rate_limits.gateway
+        same = [name for name in vars(mine) if getattr(mine, name) == getattr(theirs, name)]
+        assert len(same) <= 2, ("gateway", same)
     for part in ("headers", "refusals", "rate_limits", "semantics"):
         one, other = getattr(GATEWAY, part), getattr(LEGACY, part)
         assert one != other
@@ -798,7 +946,7 @@ def test_the_far_profiles_differ_from_mockstore_in_every_class() -> None:
             "$.refusals.missing_key.status",
         ),
         (
-            '{"refusals": {"rate_limited": {"status": 503, "code": "x"}}}',
+            '{"refusals": {"rate_limited": {"status": 500, "code": "x"}}}',
             "$.refusals.rate_limited.status",
         ),
         (
@@ -975,5 +1123,6 @@ def test_status_sets_follow_the_spec() -> None:
     for condition in ("missing_key", "malformed_authorization", "unknown_key"):
         assert statuses[condition] == (401,)
     assert statuses["pet_not_found"] == (404,)
-    assert statuses["rate_limited"] == (429,)
+    # The spec's 429; gateways refuse with 403 (GitHub's secondary limits) or 503 (nginx).
+    assert statuses["rate_limited"] == (429, 403, 503)
     assert all(400 <= status < 600 for options in statuses.values() for status in options)

@@ -34,6 +34,8 @@ from mockstore.control.operations import (
 from mockstore.control.scope import RAW_KEYS
 from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
+from mockstore.limiter.log import log_problem
+from mockstore.memory import OverBudget
 from mockstore.ratelimit import NO_DAY, Plan, Usage
 from mockstore.scenario.loader import Marks, schema_problems
 from mockstore.shared.backend import StateUnavailable
@@ -213,6 +215,11 @@ class KeyEndpoints:
                 state.account.release(KEY_COST)
             known = ", ".join(sorted(state.plans))
             return error_response("unknown_plan", f"unknown plan {plan!r} (known: {known})", 400)
+        too_long = log_problem(state.scenario.ratelimit, state.plans[plan])
+        if too_long is not None:
+            if state.account is not None:
+                state.account.release(KEY_COST)
+            return error_response("invalid_request", too_long, 400)
         issued = ApiKey(key, plan, body.get("tenant") or key)
         used = body.get("used", {})
         shared = self.runtime.shared
@@ -227,9 +234,19 @@ class KeyEndpoints:
         state.keys.issue(issued)
         if used:
             minute = used.get("minute", 0)
-            state.limiter.preload(
-                key_bucket(key), state.clock.now(), minute, used.get("day", minute)
-            )
+            try:
+                state.limiter.preload(
+                    key_bucket(key),
+                    state.clock.now(),
+                    minute,
+                    used.get("day", minute),
+                    state.plans[plan],
+                )
+            except OverBudget as over:  # a general limiter's log of what was used
+                state.keys.revoke(key)
+                if state.account is not None:
+                    state.account.release(KEY_COST)
+                return error_response("memory_budget", f"key {key!r} was not issued: {over}", 507)
         return json_response(self._key_json(issued, await self._usage(issued)), 201)
 
     @described(

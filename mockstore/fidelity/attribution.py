@@ -21,7 +21,7 @@ from typing import Any
 
 from mockstore.clock import format_time
 from mockstore.errors import VALIDATION_CONDITIONS
-from mockstore.fidelity import collection_causes, reasons
+from mockstore.fidelity import collection_causes, rate_advice, reasons
 from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import (
@@ -257,6 +257,9 @@ class Exchange:
     # mock recorded with ``clock.headers: wall`` writes them on the wall clock (0 for
     # a real provider, whose service time is the wall's).
     header_offset: float = 0.0
+    recorded_limit: str | None = None  # the recorded answer's X-RateLimit-Limit
+    # The recorded answer's headers (lower-case names): what a limiter's header belongs to.
+    recorded_headers: dict[str, str] = field(default_factory=dict)
     # The recorded exchange itself (its request's headers, its answer's), for the
     # settings of HTTP semantics (``attribution_http``); and the mock's Error code.
     seen: Any = None
@@ -413,6 +416,10 @@ def _allowance(ex: Exchange, ctx: Context) -> Cause:
         return setting(BAN_DURATION)
     if rc is None and mc == "key_banned":
         return setting(BAN_DURATION)
+    # The allowance agrees (the recorded figure is the plan's): how its window counts.
+    advice = rate_advice.allowance(ex.recorded_limit, ex.plan)
+    if advice is not None:
+        return setting(_named(advice[0]), *advice[1])
     if ex.key is not None:
         return setting(KEY_PLAN)
     return setting(ANONYMOUS_PLAN)
@@ -441,14 +448,29 @@ MANAGED = frozenset(
 )
 
 
+# The rate-limit headers a limiter may write (ratelimit.headers): X-RateLimit-* of any
+# figure or window, and the draft ones.
+_RATE_HEADER = re.compile(r"x-ratelimit-[a-z0-9-]+|ratelimit|ratelimit-policy")
+
+
+def rate_header(name: str) -> bool:
+    """Whether ``name`` (lower case) is a header of the limiter's (``ratelimit.headers``)."""
+    return _RATE_HEADER.fullmatch(name) is not None
+
+
 def header_presence(
     name: str, ex: Exchange, was: str | None, now: str | None, ctx: Context
 ) -> Cause:
     """The setting behind a header one answer has and the other has not."""
     behaviour = ctx.behaviour
     mock_id = (behaviour.request_id.header or "").lower()
-    if name in ("ratelimit", "ratelimit-policy"):
-        return setting(RATELIMIT_DRAFT, was is not None)
+    if rate_header(name):
+        advice = rate_advice.presence(
+            name, was, ex.recorded_status, ex.authenticated, ex.plan, ex.recorded_headers,
+            ctx.scenario,
+        )  # fmt: skip
+        if advice is not None:
+            return setting(_named(advice[0]), *advice[1])
     if name == mock_id and was is None:
         others = sorted(ctx.request_ids - {name})
         return setting(REQUEST_ID["header"], ctx.names.get(others[0]) if others else None)
@@ -598,6 +620,11 @@ def announced(instant: float) -> str:
 def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> Cause:
     """The setting behind a header both answers carry, with values that differ."""
     behaviour = ctx.behaviour
+    if rate_header(name) or name == "retry-after":
+        banned = ex.mock_condition == "key_banned"
+        advice = rate_advice.value(name, was, now, banned, ex.plan, ctx.scenario)
+        if advice is not None:
+            return setting(_named(advice[0]), *advice[1])
     if name == "x-ratelimit-reset":
         return setting(RATELIMIT_RESET, reset_kind(was))
     if name == "x-ratelimit-limit":
@@ -640,6 +667,15 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
     if name in MANAGED:
         return cannot("header-format")
     return _header_rule(name, ex, ctx)
+
+
+def draft_shape(was: str, now: str, ctx: Context) -> Cause:
+    """The setting behind a draft ``RateLimit`` header of another shape: its policies' names
+    (``ratelimit.headers.policies``), else the draft headers themselves."""
+    advice = rate_advice.draft_names(was, now, ctx.scenario)
+    if advice is not None:
+        return setting(_named(advice[0]), *advice[1])
+    return setting(RATELIMIT_DRAFT)
 
 
 def _limit(ex: Exchange, was: int | None, now: int | None, ctx: Context) -> Cause:

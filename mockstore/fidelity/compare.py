@@ -44,6 +44,7 @@ from mockstore.fidelity.evidence import RELATIVE_HEADERS
 from mockstore.fidelity.formats import (
     allowed_methods,
     auth_challenge,
+    decimals,
     deprecation_instant,
     deprecation_kind,
     http_date,
@@ -269,6 +270,8 @@ def _compare_header(
         out.ignore("rate-limit-state", "header x-ratelimit-reset (compared by unit)")
         if reset_kind(was) != reset_kind(now):
             differ("header-format", f"{was} ({reset_kind(was)})", f"{now} ({reset_kind(now)})")
+        elif decimals(was) != decimals(now):  # a client reading a whole number fails on 60.5
+            differ("header-format", f"{was} ({decimals(was)} decimals)", f"{now} ({decimals(now)})")
     elif name == "retry-after":
         out.ignore("rate-limit-state", "header retry-after (compared by format)")
         if retry_after_kind(was) != retry_after_kind(now):
@@ -361,9 +364,7 @@ def _compare_structured(
         out.ignore("rate-limit-state", "header ratelimit r and t (compared by syntax)")
         shape = [(item, sorted(params)) for item, params in before]
         if shape != [(item, sorted(params)) for item, params in after]:
-            out.differ(
-                "header-format", where, was, now, attribution.setting(attribution.RATELIMIT_DRAFT)
-            )
+            out.differ("header-format", where, was, now, attribution.draft_shape(was, now, ctx))
     elif before != after:
         out.differ(
             "header-value", where, was, now, attribution.header_value(name, ex, was, now, ctx)

@@ -501,6 +501,8 @@ def _attributed(seen: Seen, answer: Replayed, scenario: Scenario, tokens: Tokens
         run_length=seen.run_length,
         ban_after=seen.ban_after,
         header_offset=seen.header_offset,
+        recorded_limit=seen.headers.get("x-ratelimit-limit"),
+        recorded_headers=seen.headers,
         seen=seen,
         mock_code=code if isinstance(code, str) else None,
         own=request_base(seen.item),
@@ -640,7 +642,7 @@ def _preload(replayer: Replayer, key: str, item: Recorded, report: DriftReport) 
     if spent is None or spent == (0, 0):
         return
     minute, day = spent
-    state.limiter.preload(key_bucket(key), item.time, minute, day)
+    state.limiter.preload(key_bucket(key), item.time, minute, day, plan)
     report.reconstructed.append(
         f"rate-limit-state: {key_alias(key)} had spent {minute} of its minute and {day} of its "
         "day allowance before the recording (from its first answer's headers); the mock "

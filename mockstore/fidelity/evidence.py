@@ -320,9 +320,13 @@ def _rate_conditions(seen: list[Seen]) -> None:
     banned: dict[str, bool] = {}
     length: dict[str, int] = {}
     starts: dict[str, int] = {}
+    refused = refusal_status(seen)
+    # The codes of refusals that can only be the allowance's (a request otherwise fine):
+    # the same code on a request with a problem of its own is the allowance's too.
+    codes = {s.code for s in seen if s.status == refused and _spent(s) and s.facts.problem is None}
     for s in seen:
         run = runs.get(s.bucket)
-        if not _rate_refusal(s, run):
+        if not _rate_refusal(s, run, refused, codes):
             runs[s.bucket] = None
             banned[s.bucket] = False
             length[s.bucket] = 0
@@ -334,8 +338,8 @@ def _rate_conditions(seen: list[Seen]) -> None:
         shape = (s.code, s.status)
         if run is None:
             runs[s.bucket] = shape
-            banned[s.bucket] = s.status != 429
-            s.condition = "key_banned" if s.status != 429 else "rate_limited"
+            banned[s.bucket] = s.status != refused
+            s.condition = "key_banned" if s.status != refused else "rate_limited"
             continue
         if shape != run or banned.get(s.bucket):
             banned[s.bucket] = True
@@ -365,9 +369,38 @@ def _run_figures(seen: list[Seen]) -> None:
             s.ban_after = limited if banned else None
 
 
-def _rate_refusal(s: Seen, run: tuple[str | None, int] | None) -> bool:
+def refusal_status(seen: list[Seen]) -> int:
+    """The status the provider refuses a spent allowance with: the one that starts most
+    callers' runs of refusals (a 429, or a 403 or 503 that says no request is left to a
+    request otherwise fine: GitHub's secondary limits, nginx); the spec's 429 when none
+    was refused."""
+    # A run of refusals starts with the allowance's (a ban, if any, comes after it).
+    first: dict[str, int] = {}
+    for s in seen:
+        if s.status == 429 or (s.status in BAN_STATUSES and _spent(s) and s.facts.problem is None):
+            first.setdefault(s.bucket, s.status)
+    spent = Counter(first.values())
+    return spent.most_common(1)[0][0] if spent else 429
+
+
+def _spent(s: Seen) -> bool:
+    """An answer that says no request is left."""
+    return s.headers.get("x-ratelimit-remaining", "").strip() == "0"
+
+
+def _rate_refusal(
+    s: Seen,
+    run: tuple[str | None, int] | None,
+    refused: int = 429,
+    codes: frozenset[str | None] | set[str | None] = frozenset(),
+) -> bool:
     """Whether ``s`` refuses its caller's allowance (or a ban) rather than the request."""
     if s.status == 429:
+        return True
+    # A 403 or 503 that says nothing is left: the allowance's, unless the request has a
+    # problem of its own and the answer is not worded as the allowance's refusals are.
+    worded = s.facts.problem is None or "retry-after" in s.headers or s.code in codes
+    if s.status == refused and _spent(s) and worded:
         return True
     if s.status not in BAN_STATUSES or run is None:
         return False

@@ -27,19 +27,26 @@ def http_date(text: str) -> float | None:
 
 def reset_kind(value: str) -> str:
     """``X-RateLimit-Reset`` by unit: ``epoch`` (Unix seconds), ``epoch-ms`` (Unix
-    milliseconds), ``delta`` (seconds from now) or ``invalid``.
+    milliseconds), ``delta`` (seconds from now) or ``invalid``. Seconds may have a
+    fraction (``decimals`` tells how many digits), milliseconds none.
 
     A window is at most a day, so a count of seconds is below 10^9, a Unix time
     in seconds of this century is above it (and below 10^11, the year 5138), and
     one in milliseconds above 10^12 (September 2001).
     """
     text = value.strip()
-    if not re.fullmatch(r"[0-9]+", text):
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", text):
         return "invalid"
-    number = int(text)
+    number = float(text)
     if number >= 1_000_000_000_000:
-        return "epoch-ms"
+        return "epoch-ms" if "." not in text else "invalid"
     return "epoch" if number >= 1_000_000_000 else "delta"
+
+
+def decimals(value: str) -> int:
+    """How many digits after the point a figure is written with (``60.0``: 1; ``60``: 0)."""
+    _, point, digits = value.strip().partition(".")
+    return len(digits) if point else 0
 
 
 _UUID = re.compile(
@@ -75,9 +82,14 @@ def is_id(value: str) -> bool:
 
 
 def retry_after_kind(value: str) -> str:
-    """``Retry-After`` (RFC 9110 section 10.2.3): ``seconds``, ``http-date`` or ``invalid``."""
-    if re.fullmatch(r"[0-9]+", value.strip()):
+    """``Retry-After`` (RFC 9110 section 10.2.3): ``seconds``, ``http-date`` or ``invalid``;
+    ``decimal`` for seconds with a fraction (``60.0``, Shopify's), which the RFC does not
+    name but clients read."""
+    text = value.strip()
+    if re.fullmatch(r"[0-9]+", text):
         return "seconds"
+    if re.fullmatch(r"[0-9]+\.[0-9]+", text):
+        return "decimal"
     return "http-date" if http_date(value) is not None else "invalid"
 
 

@@ -292,6 +292,9 @@ class Recorded:
     outcome: str
     request_truncated: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # Seconds from the request to its answer (HAR's ``time``; None: not recorded): the
+    # answering service's own instant lies within it.
+    latency: float | None = None
     # How long the answer took, in milliseconds (HAR ``time``, else ``timings.wait``): what
     # ``calibrate`` learns a scenario's latency from; None when the HAR does not say.
     duration_ms: float | None = None
@@ -440,6 +443,7 @@ def _entry(index: int, raw: Any, where: str, limit: int | None = None) -> Record
         outcome=str(outcome),
         request_truncated=bool(extra.get("request_truncated", False)) or request_cut,
         extra=extra,
+        latency=_seconds(raw.get("time")),
         duration_ms=_duration(raw),
     )
 
@@ -452,6 +456,15 @@ def _duration(raw: dict[str, Any]) -> float | None:
         if number and math.isfinite(value) and value >= 0:  # type: ignore[arg-type]
             return float(value)  # type: ignore[arg-type]
     return None
+
+
+def _seconds(milliseconds: Any) -> float | None:
+    """HAR's ``time`` (milliseconds) as seconds, when it is a finite number from 0 to a day."""
+    if isinstance(milliseconds, bool) or not isinstance(milliseconds, int | float):
+        return None
+    if not math.isfinite(milliseconds) or not 0 <= milliseconds <= 86_400_000:
+        return None
+    return milliseconds / 1000
 
 
 def har_meta(document: dict[str, Any]) -> dict[str, Any]:

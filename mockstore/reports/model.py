@@ -254,7 +254,7 @@ def _told(
         return None
     if e.status == 429:
         if reset is not None and remaining is not None and remaining.strip() == b"0":
-            value = _int(reset)
+            value = _seconds(reset)  # whole, or with decimals (ratelimit.headers)
             if value is not None:
                 # A Unix time is > 10**9 (2001); anything less is a delta.
                 if value > 10**9:
@@ -268,6 +268,13 @@ def _told(
             if spent:
                 wait = min(wait, (float(max(spent)), False))
     return wait
+
+
+def _seconds(value: bytes) -> float | None:
+    text = value.strip()
+    if not _SECONDS.fullmatch(text.decode("latin-1")):
+        return None
+    return float(text)
 
 
 def _int(value: bytes | None) -> int | None:

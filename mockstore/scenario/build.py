@@ -21,6 +21,7 @@ from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
 from mockstore.scenario.collections import build_collections, scenario_pets
+from mockstore.scenario.limits import build_limits, limiter_headers, with_refusal
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -200,6 +201,9 @@ class _Builder:
             self._check_route(raw, path, base_path)
             if self.clean(path):
                 routes.append(self._route(index, raw))
+        # The limiter: the ratelimit: section, the older settings read into it.
+        banning = self.get(("ban", "status")) if self.get(("ban", "enabled")) else None
+        limits = build_limits(self, plans, banning)
         return Scenario(
             name=self.get(("name",), FilePath(self.file.split(" ")[0]).stem or "scenario"),
             description=self.get(("description",), "").strip(),
@@ -223,7 +227,7 @@ class _Builder:
                 )
             ),
             generate_pets=self.get(("generate", "pets")),
-            behaviour=self._behaviour(),
+            behaviour=with_refusal(self, self._behaviour()),
             collections=collections,
             faults=tuple(faults),
             routes=tuple(routes),
@@ -235,6 +239,7 @@ class _Builder:
             journal_header_bytes=self.get(("journal", "header_bytes")),
             source=source,
             file=self.file,
+            ratelimit=limits,
         )
 
     def _check_profile(self) -> None:
@@ -255,12 +260,6 @@ class _Builder:
                     ("behaviour", "error_fields", index, "name"),
                     f"{item['name']!r} is one of the Error's own fields (code, message, status)",
                 )
-        banned = self.get(("behaviour", "retry_after_banned"))
-        if banned == "none" and self.get(("ban", "status")) == 429:
-            self.problem(
-                ("behaviour", "retry_after_banned"),
-                "a 429 carries Retry-After: 'none' needs ban.status other than 429",
-            )
         link = self.get(("behaviour", "deprecation_link"))
         if isinstance(link, str):
             unknown = sorted(set(re.findall(r"\{([^{}]*)\}", link)) - {"successor"})
@@ -272,7 +271,8 @@ class _Builder:
 
     def _written(self) -> dict[str, str]:  # the headers mockstore writes, and their settings
         rid = self.get(("behaviour", "request_id", "header"))
-        return _WRITTEN | ({rid.lower(): "behaviour.request_id"} if isinstance(rid, str) else {})
+        written = _WRITTEN | ({rid.lower(): "behaviour.request_id"} if isinstance(rid, str) else {})
+        return written | limiter_headers(self)  # the names ratelimit: gives its headers
 
     def _behaviour_items(self, name: str) -> list[tuple[int, dict[str, Any]]]:
         behaviour = self.data.get("behaviour")

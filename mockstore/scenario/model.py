@@ -16,6 +16,7 @@ from typing import Any
 
 from mockstore import schemas
 from mockstore.clock import parse_time
+from mockstore.limiter.model import DEFAULT_LIMITS, Limits
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
 from mockstore.scenario.collections import Collections
 from mockstore.scenario.http_section import HttpSettings
@@ -343,6 +344,8 @@ class Scenario:
     journal_header_bytes: int = schema_default("journal", "header_bytes")
     source: str = ""
     file: str = "<scenario>"
+    # The limiter (``ratelimit:``, with the older behaviour settings read into it).
+    ratelimit: Limits = DEFAULT_LIMITS
 
     def initial_pets(self) -> list[dict[str, Any]]:
         """The listed pets plus the seeded generated ones, in id order."""

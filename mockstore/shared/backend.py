@@ -453,7 +453,7 @@ class SharedState(Connection):
         # A clock on real time (no start chosen, never moved) is the wall clock everywhere.
         real_time = state.clock.mode != "manual" and state.clock.wall_offset() == 0.0
         fields = self._fresh_fields(scenario, state.keys, now, real_time)
-        return fields, {"epoch": True, "preload": preloads(scenario, now)}
+        return fields, {"epoch": True, "preload": preloads(state, now)}
 
     async def move_clock(self, when: float) -> None:
         runtime = self.runtime
@@ -499,10 +499,9 @@ class SharedState(Connection):
             change: dict[str, Any] = {}
             if used:
                 minute = used.get("minute", 0)
-                first_request = state.scenario.behaviour.ratelimit_windows == "first_request"
                 day = used.get("day", minute)
                 change["preload"] = [
-                    preload(key_bucket(key.key), state.clock.now(), minute, day, first_request)
+                    preload(state, key_bucket(key.key), state.clock.now(), minute, day, plan)
                 ]
             return fields, change
 

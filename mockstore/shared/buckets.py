@@ -16,7 +16,9 @@ import math
 from typing import Any
 
 from mockstore.keys import key_bucket
+from mockstore.limiter.limiter import Limiter
 from mockstore.ratelimit import DAY, MINUTE, Bucket, Decision, Plan, RateLimiter, Usage
+from mockstore.shared import general
 from mockstore.shared.connection import Connection
 from mockstore.shared.deadline import StateUnavailable, bounded
 
@@ -27,11 +29,20 @@ async def read_usage(
     connection: Connection,
     epoch: str,
     bucket_id: str,
-    limiter: RateLimiter,
+    limiter: RateLimiter | Limiter,
     plan: Plan,
     now: float,
 ) -> Usage:
     """A bucket's standing, read without counting anything (``epoch``: its keys' prefix)."""
+    if isinstance(limiter, Limiter):
+        try:
+            return await bounded(
+                general.usage(connection.client(), limiter, epoch, bucket_id, plan, now)
+            )
+        except StateUnavailable:
+            raise
+        except Exception as exc:
+            raise StateUnavailable(connection.unreachable(exc)) from exc
     client = connection.client()
     try:
         async with client.pipeline(transaction=True) as pipe:
@@ -63,8 +74,12 @@ async def read_usage(
     return limiter.standing(bucket, plan, now)
 
 
-def decision_of(limiter: RateLimiter, reply: list[Any], plan: Plan, now: float) -> Decision:
+def decision_of(
+    limiter: RateLimiter | Limiter, reply: list[Any], plan: Plan, now: float
+) -> Decision:
     """The limiter's ``Decision`` from the request script's reply, figures as in memory."""
+    if isinstance(limiter, Limiter):
+        return general.decision(limiter, reply, plan, now)
     bucket = Bucket()
     bucket.minute_used = int(reply[2])
     bucket.day_used = int(reply[3])
@@ -96,21 +111,28 @@ def figure(value: Any) -> float | None:
 
 
 def preload(
-    bucket: str, now: float, minute_used: int, day_used: int, first_request: bool
-) -> list[str]:
-    """A bucket that starts with allowance spent, its windows begun at ``now`` (as in memory)."""
-    if first_request:
+    state: Any, bucket: str, now: float, minute_used: int, day_used: int, plan: Plan
+) -> list[Any]:
+    """A bucket that starts with allowance spent, its windows begun at ``now`` (as in memory).
+
+    For the classic limiter ``[bucket, minute start, used, day start, used]``; for a
+    general one ``[bucket, "g", [field, value, ...], minute log, day log]``.
+    """
+    limiter = state.limiter
+    if isinstance(limiter, Limiter):
+        return general.preload(limiter, bucket, now, minute_used, day_used, plan)
+    if state.scenario.ratelimit.classic_windows == "first_request":
         minute_start = day_start = repr(now)
     else:
         minute_start, day_start = str(int(now // MINUTE) * MINUTE), str(int(now // DAY) * DAY)
     return [bucket, minute_start, str(minute_used), day_start, str(max(day_used, minute_used))]
 
 
-def preloads(scenario: Any, now: float) -> list[list[str]]:
+def preloads(state: Any, now: float) -> list[list[Any]]:
     """The scenario's keys that start with allowance spent (``used:``)."""
-    first_request = scenario.behaviour.ratelimit_windows == "first_request"
-    return [
-        preload(key_bucket(spec.key), now, spec.used_minute, spec.used_day, first_request)
-        for spec in scenario.keys
-        if spec.used_minute or spec.used_day
-    ]
+    found = []
+    for spec in state.scenario.keys:
+        if spec.used_minute or spec.used_day:
+            bucket, plan = key_bucket(spec.key), state.plans[spec.plan]
+            found.append(preload(state, bucket, now, spec.used_minute, spec.used_day, plan))
+    return found

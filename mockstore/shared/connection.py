@@ -20,7 +20,7 @@ from typing import Any
 from mockstore.shared.batching import ScriptBatcher
 from mockstore.shared.channel import ReplyError, ScriptChannel, channel_for
 from mockstore.shared.deadline import StateUnavailable, bounded
-from mockstore.shared.scripts import CONTROL, REQUEST
+from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REFUND, REQUEST
 
 log = logging.getLogger("mockstore.shared")
 
@@ -36,7 +36,10 @@ class Connection:
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._request: Any = None
+        # The request script of a general limiter (``mockstore.limiter``), made on first use.
+        self._general: Any = None
         self._control: Any = None
+        self._refund: Any = None
         # This loop's lock for work that must not run twice at once (a reload).
         self.reloading: asyncio.Lock | None = None
 
@@ -66,26 +69,44 @@ class Connection:
                 self._client, self._client.register_script(REQUEST)
             )
             self._control = self._client.register_script(CONTROL)
+            self._refund = self._client.register_script(REFUND)
+            self._general = None
             self.reloading = asyncio.Lock()
         return self._client
+
+    def _general_line(self) -> Any:
+        """The general request script's line to Redis (this loop's, made on first use)."""
+        if self._general is None:
+            self._general = channel_for(self.url, GENERAL_REQUEST) or ScriptBatcher(
+                self._client, self._client.register_script(GENERAL_REQUEST)
+            )
+        return self._general
 
     async def close(self) -> None:
         """Close this loop's connections (before the loop ends, or the process forks)."""
         client, self._client, self._loop = self._client, None, None
         if isinstance(self._request, ScriptChannel):
             self._request.close()
+        if isinstance(self._general, ScriptChannel):
+            self._general.close()
+        self._general = None
         if client is not None:
             await client.aclose()
             await client.connection_pool.disconnect()
 
     async def call(self, script_of: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        """Run the ``"request"`` or the ``"control"`` script; its reply."""
+        """Run the ``"request"`` script (``"general"``: a general limiter's) or the
+        ``"control"`` one; its reply."""
         import redis.exceptions
 
         self.client()
         try:
             if script_of == "request":
                 return await self._request.call(keys, args)
+            if script_of == "general":
+                return await self._general_line().call(keys, args)
+            if script_of == "refund":
+                return await bounded(self._refund(keys=keys, args=args))
             return await bounded(self._control(keys=keys, args=args))
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             await self.connections_lost()

@@ -25,8 +25,10 @@ with ``%.17g`` (which reads back as the same double) and read with
 
 from __future__ import annotations
 
+from mockstore.limiter.limiter import GENERAL_LIMITER_LUA, GENERAL_REFUND_LUA
 from mockstore.ordering import LUA_ID_PART
 from mockstore.pages import LUA_SPLIT
+from mockstore.ratelimit import BAN_LUA
 
 # KEYS: 1 generation, 2 bucket hash, 3 bucket's rejections (list), 4 the epoch's
 #       request number, 5 .. 4+C the fault rules' call counters, then the store's keys:
@@ -43,11 +45,17 @@ from mockstore.pages import LUA_SPLIT
 #       ('1'/'0'), probability ('' none), kind ('s' answers and stops the operation,
 #       'd' answers but runs it, 'n' fires without answering), its index;
 #       then the operation ('' | create | list | get | page) and its arguments.
-REQUEST = (
-    r"""
-local generation = redis.pcall('GET', KEYS[1])
-if type(generation) == 'table' then return {'stale', ''} end
-if generation ~= ARGV[1] then return {'stale', generation or ''} end
+# The parts every request script shares. ``PROLOGUE``: the generation check, the
+# checks of every value read back (``bad``, ``checked``, ``num``), and ``begin``: a
+# page's room, then the request's number. Then a limiter (``CLASSIC_LIMITER`` here, or
+# the general one of ``mockstore.limiter.limiter``) names where its arguments end
+# (``B``, ``F``, ``KF``), calls ``begin`` before it counts anything, and sets
+# ``verdict``, ``retry_at`` and ``head`` (the reply so far); ``ratelimit.BAN_LUA`` is
+# the ban both escalate with. ``EPILOGUE``: the fault rules and the store operation of
+# an admitted request; its arguments begin at ARGV[F], its counters' keys after KEYS[KF].
+# The checks of every value read back (``bad``, ``checked``, ``num``, ``zset``), and
+# numbers written as text (``fmt``): the request scripts' and the refund's.
+CHECKS = r"""
 local function fmt(x) return string.format('%.17g', x) end
   -- A value read back that no script wrote: dropped, and this request answered 503.
 local function bad(key)
@@ -78,27 +86,51 @@ local function zset(key)
   if kind ~= 'zset' and kind ~= 'none' then bad(key) end
 end
 """
+PROLOGUE = (
+    r"""
+local generation = redis.pcall('GET', KEYS[1])
+if type(generation) == 'table' then return {'stale', ''} end
+if generation ~= ARGV[1] then return {'stale', generation or ''} end
+"""
+    + CHECKS
     + LUA_ID_PART
     + LUA_SPLIT
     + r"""
-do
-  -- A page at an offset where the two lists interleave is searched in a window of the
-  -- inventory sized for the pets created so far: more since, and nothing is counted yet.
-  local o = 14 + 9 * tonumber(ARGV[13])
+local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
+local verdict, retry_at = 'allowed', 0
+local number
+-- Called by the limiter (its fault rules' arguments from ARGV[F], its counters' keys
+-- after KEYS[KF]) before it counts anything: a page at an offset where the two lists
+-- interleave is searched in a window of the inventory sized for the pets created so
+-- far; more since, and the reply asks again, wider, with nothing counted (the request's
+-- number neither). Else the request's number.
+local function begin(F, KF)
+  local o = F + 3 + 9 * tonumber(ARGV[F + 2])
   if ARGV[o] == 'page' and ARGV[o + 1] == 'split' then
-    local key = KEYS[4 + tonumber(ARGV[11]) + 7]
+    local key = KEYS[KF + tonumber(ARGV[F]) + 7]
     zset(key)
     local size = redis.call('ZCARD', key)
     if size > tonumber(ARGV[o + 9]) then return {'resize', size} end
   end
+  number = checked(redis.pcall('INCR', KEYS[4]), KEYS[4])
 end
-local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
-local verdict, retry_at = 'allowed', 0
-local number = checked(redis.pcall('INCR', KEYS[4]), KEYS[4])
+"""
+)
+
+# mockstore.ratelimit.RateLimiter's two fixed windows (a clock minute and a UTC day, or
+# both from a first request): KEYS and ARGV as above (B = 8, F = 11, KF = 4).
+CLASSIC_LIMITER = (
+    r"""
+local B, F, KF = 8, 11, 4
+local wider = begin(F, KF)
+if wider then return wider end
 local b = checked(redis.pcall('HMGET', KEYS[2], 'ms', 'mu', 'ds', 'du', 'bu', 'tu', 'tw'), KEYS[2])
 local ms, mu = num(b[1], KEYS[2]) or -1, num(b[2], KEYS[2], true) or 0
 local ds, du = num(b[3], KEYS[2]) or -1, num(b[4], KEYS[2], true) or 0
 local bu, tu, tw = num(b[5], KEYS[2]), num(b[6], KEYS[2]), num(b[7], KEYS[2]) or 0
+"""
+    + BAN_LUA
+    + r"""
 if ARGV[4] == 'f' then
   if not (ms <= now and now < ms + 60) then ms = now; mu = 0 end
   if not (ds <= now and now < ds + 86400) then ds = now; du = 0 end
@@ -117,30 +149,9 @@ else
   local day_left = tonumber(ARGV[7]) - du
   if minute_left <= 0 or day_left <= 0 then
     verdict = 'rate_limited'
-    local kind = redis.call('TYPE', KEYS[3])['ok']
-    if kind ~= 'list' and kind ~= 'none' then bad(KEYS[3]) end
     if day_left <= 0 then retry_at = ds + 86400 else retry_at = ms + 60 end
-    -- Came back when the wall clock said it might while the scenario clock
-    -- stood still: did as told, so this refusal does not count toward a ban.
-    local waited = tu ~= nil and now < tu and wall >= tw
-    tu = retry_at; tw = wall + (retry_at - now)
-    if not waited and ARGV[9] == 'c' then
-      -- A run of refusals with no admitted request between them: each notes the
-      -- day's count (negated, never taken for an instant); an admission moved it.
-      local mark = -du - 1
-      local first = redis.call('LINDEX', KEYS[3], 0)
-      if first and num(first, KEYS[3]) ~= mark then redis.call('DEL', KEYS[3]) end
-      redis.call('RPUSH', KEYS[3], fmt(mark))
-      if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
-    elseif not waited then
-      redis.call('RPUSH', KEYS[3], fmt(now))
-      local horizon = now - tonumber(ARGV[9])
-      while true do
-        local first = redis.call('LINDEX', KEYS[3], 0)
-        if first and num(first, KEYS[3]) <= horizon then redis.call('LPOP', KEYS[3]) else break end
-      end
-      if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8]) then bu = now + tonumber(ARGV[10]) end
-    end
+    -- A run of refusals ends when an admission moves the day's count.
+    escalate(du)
   else
     mu = mu + 1; du = du + 1
   end
@@ -151,19 +162,23 @@ if bu then redis.call('HSET', KEYS[2], 'bu', fmt(bu))
 elseif b[5] then redis.call('HDEL', KEYS[2], 'bu') end
 if tu then redis.call('HSET', KEYS[2], 'tu', fmt(tu)) end
 local head = {'ok', verdict, fmt(mu), fmt(du), fmt(ms), fmt(ds), fmt(retry_at), number, {}, {-1}}
+"""
+)
+
+EPILOGUE = r"""
 if verdict ~= 'allowed' then return head end
 -- The fault rules, as mockstore.faults.FaultEngine.evaluate reads them: every
 -- counter of a rule whose request conditions the request met counts it; the
 -- first rule that answers ends the firing; a probability is the rule's draw
 -- for this call (mockstore.faults.draw: the first 52 bits of a SHA-1).
-local counters = tonumber(ARGV[11])
+local counters = tonumber(ARGV[F])
 local stop = false
 if counters > 0 then
   local counts = {}
-  for i = 1, counters do counts[i] = checked(redis.pcall('INCR', KEYS[4 + i]), KEYS[4 + i]) end
-  local fault, answered, seed = head[10], false, ARGV[12]
-  for r = 0, tonumber(ARGV[13]) - 1 do
-    local a = 13 + 9 * r
+  for i = 1, counters do counts[i] = checked(redis.pcall('INCR', KEYS[KF + i]), KEYS[KF + i]) end
+  local fault, answered, seed = head[10], false, ARGV[F + 1]
+  for r = 0, tonumber(ARGV[F + 2]) - 1 do
+    local a = F + 2 + 9 * r
     local n = counts[tonumber(ARGV[a + 1])]
     local fires = not answered and n >= tonumber(ARGV[a + 2]) and n <= tonumber(ARGV[a + 3])
       and ARGV[a + 6] == '1'
@@ -187,10 +202,10 @@ if counters > 0 then
     end
   end
 end
-local o = 14 + 9 * tonumber(ARGV[13])
+local o = F + 3 + 9 * tonumber(ARGV[F + 2])
 local op = ARGV[o]
 if op == '' or stop then return head end
-local k = 4 + counters
+local k = KF + counters
 if op == 'create' then
   -- ARGV: o+1 inventory's next id, o+2 largest id, o+3 one past it, o+4 the pet's
   -- JSON after its id, o+5 byte budget ('' none), o+6 status ('' none), o+7 cost per pet
@@ -294,13 +309,20 @@ elseif op == 'get' then
 end
 return head
 """
-)
+
+REQUEST = PROLOGUE + CLASSIC_LIMITER + EPILOGUE
+# The request script of a scenario whose limiter is not the classic one
+# (``mockstore.limiter``: any window length, algorithm, time zone, what counts).
+GENERAL_REQUEST = PROLOGUE + GENERAL_LIMITER_LUA + EPILOGUE
+# A general limiter's refund of a request whose answer does not count (ratelimit.not_counted).
+REFUND = CHECKS + GENERAL_REFUND_LUA
 
 # Control calls. KEYS: 1 generation, 2 configuration hash.
 # ARGV: 1 the generation the caller read (compare-and-set; '' to create the state),
 #       2 the new configuration as field/value pairs in JSON,
 #       3 what else changes, in JSON: {"epoch": true} starts a new epoch (reset,
-#       scenario), "preload": [[bucket key, minute start, used, day start, used]],
+#       scenario), "preload": [[bucket key, minute start, used, day start, used]] (a
+#       general limiter's: [bucket key, "g", [field, value, ...], minute log, day log]),
 #       "forget": [keys], "lift": bucket key (its rejections key follows),
 #       "rebase": {"prefix": bucket keys' prefix, "now": t, "to": t}
 # Returns {'stale', generation} or {'ok', generation, epoch, lifted}.
@@ -342,12 +364,27 @@ if change.epoch then epoch = tostring(redis.call('HINCRBY', KEYS[2], 'epoch', 1)
 local prefix = change.prefix_base .. epoch .. ':'
 if change.preload then
   for _, p in ipairs(change.preload) do
-    hset(prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
+    if p[2] == 'g' then
+      -- A general limiter's bucket (mockstore.limiter.limiter.stored): fields, then logs.
+      redis.call('DEL', prefix .. 'b:' .. p[1])
+      hset(prefix .. 'b:' .. p[1], unpack(p[3]))
+      for i, suffix in ipairs({':m', ':d'}) do
+        local log = prefix .. 'l:' .. p[1] .. suffix
+        redis.call('DEL', log)
+        local entries = p[3 + i]
+        for first = 1, #entries, 1000 do  -- unpack has a stack to fit in
+          redis.call('RPUSH', log, unpack(entries, first, math.min(first + 999, #entries)))
+        end
+      end
+    else
+      hset(prefix .. 'b:' .. p[1], 'ms', p[2], 'mu', p[3], 'ds', p[4], 'du', p[5])
+    end
   end
 end
 if change.forget then
   for _, bucket in ipairs(change.forget) do
-    redis.call('DEL', prefix .. 'b:' .. bucket, prefix .. 'r:' .. bucket)
+    redis.call('DEL', prefix .. 'b:' .. bucket, prefix .. 'r:' .. bucket,
+      prefix .. 'l:' .. bucket .. ':m', prefix .. 'l:' .. bucket .. ':d')
   end
 end
 local lifted = '0'
@@ -368,7 +405,11 @@ if change.rebase then
     cursor = page[1]
     for _, key in ipairs(page[2]) do
       hset(key, 'ms', '-1', 'ds', '-1', 'mu', '0', 'du', '0')
-      redis.call('HDEL', key, 'tu')
+      -- And a general limiter's windows: ends, counts, buckets, and its logs emptied.
+      redis.call('HDEL', key, 'tu', 'me', 'mc', 'mp', 'mk', 'ma', 'mt', 'de', 'dc', 'dp', 'dk',
+        'da', 'dt')
+      local name = string.sub(key, #prefix + 3)
+      redis.call('DEL', prefix .. 'l:' .. name .. ':m', prefix .. 'l:' .. name .. ':d')
       local bu = tonumber(redis.call('HGET', key, 'bu'))
       if bu and (bu ~= bu or bu == math.huge or bu == -math.huge) then bu = nil end
       if bu then

@@ -75,10 +75,12 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from datetime import time as dt_time
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any, Literal, Union
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import uvicorn
 from starlette.requests import ClientDisconnect, Request
@@ -98,6 +100,8 @@ SUNSET_DAY = calendar.timegm((2030, 12, 5, 0, 0, 0))  # the spec's removal date,
 DAY = 86_400
 
 PetStatus = Literal["available", "pending", "sold"]
+Algorithm = Literal["fixed", "sliding_log", "sliding_window", "token_bucket", "leaky_bucket"]
+Figure = Literal["limit", "remaining", "reset", "used", "resource"]
 Operation = Literal["listPets", "createPet", "getPet", "listOrders"]
 ReadOperation = Literal["listPets", "getPet", "listOrders"]
 Condition = Literal[
@@ -150,7 +154,7 @@ PLAUSIBLE_STATUSES: dict[str, tuple[int, ...]] = {
     "pet_not_found": (404,),
     "unknown_path": (404, 403),
     "method_not_allowed": (405, 404),
-    "rate_limited": (429,),
+    "rate_limited": (429, 403, 503),
     "key_banned": (429, 403, 503),
     "gone": (410, 404),
     "list_orders": (403, 404, 501),
@@ -182,6 +186,10 @@ MANAGED_HEADERS = frozenset(
         "x-ratelimit-limit",
         "x-ratelimit-remaining",
         "x-ratelimit-reset",
+        "x-ratelimit-used",
+        "x-ratelimit-resource",
+        "ratelimit",
+        "ratelimit-policy",
     }
 )
 
@@ -354,6 +362,50 @@ class BanPolicy:
 
 
 @dataclass(frozen=True)
+class Gateway:
+    """How the gateway in front of the service counts requests and announces the figures.
+
+    Each window's algorithm (``fixed``: per window;
+    ``sliding_log``: the requests of the last window's length; ``sliding_window``:
+    a counter on the clock's windows adding the previous window's count weighted
+    by the share of it still in the last length; ``token_bucket``: the
+    allowance refilled continuously over the length; ``leaky_bucket``: a GCRA of
+    the same), the ``time_zone`` whose midnight starts the clock's windows,
+    what ``counts`` (``served`` requests or all ``attempts``, refused ones too;
+    a bucket refusing one is emptied), whether callers without a valid key are
+    limited at all (``anonymous_limited``: if not, a plain 401 with no
+    rate-limit headers), the ``figures`` sent (``limit``, ``remaining``,
+    ``reset``, ``used``, ``resource``), Kong's per-window headers
+    (``per_window``: ``X-RateLimit-Limit-<name>``, ``-Remaining-<name>``), the
+    reset's decimals, and the IETF draft ``RateLimit-Policy``/``RateLimit``
+    headers (``draft``: on ``all`` answers or 2xx ones only, ``policies`` naming
+    each window). X-RateLimit-Reset is when the described window is whole again.
+    ``not_counted``: the classes of answers that give back what their request took
+    (after the answer is written: its own figures still count it).
+    """
+
+    minute_algorithm: Algorithm = "fixed"
+    day_algorithm: Algorithm = "fixed"
+    time_zone: str = "UTC"
+    counts: Literal["served", "attempts"] = "served"
+    anonymous_limited: bool = True
+    figures: tuple[Figure, ...] = ("limit", "remaining", "reset")
+    resource: str = "core"
+    per_window: tuple[tuple[Literal["minute", "day"], str], ...] = ()
+    reset_decimals: int = 0
+    retry_after_decimals: int = 1
+    draft: Literal["none", "all", "success"] = "none"
+    policies: tuple[tuple[Literal["minute", "day"], str], ...] = (
+        ("minute", "minute"),
+        ("day", "day"),
+    )
+    not_counted: tuple[Literal["4xx", "5xx"], ...] = ()
+
+    def gives_back(self, status: int) -> bool:
+        return f"{status // 100}xx" in self.not_counted
+
+
+@dataclass(frozen=True)
 class RateLimits:
     """Plans, the anonymous allowance, windows, the headers that report them, bans.
 
@@ -364,8 +416,11 @@ class RateLimits:
     (each starts at the bucket's first request after the last one ended).
     ``describe``: which window ``X-RateLimit-*`` report on an admitted request
     (``minute``, ``day`` or ``tightest``: fewest remaining, the minute on a tie).
-    ``retry_after`` / ``retry_after_banned``: ``seconds`` or ``http-date`` (a
-    ban's may be ``none`` when it is not answered 429).
+    ``retry_after`` / ``retry_after_banned``: ``seconds`` (whole, rounded up),
+    ``decimal`` (``retry_after_decimals`` digits, rounded up), ``http-date`` or
+    ``none`` (only where the refusal is not answered 429).
+
+    ``gateway``: how the gateway in front of the service counts and announces them.
 
     ``minute_seconds`` and ``day_seconds`` are a test convenience: a 2-second
     "minute" lets a test see a whole window pass. A real provider has 60 and 86,400.
@@ -381,11 +436,12 @@ class RateLimits:
     reset: Literal["epoch", "epoch_ms", "delta"] = "epoch"
     windows: Literal["clock", "first_request"] = "clock"
     describe: Literal["minute", "day", "tightest"] = "tightest"
-    retry_after: Literal["seconds", "http-date"] = "seconds"
-    retry_after_banned: Literal["seconds", "http-date", "none"] = "seconds"
+    retry_after: Literal["seconds", "decimal", "http-date", "none"] = "seconds"
+    retry_after_banned: Literal["seconds", "decimal", "http-date", "none"] = "seconds"
     ban: BanPolicy = BanPolicy()
     minute_seconds: int = 60
     day_seconds: int = DAY
+    gateway: Gateway = Gateway()
 
     def plan(self, name: str) -> Plan | None:
         return dict(self.plans).get(name)
@@ -759,6 +815,47 @@ def _problems(profile: Profile) -> list[str]:
         "$.rate_limits.retry_after_banned",
         "a 429 carries Retry-After (the spec)",
     )
+    need(
+        limits.retry_after != "none" or refusals.rate_limited.status != 429,
+        "$.rate_limits.retry_after",
+        "a 429 carries Retry-After (the spec)",
+    )
+    try:
+        ZoneInfo(limits.gateway.time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        need(False, "$.rate_limits.gateway.time_zone", "an IANA time zone")
+    need(
+        0 <= limits.gateway.reset_decimals <= 3,
+        "$.rate_limits.gateway.reset_decimals",
+        "from 0 to 3",
+    )
+    need(
+        limits.reset != "epoch_ms" or not limits.gateway.reset_decimals,
+        "$.rate_limits.gateway.reset_decimals",
+        "milliseconds have no decimals",
+    )
+    need(
+        1 <= limits.gateway.retry_after_decimals <= 3,
+        "$.rate_limits.gateway.retry_after_decimals",
+        "from 1 to 3",
+    )
+    need(
+        len(set(limits.gateway.figures)) == len(limits.gateway.figures),
+        "$.rate_limits.gateway.figures",
+        "one each",
+    )
+    for window, name in limits.gateway.per_window:
+        need(
+            bool(re.fullmatch(r"[A-Za-z0-9]+", name)),
+            f"$.rate_limits.gateway.per_window.{window}",
+            "letters and digits",
+        )
+    for window, name in limits.gateway.policies:
+        need(
+            bool(re.fullmatch(r"[A-Za-z0-9_.:/-]+", name)),
+            f"$.rate_limits.gateway.policies.{window}",
+            "a policy name",
+        )
 
     semantics = profile.semantics
     need(
@@ -792,44 +889,246 @@ def _plan_problems(plan: Plan, path: str, need: Callable[[bool, str, str], None]
 # Rate limiting
 
 
-@dataclass
-class Window:
-    start: float
-    used: int = 0
+def window_at(now: float, length: float, zone: str) -> tuple[float, float]:
+    """The window of ``length`` on the clock that holds ``now``: counted from each
+    midnight of ``zone`` (the day's last one ends at the next midnight)."""
+    if zone == "UTC":
+        start = math.floor(now / length) * length
+        return start, start + length
+    tz = ZoneInfo(zone)
+    local = datetime.fromtimestamp(now, tz)
+    midnight = datetime(local.year, local.month, local.day, tzinfo=tz)
+    following = datetime.combine(midnight.date() + timedelta(days=1), dt_time(), tzinfo=tz)
+    day_start, day_end = midnight.timestamp(), following.timestamp()
+    start = day_start + math.floor((now - day_start) / length) * length
+    return start, min(start + length, day_end)
+
+
+class FixedWindow:
+    """A count per window: on the clock, or from the first request after the last window."""
+
+    def __init__(self, length: float, aligned: bool, zone: str) -> None:
+        self.length, self.aligned, self.zone = length, aligned, zone
+        self.start: float | None = None
+        self.end = 0.0
+        self.used = 0
+
+    def _roll(self, now: float) -> None:
+        if self.aligned:
+            start, end = window_at(now, self.length, self.zone)
+            if start != self.start:
+                self.start, self.end, self.used = start, end, 0
+        elif self.start is None or now >= self.end:
+            self.start, self.end, self.used = now, now + self.length, 0
+
+    def check(self, now: float, limit: int) -> tuple[bool, float]:
+        self._roll(now)
+        return self.used < limit, self.end
+
+    def take(self, now: float, limit: int, refused: bool) -> None:
+        self.used += 1
+
+    def left(self, now: float, limit: int) -> int:
+        return max(0, limit - self.used)
+
+    def give_back(self, now: float, limit: int) -> None:
+        if self.start is not None and self.start <= now < self.end and self.used:
+            self.used -= 1
+
+    def full_at(self, now: float, limit: int) -> float:
+        return self.end
+
+
+class SlidingLog:
+    """The instants of the requests of the last ``length`` seconds."""
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+        self.log: deque[float] = deque()
+
+    def check(self, now: float, limit: int) -> tuple[bool, float]:
+        while self.log and self.log[0] + self.length <= now:
+            self.log.popleft()
+        if len(self.log) < limit:
+            return True, now
+        return False, self.log[len(self.log) - limit] + self.length
+
+    def take(self, now: float, limit: int, refused: bool) -> None:
+        self.log.append(now)
+
+    def left(self, now: float, limit: int) -> int:
+        return max(0, limit - len(self.log))
+
+    def give_back(self, now: float, limit: int) -> None:
+        for index in range(len(self.log) - 1, -1, -1):
+            if self.log[index] == now:
+                del self.log[index]
+                return
+
+    def full_at(self, now: float, limit: int) -> float:
+        return self.log[-1] + self.length if self.log else now
+
+
+class SlidingCounter:
+    """Counts per window on the clock, the previous one weighted by how much of it the
+    last ``length`` seconds still cover."""
+
+    def __init__(self, length: float, zone: str) -> None:
+        self.length, self.zone = length, zone
+        self.start: float | None = None
+        self.end = 0.0
+        self.current = self.previous = 0
+
+    def _roll(self, now: float) -> None:
+        start, end = window_at(now, self.length, self.zone)
+        if start != self.start:
+            self.previous = self.current if start == self.end else 0
+            self.current = 0
+            self.start, self.end = start, end
+
+    def _estimate(self, now: float) -> float:
+        assert self.start is not None
+        return self.previous * (self.end - now) / (self.end - self.start) + self.current
+
+    def check(self, now: float, limit: int) -> tuple[bool, float]:
+        self._roll(now)
+        assert self.start is not None
+        if self._estimate(now) + 1 <= limit:
+            return True, now
+        if self.current + 1 <= limit:
+            span = self.end - self.start
+            return False, self.end - span * (limit - 1 - self.current) / self.previous
+        start, end = window_at(self.end, self.length, self.zone)
+        return False, end - (end - start) * (limit - 1) / self.current
+
+    def take(self, now: float, limit: int, refused: bool) -> None:
+        self.current += 1
+
+    def left(self, now: float, limit: int) -> int:
+        # Instants are good to a quarter of a microsecond: what is a hair short still counts.
+        assert self.start is not None
+        margin = 1e-6 * self.previous / (self.end - self.start) + 1e-9
+        return max(0, math.floor(limit - self._estimate(now) + margin))
+
+    def give_back(self, now: float, limit: int) -> None:
+        if self.start is not None and self.start <= now < self.end and self.current:
+            self.current -= 1
+
+    def full_at(self, now: float, limit: int) -> float:
+        if self.current:
+            return window_at(self.end, self.length, self.zone)[1]
+        return self.end if self.previous else now
+
+
+class TokenBucket:
+    """``limit`` tokens, refilled continuously at ``limit`` per ``length`` seconds."""
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+        self.tokens: float | None = None
+        self.last = 0.0
+
+    def _refill(self, now: float, limit: int) -> float:
+        if self.tokens is None:
+            self.tokens, self.last = float(limit), now
+        elif now > self.last:
+            self.tokens = min(limit, self.tokens + (now - self.last) * limit / self.length)
+            self.last = now
+        return self.tokens
+
+    def check(self, now: float, limit: int) -> tuple[bool, float]:
+        tokens = self._refill(now, limit)
+        return tokens >= 1, now + (1 - tokens) * self.length / limit
+
+    def take(self, now: float, limit: int, refused: bool) -> None:
+        self.tokens = max(0.0, self._refill(now, limit) - 1)
+
+    def left(self, now: float, limit: int) -> int:
+        margin = 1e-6 * limit / self.length + 1e-9
+        return max(0, math.floor(self._refill(now, limit) + margin))
+
+    def give_back(self, now: float, limit: int) -> None:
+        if self.tokens is not None:
+            self.tokens = min(limit, self.tokens + 1)
+
+    def full_at(self, now: float, limit: int) -> float:
+        return now + (limit - self._refill(now, limit)) * self.length / limit
+
+
+class LeakyBucket:
+    """A leaky bucket as a meter (GCRA): ``limit`` requests, leaking ``limit`` per ``length``."""
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+        self.tat: float | None = None
+
+    def check(self, now: float, limit: int) -> tuple[bool, float]:
+        interval = self.length / limit
+        tat = max(self.tat if self.tat is not None else now, now)
+        # A microsecond's slack: the instant is a sum of rounded intervals.
+        return tat + interval - now <= self.length + 1e-6, tat + interval - self.length
+
+    def take(self, now: float, limit: int, refused: bool) -> None:
+        tat = max(self.tat if self.tat is not None else now, now) + self.length / limit
+        self.tat = min(tat, now + self.length)
+
+    def left(self, now: float, limit: int) -> int:
+        tat = max(self.tat if self.tat is not None else now, now)
+        margin = 1e-6 * limit / self.length + 1e-9
+        left = math.floor((now + self.length - tat) * limit / self.length + margin)
+        return min(limit, max(0, left))
+
+    def give_back(self, now: float, limit: int) -> None:
+        if self.tat is not None:
+            self.tat = max(self.tat - self.length / limit, now)
+
+    def full_at(self, now: float, limit: int) -> float:
+        return max(self.tat if self.tat is not None else now, now)
+
+
+Counter = FixedWindow | SlidingLog | SlidingCounter | TokenBucket | LeakyBucket
+
+
+def new_counter(algorithm: str, length: float, aligned: bool, zone: str) -> Counter:
+    if algorithm == "sliding_log":
+        return SlidingLog(length)
+    if algorithm == "sliding_window":
+        return SlidingCounter(length, zone)
+    if algorithm == "token_bucket":
+        return TokenBucket(length)
+    if algorithm == "leaky_bucket":
+        return LeakyBucket(length)
+    return FixedWindow(length, aligned, zone)
 
 
 @dataclass
 class Bucket:
     """What one key (or one anonymous address) has spent, and its ban state."""
 
-    minute: Window | None = None
-    day: Window | None = None
+    minute: Counter
+    day: Counter
     rejections: deque[float] = field(default_factory=deque)
     consecutive: int = 0
     banned_until: float | None = None
 
 
 @dataclass(frozen=True)
-class Allowance:
+class WindowState:
+    """One window's figures on an answer: its limit, requests left, when it is whole again."""
+
     name: Literal["minute", "day"]
     limit: int
-    window: Window
-    length: int
-
-    @property
-    def end(self) -> float:
-        return self.window.start + self.length
-
-    @property
-    def remaining(self) -> int:
-        return max(0, self.limit - self.window.used)
+    left: int
+    full_at: float
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The limiter's answer: what the X-RateLimit-* headers say, and when to retry.
 
-    ``resets_at`` is the instant the described window (or the ban) ends.
+    ``resets_at`` is the instant the described window is whole again (or the ban
+    ends); ``windows`` every window's figures (for the per-window and draft
+    headers). A verdict with ``limit`` 0 is for a caller no limit applies to.
     """
 
     outcome: Literal["admitted", "rate_limited", "banned"]
@@ -838,64 +1137,104 @@ class Verdict:
     resets_at: float
     window: Literal["minute", "day", "ban"]
     retry_at: float | None = None
+    windows: tuple[WindowState, ...] = ()
+
+
+UNLIMITED = Verdict("admitted", 0, 0, 0.0, "minute")
 
 
 class RateLimiter:
-    """Fixed windows per bucket, and the ban for buckets that keep going after 429."""
+    """Each plan's two windows per bucket, and the ban for buckets that keep going after 429."""
 
     def __init__(self, limits: RateLimits) -> None:
         self._limits = limits
         self._buckets: dict[Hashable, Bucket] = {}
 
+    def _bucket(self, bucket_id: Hashable) -> Bucket:
+        bucket = self._buckets.get(bucket_id)
+        if bucket is None:
+            limits = self._limits
+            aligned = limits.windows == "clock"
+            zone = limits.gateway.time_zone
+            bucket = self._buckets[bucket_id] = Bucket(
+                new_counter(limits.gateway.minute_algorithm, limits.minute_seconds, aligned, zone),
+                new_counter(limits.gateway.day_algorithm, limits.day_seconds, aligned, zone),
+            )
+        return bucket
+
     def admit(self, bucket_id: Hashable, plan: Plan, now: float) -> Verdict:
         limits = self._limits
-        bucket = self._buckets.setdefault(bucket_id, Bucket())
+        bucket = self._bucket(bucket_id)
+        counters: list[tuple[Literal["minute", "day"], int, Counter]] = [
+            ("minute", plan.per_minute, bucket.minute)
+        ]
+        if plan.per_day is not None:
+            counters.append(("day", plan.per_day, bucket.day))
+        checks = [
+            (name, limit, counter, *counter.check(now, limit)) for name, limit, counter in counters
+        ]
         if bucket.banned_until is not None:
             if now < bucket.banned_until:
                 limit = (
                     plan.per_day if limits.describe == "day" and plan.per_day else plan.per_minute
                 )
                 ends = bucket.banned_until
-                return Verdict("banned", limit, 0, ends, "ban", ends)
+                windows = tuple(WindowState(name, lim, 0, ends) for name, lim, _ in counters)
+                return Verdict("banned", limit, 0, ends, "ban", ends, windows)
             bucket.banned_until = None
-        bucket.minute = self._current(bucket.minute, limits.minute_seconds, now)
-        allowances = [Allowance("minute", plan.per_minute, bucket.minute, limits.minute_seconds)]
-        if plan.per_day is not None:
-            bucket.day = self._current(bucket.day, limits.day_seconds, now)
-            allowances.append(Allowance("day", plan.per_day, bucket.day, limits.day_seconds))
-        spent = [allowance for allowance in allowances if allowance.remaining == 0]
-        if spent:
-            # Waiting for the minute would not help while the day is spent.
-            blocking = max(spent, key=lambda allowance: (allowance.end, allowance.name == "day"))
-            self._reject(bucket, now)
+        if all(allowed for _, _, _, allowed, _ in checks):
+            for _, limit, counter in counters:
+                counter.take(now, limit, False)
+            bucket.consecutive = 0
+            windows = self._windows(counters, now)
+            described = self._described(windows)
             return Verdict(
-                "rate_limited", blocking.limit, 0, blocking.end, blocking.name, blocking.end
-            )
-        for allowance in allowances:
-            allowance.window.used += 1
-        bucket.consecutive = 0
-        described = self._described(allowances)
+                "admitted", described.limit, described.left, described.full_at, described.name,
+                None, windows,
+            )  # fmt: skip
+        if limits.gateway.counts == "attempts":
+            # Every attempt counts, the refused ones too.
+            for _, limit, counter in counters:
+                counter.take(now, limit, True)
+            checks = [
+                (name, limit, counter, *counter.check(now, limit))
+                for name, limit, counter in counters
+            ]
+        refused = [check for check in checks if not check[3]]
+        # Waiting for the minute would not help while the day is spent.
+        name, _, _, _, retry_at = max(refused, key=lambda check: (check[4], check[0] == "day"))
+        self._reject(bucket, now)
+        windows = self._windows(counters, now)
+        blocking = next(state for state in windows if state.name == name)
         return Verdict(
-            "admitted", described.limit, described.remaining, described.end, described.name
+            "rate_limited", blocking.limit, blocking.left, blocking.full_at, name, retry_at,
+            windows,
+        )  # fmt: skip
+
+    def give_back(self, bucket_id: Hashable, plan: Plan, now: float) -> None:
+        """An answer that does not count: what its request took goes back."""
+        bucket = self._bucket(bucket_id)
+        bucket.minute.give_back(now, plan.per_minute)
+        if plan.per_day is not None:
+            bucket.day.give_back(now, plan.per_day)
+
+    @staticmethod
+    def _windows(
+        counters: list[tuple[Literal["minute", "day"], int, Counter]], now: float
+    ) -> tuple[WindowState, ...]:
+        return tuple(
+            WindowState(name, limit, counter.left(now, limit), counter.full_at(now, limit))
+            for name, limit, counter in counters
         )
 
-    def _current(self, window: Window | None, length: int, now: float) -> Window:
-        if self._limits.windows == "clock":
-            start = math.floor(now / length) * length
-            if window is None or window.start != start:
-                return Window(start)
-        elif window is None or now >= window.start + length:
-            return Window(now)
-        return window
-
-    def _described(self, allowances: list[Allowance]) -> Allowance:
-        minute = allowances[0]
-        day = allowances[1] if len(allowances) > 1 else None
+    def _described(self, windows: tuple[WindowState, ...]) -> WindowState:
+        minute = windows[0]
+        day = windows[1] if len(windows) > 1 else None
         if day is None or self._limits.describe == "minute":
             return minute
         if self._limits.describe == "day":
             return day
-        return day if day.remaining < minute.remaining else minute
+        return day if day.left < minute.left else minute
 
     def _reject(self, bucket: Bucket, now: float) -> None:
         ban = self._limits.ban
@@ -1129,7 +1468,10 @@ class ProfiledPetStore:
         else:
             bucket = ("address", request.client.host if request.client else "")
             plan = self.profile.rate_limits.anonymous
-        verdict = self._limiter.admit(bucket, plan, now)
+        if caller.plan is None and not self.profile.rate_limits.gateway.anonymous_limited:
+            verdict = UNLIMITED  # the gateway limits keys only: a plain 401 follows
+        else:
+            verdict = self._limiter.admit(bucket, plan, now)
         exchange = Exchange(now, request_id, route, caller, verdict)
         if verdict.outcome == "admitted":
             for stage in ("counted", "authenticated"):
@@ -1150,6 +1492,9 @@ class ProfiledPetStore:
             b"" if answer.body is None else json.dumps(answer.body, separators=(",", ":")).encode()
         )
         headers = self._headers(request, exchange, answer, body)
+        gateway = self.profile.rate_limits.gateway
+        if verdict.outcome == "admitted" and verdict.limit and gateway.gives_back(answer.status):
+            self._limiter.give_back(bucket, plan, now)
         operation = route.operation if route.operation != "options" else None
         if operation == "createPet" and answer.status == 201:
             front.note_created(answer.body["id"], now)
@@ -1460,19 +1805,19 @@ class ProfiledPetStore:
         limits = profile.rate_limits
         verdict, now, operation = exchange.verdict, exchange.now, exchange.route.operation
         headers = [("Content-Type", profile.headers.content_type)]
-        headers += [
-            ("X-RateLimit-Limit", str(verdict.limit)),
-            ("X-RateLimit-Remaining", str(verdict.remaining)),
-            ("X-RateLimit-Reset", self._reset(verdict.resets_at, now)),
-        ]
+        if verdict.limit:
+            headers += self._rate_headers(verdict, now, answer.status)
         if verdict.retry_at is not None and answer.condition in ("rate_limited", "key_banned"):
             form = (
                 limits.retry_after
                 if answer.condition == "rate_limited"
                 else limits.retry_after_banned
             )
+            wait = verdict.retry_at - now
             if form == "seconds":
-                headers.append(("Retry-After", str(max(1, math.ceil(verdict.retry_at - now)))))
+                headers.append(("Retry-After", str(max(1, math.ceil(wait)))))
+            elif form == "decimal":
+                headers.append(("Retry-After", _decimal(wait, limits.gateway.retry_after_decimals)))
             elif form == "http-date":
                 headers.append(("Retry-After", http_date(verdict.retry_at)))
         if profile.headers.request_id is not None:
@@ -1502,12 +1847,55 @@ class ProfiledPetStore:
         headers.append(("Date", formatdate(math.floor(now), usegmt=True)))
         return headers
 
+    def _rate_headers(self, verdict: Verdict, now: float, status: int) -> list[tuple[str, str]]:
+        """The X-RateLimit-* figures the gateway sends, its per-window and draft headers."""
+        limits = self.profile.rate_limits
+        headers: list[tuple[str, str]] = []
+        for figure in limits.gateway.figures:
+            if figure == "limit":
+                headers.append(("X-RateLimit-Limit", str(verdict.limit)))
+            elif figure == "remaining":
+                headers.append(("X-RateLimit-Remaining", str(verdict.remaining)))
+            elif figure == "reset":
+                headers.append(("X-RateLimit-Reset", self._reset(verdict.resets_at, now)))
+            elif figure == "used":
+                headers.append(("X-RateLimit-Used", str(verdict.limit - verdict.remaining)))
+            else:
+                headers.append(("X-RateLimit-Resource", limits.gateway.resource))
+        states = {state.name: state for state in verdict.windows}
+        for window, name in limits.gateway.per_window:
+            state = states.get(window)
+            if state is not None:
+                headers.append((f"X-RateLimit-Limit-{name}", str(state.limit)))
+                headers.append((f"X-RateLimit-Remaining-{name}", str(state.left)))
+        if limits.gateway.draft == "all" or (
+            limits.gateway.draft == "success" and 200 <= status < 300
+        ):
+            names = dict(limits.gateway.policies)
+            lengths = {"minute": limits.minute_seconds, "day": limits.day_seconds}
+            policy, state_text = [], []
+            for state in verdict.windows:
+                if verdict.outcome == "banned":
+                    wait = max(1, math.ceil(state.full_at - now))
+                else:
+                    wait = max(0, math.ceil(state.full_at - now))
+                policy.append(f'"{names[state.name]}";q={state.limit};w={lengths[state.name]}')
+                state_text.append(f'"{names[state.name]}";r={state.left};t={wait}')
+            headers.append(("RateLimit-Policy", ", ".join(policy)))
+            headers.append(("RateLimit", ", ".join(state_text)))
+        return headers
+
     def _reset(self, instant: float, now: float) -> str:
-        form = self.profile.rate_limits.reset
+        limits = self.profile.rate_limits
+        form = limits.reset
         if form == "epoch":
-            return str(math.ceil(instant))
+            if not limits.gateway.reset_decimals:
+                return str(math.ceil(instant))
+            return _decimal(instant, limits.gateway.reset_decimals)
         if form == "epoch_ms":
             return str(math.ceil(instant * 1000))
+        if limits.gateway.reset_decimals:
+            return _decimal(max(0.0, instant - now), limits.gateway.reset_decimals)
         return str(max(1, math.ceil(instant - now)))
 
     @staticmethod
@@ -1541,6 +1929,15 @@ class ProfiledPetStore:
         if deprecation.link is not None:
             headers.append(("Link", deprecation.link))
         return headers
+
+
+def _decimal(value: float, decimals: int) -> str:
+    """``value`` rounded up to ``decimals`` digits (none: a whole number)."""
+    scale = 10**decimals
+    steps = max(math.ceil(round(value * scale, 6)), 1 if decimals else 0)
+    if not decimals:
+        return str(steps)
+    return f"{steps // scale}.{steps % scale:0{decimals}d}"
 
 
 def _subject(

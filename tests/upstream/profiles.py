@@ -15,9 +15,12 @@ The named profiles:
   names are ours);
 - ``GATEWAY``: a provider behind an API gateway, far from mockstore in every
   class (upper-case codes, 422, 403 bans after consecutive 429s, epoch-ms resets,
-  windows from the first request, cursor pages by name in any case, ...);
+  windows from the first request, a sliding-window day in New York that counts
+  every attempt, callers without a key never limited, the draft headers on 2xx
+  answers under its own policy names, cursor pages by name in any case, ...);
 - ``LEGACY``: an older provider, far from both (no request id, ``Deprecation:
-  true``, 503 bans, seconds-from-now resets, unknown fields kept, ...).
+  true``, 503 bans, seconds-from-now resets with a decimal, unknown fields kept,
+  a token bucket, a GCRA day in India, Kong's per-window headers, ...).
 
 ``clock_offset_seconds`` is never drawn (it stays 0): it moves the service in
 time for a test, it is no provider's choice.
@@ -40,6 +43,7 @@ from tests.upstream.profiled import (
     BanPolicy,
     DeprecationHeaders,
     ExtraField,
+    Gateway,
     Headers,
     Plan,
     Profile,
@@ -140,6 +144,24 @@ EXTRA_FIELD_NAMES = (
     "retryable",
 )
 PLAN_NAMES = ("free", "pro", "business", "enterprise", "starter", "trial", "basic", "team")
+ALGORITHMS = ("fixed", "sliding_log", "sliding_window", "token_bucket", "leaky_bucket")
+FIGURES = ("limit", "remaining", "reset", "used", "resource")
+# Zones whose offsets are whole hours, half hours and quarter hours, with and without DST.
+TIME_ZONES = (
+    "UTC",
+    "America/New_York",
+    "Europe/Berlin",
+    "Asia/Kolkata",
+    "Australia/Adelaide",
+    "Asia/Kathmandu",
+    "Pacific/Auckland",
+)
+RESOURCES = ("core", "search", "pets", "graphql")
+WINDOW_NAMES = {"minute": ("Minute", "Second", "Burst"), "day": ("Day", "Hour", "Quota")}
+POLICY_NAMES = {
+    "minute": ("minute", "burst", "default", "per-min"),
+    "day": ("day", "daily", "quota"),
+}
 DEPRECATED_FROM = 1704067200  # 2024-01-01T00:00:00Z
 DEPRECATED_UNTIL = 1798761599  # 2026-12-31T23:59:59Z
 
@@ -297,18 +319,50 @@ def _plans(draw: st.DrawFn) -> Plan:
 
 
 @st.composite
-def _rate_limits(draw: st.DrawFn, banned_status: int) -> RateLimits:
+def _gateway(draw: st.DrawFn, reset: str) -> Gateway:
+    """The gateway's algorithms, time zone, what counts, and how it announces them."""
+    extra = draw(st.lists(st.sampled_from(["used", "resource"]), unique=True))
+    windows = draw(st.lists(st.sampled_from(["minute", "day"]), unique=True))
+    return Gateway(
+        minute_algorithm=draw(st.sampled_from(ALGORITHMS)),
+        day_algorithm=draw(st.sampled_from(ALGORITHMS)),
+        time_zone=draw(st.sampled_from(TIME_ZONES)),
+        counts=draw(st.sampled_from(["served", "attempts"])),
+        anonymous_limited=draw(st.booleans()),
+        figures=("limit", "remaining", "reset", *sorted(extra, key=FIGURES.index)),
+        resource=draw(st.sampled_from(RESOURCES)),
+        per_window=tuple(
+            (window, draw(st.sampled_from(WINDOW_NAMES[window]))) for window in windows
+        ),
+        reset_decimals=0 if reset == "epoch_ms" else draw(st.sampled_from([0, 0, 1, 3])),
+        retry_after_decimals=draw(st.integers(1, 3)),
+        draft=draw(st.sampled_from(["none", "all", "success"])),
+        policies=(
+            ("minute", draw(st.sampled_from(POLICY_NAMES["minute"]))),
+            ("day", draw(st.sampled_from(POLICY_NAMES["day"]))),
+        ),
+        not_counted=draw(st.sampled_from([(), (), ("4xx",), ("5xx",), ("4xx", "5xx")])),
+    )
+
+
+@st.composite
+def _rate_limits(draw: st.DrawFn, banned_status: int, refused_status: int) -> RateLimits:
     names = draw(st.lists(st.sampled_from(PLAN_NAMES), min_size=1, max_size=3, unique=True))
     minute = draw(st.sampled_from([2, 3, 5, 10, 60]))
-    banned_forms = ["seconds", "http-date"] + (["none"] if banned_status != 429 else [])
+    banned_forms = ["seconds", "decimal", "http-date"] + (["none"] if banned_status != 429 else [])
+    refused_forms = ["seconds", "decimal", "http-date"] + (
+        ["none"] if refused_status != 429 else []
+    )
+    reset = draw(st.sampled_from(["epoch", "epoch_ms", "delta"]))
     return RateLimits(
         plans=tuple((name, draw(_plans())) for name in names),
         anonymous=draw(_plans()),
-        reset=draw(st.sampled_from(["epoch", "epoch_ms", "delta"])),
+        reset=reset,  # type: ignore[arg-type]
         windows=draw(st.sampled_from(["clock", "first_request"])),
         describe=draw(st.sampled_from(["minute", "day", "tightest"])),
-        retry_after=draw(st.sampled_from(["seconds", "http-date"])),
+        retry_after=draw(st.sampled_from(refused_forms)),
         retry_after_banned=draw(st.sampled_from(banned_forms)),
+        gateway=draw(_gateway(reset)),
         ban=BanPolicy(
             trigger=draw(st.sampled_from(["within", "consecutive"])),
             rejections=draw(st.integers(2, 5)),
@@ -493,7 +547,7 @@ def profiles(draw: st.DrawFn) -> Profile:
     return Profile(
         headers=headers,
         refusals=refusals,
-        rate_limits=draw(_rate_limits(refusals.key_banned.status)),
+        rate_limits=draw(_rate_limits(refusals.key_banned.status, refusals.rate_limited.status)),
         semantics=draw(_semantics()),
         http=draw(_http(etag, headers.request_id is not None)),
     )
@@ -571,6 +625,19 @@ GATEWAY = Profile(
         retry_after="http-date",
         retry_after_banned="http-date",
         ban=BanPolicy("consecutive", 3, 60, 30),
+        gateway=Gateway(
+            day_algorithm="sliding_window",
+            time_zone="America/New_York",
+            counts="attempts",
+            anonymous_limited=False,
+            figures=("limit", "remaining", "reset", "used", "resource"),
+            resource="pets",
+            per_window=(("minute", "Burst"),),
+            retry_after_decimals=2,
+            draft="success",
+            policies=(("minute", "burst"), ("day", "daily")),
+            not_counted=("5xx",),
+        ),
     ),
     semantics=Semantics(
         limit_above_maximum="clamp",
@@ -656,6 +723,19 @@ LEGACY = Profile(
         retry_after="http-date",
         retry_after_banned="none",
         ban=BanPolicy("within", 4, 20, 45),
+        gateway=Gateway(
+            minute_algorithm="token_bucket",
+            day_algorithm="leaky_bucket",
+            time_zone="Asia/Kolkata",
+            figures=("limit", "remaining", "reset", "used"),
+            resource="search",
+            per_window=(("minute", "Minute"), ("day", "Day")),
+            reset_decimals=1,
+            retry_after_decimals=3,
+            draft="all",
+            policies=(("minute", "default"), ("day", "quota")),
+            not_counted=("4xx",),
+        ),
     ),
     semantics=Semantics(
         limit_above_maximum="refuse",

@@ -27,6 +27,8 @@ from mockstore.fidelity.calibrate.learn_errors import computed_field, learn_mess
 from mockstore.fidelity.calibrate.learn_http import HttpLearner
 from mockstore.fidelity.calibrate.learn_latency import learn_latency
 from mockstore.fidelity.calibrate.learn_maintenance import learn_maintenance
+from mockstore.fidelity.calibrate.limiter import learn_limiter
+from mockstore.fidelity.calibrate.rate_figures import allowances_shown, other_allowance
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
 from mockstore.fidelity.compare import INFRASTRUCTURE_HEADERS, TRANSPORT_HEADERS, is_infrastructure
 from mockstore.fidelity.conditions import json_of
@@ -39,7 +41,6 @@ from mockstore.fidelity.formats import (
     is_id,
     reset_kind,
     retry_after_kind,
-    sf_list,
 )
 from mockstore.fidelity.recording import InputError, Recording
 from mockstore.ratelimit import BUILTIN_PLANS
@@ -154,6 +155,8 @@ class _Learner:
         self.rate_headers()
         self.plans()
         self.bans()
+        # The limiter's windows and forms (its own module): after the plans it replays.
+        learn_limiter(self.seen, self.result, cite)
         self.refusals()
         self.headers()
         self.deprecation()
@@ -171,16 +174,17 @@ class _Learner:
         # The recorded instant (to the millisecond), not Date (to the second): the service's
         # time, which a recording of mockstore on a scenario clock keeps apart from the wall's.
         now = s.item.time
-        value = int(reset)
+        value = float(reset)
         # An instant on the headers' clock, brought back to the service's.
         offset = s.header_offset
         end = {"epoch": value - offset, "epoch-ms": value / 1000 - offset, "delta": now + value}[
             kind
         ]
         left = end - now
-        # A minute ends within a minute (and rounding); a day's end is far off but near
-        # midnight, which no recording of a minute's traffic tells apart: a minute.
-        return ("minute" if left <= 65 else "day"), end, int(limit)
+        # A minute ends within a minute (two for a sliding counter, and rounding); a day's
+        # end is far off but near midnight, which no recording of a minute's traffic
+        # tells apart: a minute.
+        return ("minute" if left <= 125 else "day"), end, int(limit)
 
     def rate_headers(self) -> None:
         result = self.result
@@ -261,7 +265,7 @@ class _Learner:
             kind = retry_after_kind(retry[0].headers["retry-after"])
             if kind == "invalid":
                 result.cannot("Retry-After is unreadable: " + cite(retry[0], "Retry-After"))
-            else:
+            elif kind != "decimal":  # a decimal is ratelimit.headers' (learn_limiter)
                 result.set("behaviour.retry_after", kind, cite(retry[0], "Retry-After"))
         banned = [s for s in self.seen if s.condition == "key_banned"]
         if banned:
@@ -271,7 +275,7 @@ class _Learner:
                 result.cannot(
                     "a ban's Retry-After is unreadable: " + cite(banned[0], "Retry-After")
                 )
-            else:
+            elif kind != "decimal":
                 same = kind == result.value("behaviour.retry_after", "seconds")
                 result.set(
                     "behaviour.retry_after_banned",
@@ -340,15 +344,13 @@ class _Learner:
         """
         minute = day = None
         evidence: list[str] = []
-        for s in members:
-            policy = sf_list(s.headers.get("ratelimit-policy", "")) or []
-            for _, params in policy:
-                q, w = params.get("q", ""), params.get("w", "")
-                if q.isdigit() and w == "60" and minute is None:
-                    minute = int(q)
-                    evidence.append(cite(s, "RateLimit-Policy", code=False))
-                elif q.isdigit() and w == "86400" and day is None:
-                    day = int(q)
+        # The draft headers' policies, and Kong's per-window headers, name both allowances.
+        shown_by = allowances_shown(members)
+        if shown_by is not None:
+            (minute, day), example = shown_by
+            evidence.append(
+                cite(example, "RateLimit-Policy", *_per_window_names(example), code=False)
+            )
         for s in members:
             if s.condition == "key_banned":
                 continue
@@ -367,6 +369,9 @@ class _Learner:
                     cite(s, "X-RateLimit-Limit", "X-RateLimit-Reset", code=False,
                          note="the day's allowance")
                 )  # fmt: skip
+        if day is None and minute is not None:  # Kong's per-window limit of another window
+            day, shown_by = other_allowance(members, minute)
+            evidence.extend([shown_by] if shown_by else [])
         if minute is None and day is not None:
             found = self._minute_from_refusal(members)
             if found is not None:
@@ -700,7 +705,7 @@ class _Learner:
         )
         names = {name for s in self.seen for name in s.headers} - skip
         for name in sorted(names):
-            if is_infrastructure(name):
+            if is_infrastructure(name) or attribution.rate_header(name):
                 continue
             rules = attribution.header_rules(name, self.seen)
             if rules is None:
@@ -981,6 +986,10 @@ class _Learner:
                 Setting({"operation": "listOrders", "respond": respond}, [cite(s, code=False)])
             )
             break
+
+
+def _per_window_names(s: Seen) -> list[str]:
+    return [name for name in s.headers if name.startswith("x-ratelimit-limit-")]
 
 
 def _who(s: Seen) -> str:

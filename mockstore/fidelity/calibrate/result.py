@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockstore.scenario import scenario_schema
+from mockstore.scenario.limits import ALIASES
 
 
 def one_line(text: str) -> str:
@@ -173,4 +174,21 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
             out.cannot(text)
     for text in [*first.unsettled, *then.unsettled]:
         out.open(text)
+    _said_once(out, first)
     return out
+
+
+def _said_once(out: Calibration, first: Calibration) -> None:
+    """An older setting and its ``ratelimit:`` counterpart (``scenario.limits.ALIASES``), one
+    settled by each side: the recording's (``first``) is kept, the other dropped."""
+    for old, news in ALIASES.items():
+        old_path = ".".join(map(str, old))
+        new_paths = [".".join(map(str, new)) for new in news]
+        present = [path for path in new_paths if path in out.settings]
+        if old_path not in out.settings or not present:
+            continue
+        if old_path in first.settings and not any(path in first.settings for path in present):
+            for path in present:
+                del out.settings[path]
+        else:
+            del out.settings[old_path]

@@ -98,6 +98,10 @@ def render_scenario(result: Calibration, options: Options, sent: int) -> str:
     if ban:
         lines.append("ban:")
         lines.extend(ban)
+    limiter = _section(result, "ratelimit", _SCHEMA["properties"]["ratelimit"], "  ")
+    if limiter:
+        lines.append("ratelimit:")
+        lines.extend(limiter)
     if result.pets is not None:
         lines.append("pets:")
         lines.extend(_cited(result.pets, "  "))

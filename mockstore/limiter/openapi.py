@@ -1,0 +1,115 @@
+"""The rate-limit headers in the OpenAPI document a scenario's mock serves.
+
+``mockstore.document`` makes the document a scenario's mock serves; this is
+its part for the limiter: each answer lists the ``X-RateLimit-*`` figures the
+scenario's provider sends (``ratelimit.headers.figures``, the per-window ones,
+none on a 401 when callers without a key are not counted), the draft
+headers on the answers that carry them, and each header's description and
+type says its form (a reset with decimals is a number; ``Retry-After`` in
+seconds, decimal seconds or an HTTP-date). Pure: a function of the scenario
+and the document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockstore.limiter.model import Limits
+
+_REF = "#/components/headers/"
+_FIGURE_HEADERS = {
+    "limit": "X-RateLimit-Limit",
+    "remaining": "X-RateLimit-Remaining",
+    "reset": "X-RateLimit-Reset",
+    "used": "X-RateLimit-Used",
+    "resource": "X-RateLimit-Resource",
+}
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
+    """Make ``document``'s rate-limit headers say what ``limits``' answers carry (in place)."""
+    headers = limits.headers
+    components = document["components"]["headers"]
+    _components(components, limits)
+    for item in document["paths"].values():
+        for method in [m for m in _METHODS if m in item]:
+            for status, answer in item[method]["responses"].items():
+                if "$ref" in answer:
+                    continue
+                listed = answer.setdefault("headers", {})
+                counted = not (status == "401" and limits.anonymous == "none")
+                for figure, name in _FIGURE_HEADERS.items():
+                    listed.pop(name, None)
+                    if counted and figure in headers.figures:
+                        listed[name] = {"$ref": _REF + name}
+                for window, suffix in headers.per_window:
+                    for figure in ("Limit", "Remaining"):
+                        name = f"X-RateLimit-{figure}-{suffix}"
+                        if counted:
+                            listed[name] = {
+                                "description": f"The {window} window's {figure.lower()}.",
+                                "schema": {"type": "integer"},
+                            }
+                success = status.startswith("2")
+                draft = headers.draft == "all" or (headers.draft == "success" and success)
+                if counted and draft:
+                    listed["RateLimit-Policy"] = {"$ref": _REF + "RateLimit-Policy"}
+                    listed["RateLimit"] = {"$ref": _REF + "RateLimit"}
+                if "Retry-After" in listed and headers.retry_after == "none":
+                    listed.pop("Retry-After")
+
+
+def _components(components: dict[str, Any], limits: Limits) -> None:
+    headers = limits.headers
+    reset = components["X-RateLimit-Reset"]
+    unit = {
+        "epoch": "Unix time in seconds",
+        "epoch-ms": "Unix time in milliseconds",
+        "delta": "seconds from now",
+    }[headers.reset]
+    decimals = headers.reset_decimals if headers.reset != "epoch-ms" else 0
+    precision = f", with {decimals} decimal(s)" if decimals else ""
+    reset["description"] = (
+        f"When the described window is whole again: {unit}{precision}, rounded up."
+    )
+    reset["schema"] = {"type": "number" if decimals else "integer"}
+    components["X-RateLimit-Limit"]["description"] = {
+        "tightest": "The allowance of the window with fewer requests left.",
+        "minute": "The minute window's allowance.",
+        "day": "The day window's allowance.",
+    }[headers.describes]
+    components["X-RateLimit-Used"] = {
+        "description": "Requests of the described window's allowance used.",
+        "schema": {"type": "integer"},
+    }
+    components["X-RateLimit-Resource"] = {
+        "description": "The resource the figures count.",
+        "schema": {"type": "string", "enum": [headers.resource]},
+    }
+    forms = {
+        "seconds": "whole seconds, rounded up",
+        "decimal": f"seconds with {headers.retry_after_decimals} decimal(s), rounded up",
+        "http-date": "an HTTP-date",
+        "none": "not sent",
+    }
+    banned = headers.retry_after if headers.retry_after_banned == "same" else None
+    banned_form = forms[banned or headers.retry_after_banned]
+    components["Retry-After"]["description"] = (
+        f"How long to wait before retrying: {forms[headers.retry_after]} "
+        f"(a banned key's: {banned_form})."
+    )
+    names = dict(headers.policies)
+    components["RateLimit-Policy"] = {
+        "description": "The IETF draft's policies: "
+        + ", ".join(
+            f'"{names[window]}" ({limits.windows[i][1].seconds} s)'
+            for i, window in enumerate(("minute", "day"))
+        )
+        + ".",
+        "schema": {"type": "string"},
+    }
+    components["RateLimit"] = {
+        "description": "The IETF draft's state of each policy: r remaining, t seconds to reset.",
+        "schema": {"type": "string"},
+    }
