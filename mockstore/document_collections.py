@@ -104,9 +104,10 @@ def new_pet_body(body: dict[str, Any], collections: Collections) -> None:
         category["minimum"] = low
     if high is not None:
         category["maximum"] = high
-    if collections.body_numbers == "lenient":
+    if collections.body_numbers in ("lenient", "digits"):
+        fraction = r"(\.0*)?" if collections.body_numbers == "lenient" else ""
         category = {
-            "anyOf": [category, {"type": "string", "pattern": r"^\s*[+-]?[0-9]+(\.0*)?\s*$"}],
+            "anyOf": [category, {"type": "string", "pattern": rf"^\s*[+-]?[0-9]+{fraction}\s*$"}],
             "description": "An integer, or one written as a string of digits.",
         }
     properties["categoryId"] = category

@@ -2,8 +2,10 @@
 
 ``collections.numbers.body`` says which spellings of a NewPet integer a provider
 accepts: ``schema`` (JSON Schema's reading, mockstore's own: ``7`` and ``7.0``),
-``strict`` (JSON integers only: ``7.0`` is refused) or ``lenient`` (a string of
-digits too: ``"7"``, ``"7.0"``); whatever is accepted is stored as an integer.
+``strict`` (JSON integers only: ``7.0`` is refused), ``lenient`` (a string of
+digits too: ``"7"``, ``"7.0"``) or ``digits`` (JSON integers and a string of whole
+digits, ``"7"``: ``7.0`` and ``"7.0"`` are refused, as APIs that also take form-encoded
+bodies read them); whatever is accepted is stored as an integer.
 ``collections.constraints`` limit a name's length and a categoryId's range beyond
 what the spec states; a body past one is refused with the ``field_constraint``
 condition (its code and status the scenario's, ``validation_failed`` and
@@ -23,6 +25,7 @@ from mockstore.errors import ApiError, FieldProblem
 from mockstore.scenario.collections import Collections
 
 _DIGITS = re.compile(r"\s*([+-]?[0-9]{1,19})(?:\.0*)?\s*")
+_WHOLE_DIGITS = re.compile(r"\s*([+-]?[0-9]{1,19})\s*")
 
 
 def _shown(value: Any) -> str:
@@ -37,8 +40,9 @@ class Intake:
 
     def __init__(self, collections: Collections) -> None:
         self._integers = sorted(schemas.integer_fields("NewPet"))
-        self._strict = collections.body_numbers == "strict"
-        self._lenient = collections.body_numbers == "lenient"
+        numbers = collections.body_numbers
+        self._strict = numbers in ("strict", "digits")
+        self._lenient = {"lenient": _DIGITS, "digits": _WHOLE_DIGITS}.get(numbers)
         self._name = collections.name_length
         self._category = collections.category_range
 
@@ -66,8 +70,8 @@ class Intake:
                         FieldProblem("body", (name,), "type", "an integer with a fraction", given),
                     ),
                 )
-            if isinstance(given, str) and self._lenient:
-                found = _DIGITS.fullmatch(given)
+            if isinstance(given, str) and self._lenient is not None:
+                found = self._lenient.fullmatch(given)
                 if found is not None:
                     value = {**value, name: int(found.group(1))}
         return value

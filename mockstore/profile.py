@@ -38,7 +38,7 @@ _MAX_BLOCKS = 1024
 class AnswerProfile:
     """What the answers of one scenario carry beyond mockstore's own headers and bodies."""
 
-    __slots__ = ("_blocks", "_rules", "base_path", "errors", "etag", "location")
+    __slots__ = ("_blocks", "_rules", "base_path", "digits", "errors", "etag", "location")
 
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
@@ -46,6 +46,7 @@ class AnswerProfile:
         self._rules = behaviour.headers
         self.location = behaviour.location
         self.etag = dict(behaviour.etag)
+        self.digits = behaviour.etag_digits
         self.errors = ErrorBodies(behaviour, scenario.seed)
         self._blocks: dict[tuple[str | None, int], tuple[Header, ...]] = {}
 
@@ -86,7 +87,7 @@ class AnswerProfile:
                     path = origin + path
                 added.append((b"location", path.encode("latin-1")))
         if status == 200 and operation in self.etag:
-            digest = hashlib.sha256(body).hexdigest()[:32].encode()
+            digest = hashlib.sha256(body).hexdigest()[: self.digits].encode()
             weak = self.etag[operation] == "weak"
             added.append((b"etag", b'W/"%s"' % digest if weak else b'"%s"' % digest))
         if not added:

@@ -241,7 +241,7 @@ class PetStoreService:
         self._new_pet_fields = schemas.object_fields("NewPet")
         self._new_pet_field_set = frozenset(self._new_pet_fields)
         self._integer_fields = schemas.integer_fields("NewPet")
-        self._list_query = QueryValidator(OPERATIONS["listPets"])
+        self._list_query = QueryValidator(OPERATIONS["listPets"], behaviour.repeated_parameters)
         # Scripted GET routes serve HEAD when every GET operation does.
         self.serve_head = behaviour.serve_head >= _GET_OPERATIONS
         if self.serve_head:

@@ -24,6 +24,7 @@ as soon as the last request that uses it ends.
 from __future__ import annotations
 
 import hashlib
+import string
 import uuid
 from typing import Any, NamedTuple
 
@@ -135,7 +136,7 @@ class MockState:
 
         form = scenario.behaviour.request_id
         if form.format != "counter" or form.prefix != "req-":
-            ids = RequestIds(form.prefix, form.format, scenario.seed)
+            ids = RequestIds(form.prefix, form.format, scenario.seed, form.length)
             self.next_request_id = ids
             self.request_id = ids.at
 
@@ -180,6 +181,9 @@ def scenario_keys(scenario: Scenario) -> KeyRing:
     return KeyRing([ApiKey(k.key, k.plan, k.tenant) for k in scenario.keys])
 
 
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
 class RequestIds:
     """Request ids in a provider's form (``behaviour.request_id``), for a state to hand out.
 
@@ -190,9 +194,10 @@ class RequestIds:
     a reference cycle, and a replaced state would wait for the cyclic collector.
     """
 
-    def __init__(self, prefix: str, form: str, seed: int) -> None:
+    def __init__(self, prefix: str, form: str, seed: int, length: int = 24) -> None:
         self._prefix = prefix
         self._form = form
+        self._length = length
         self._seed = f"mockstore-request-ids-{seed}-"
         self.served = 0
 
@@ -204,6 +209,15 @@ class RequestIds:
         """The ``number``-th request's id."""
         if self._form == "counter":
             return f"{self._prefix}{number:06d}".encode()
+        if self._form == "alphanumeric":
+            # 64 bytes of hash, read as one number, written in base 62: 86 digits, so
+            # any length up to 64 is uniformly drawn.
+            big = hashlib.blake2b(f"{self._seed}{number}".encode(), digest_size=64).digest()
+            value, digits = int.from_bytes(big, "big"), []
+            for _ in range(self._length):
+                value, digit = divmod(value, 62)
+                digits.append(_BASE62[digit])
+            return (self._prefix + "".join(digits)).encode()
         digest = hashlib.blake2b(f"{self._seed}{number}".encode(), digest_size=16).digest()
         value = uuid.UUID(bytes=digest, version=4)
         return (self._prefix + (str(value) if self._form == "uuid" else value.hex)).encode()

@@ -119,8 +119,10 @@ def _bounds(parameter: schemas.Parameter) -> str:
 class QueryValidator:
     """Validates one operation's query string; outcomes are cached per string."""
 
-    def __init__(self, operation: schemas.Operation) -> None:
+    def __init__(self, operation: schemas.Operation, repeated: str = "refuse") -> None:
         self.parameters = [p for p in operation.parameters if p.location == "query"]
+        # A parameter given twice: refused, or its first or last value (repeated_parameters).
+        self.repeated = repeated
         # A string's parsed values, or its refusal's parts (see _parts).
         self._cache: dict[bytes, dict[str, Any] | tuple[Any, ...]] = {}
         self._budget = ByteBudget(QUERY_CACHE_BYTES, QUERY_CACHE_ITEM)
@@ -165,6 +167,8 @@ class QueryValidator:
                     )
                 values[name] = parameter.default
                 continue
+            if len(raw) > 1 and self.repeated != "refuse":
+                raw = raw[-1:] if self.repeated == "last" else raw[:1]
             if len(raw) > 1:
                 raise _invalid_parameter(
                     name,

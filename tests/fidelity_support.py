@@ -115,6 +115,12 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
         "behaviour.request_id.header",
     ),
     "behaviour: {request_id: {format: uuid}}": ([R[0], R[1]], "behaviour.request_id.format"),
+    # Stripe's form: req_ and random letters and digits, under another header name.
+    "behaviour: {request_id: {header: Request-Id, format: alphanumeric,"
+    " prefix: req_, length: 14}}": (
+        [R[0], R[1]],
+        "behaviour.request_id.header",
+    ),
     "behaviour: {headers: [{name: X-Api-Version, value: '2'}]}": ([R[0]], "behaviour.headers"),
     "behaviour: {headers: [{name: X-Error-Source, value: gateway, status: 4xx}]}": (
         [R[0], R[2]],

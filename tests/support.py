@@ -39,6 +39,19 @@ KEYS = {
 # sends it too): the server refuses body-less POSTs a web page could send cross-site.
 TOOL = {"X-Mockstore-Client": "mockstore-tests"}
 
+# The Hypothesis profile (tests/conftest.py registers both): "fast" in the README's
+# command, "deep" in .ci/run's property step (MOCKSTORE_HYPOTHESIS_PROFILE=deep).
+HYPOTHESIS_PROFILE = os.environ.get("MOCKSTORE_HYPOTHESIS_PROFILE", "fast")
+FAST_SHARE = 4  # the fast profile draws a quarter of a property test's examples
+
+
+def examples(deep: int) -> int:
+    """A property test's ``max_examples``: ``deep`` in the deep profile, a quarter (at least
+    10, never more than ``deep``) in the fast suite; the same property either way."""
+    if HYPOTHESIS_PROFILE == "deep":
+        return deep
+    return min(deep, max(10, deep // FAST_SHARE))
+
 
 # How long a test waits for an answer: httpx's default (5 s) is a verdict on how loaded
 # the machine is (at load 25 on 2 cores an answer has taken longer), never the mock's.

@@ -24,7 +24,7 @@ from mockstore.app import create_app
 from mockstore.clock import Clock
 from mockstore.errors import CONDITIONS
 from mockstore.scenario import load_scenario
-from tests.support import TOOL, LiveServer, assert_conforms, live_server
+from tests.support import TOOL, LiveServer, assert_conforms, examples, live_server
 
 KEY = {"Authorization": "Bearer knob-key"}
 # 2026-03-01T12:00:30Z: mid-minute, so the minute window resets 30 s from now.
@@ -203,7 +203,7 @@ def test_the_defaults_are_mockstores_own_choices(defaults: LiveServer) -> None:
         assert http.get("/v1/nowhere").status_code == 401
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     condition=st.sampled_from(["bad_limit", "unknown_key", "pet_not_found", "invalid_body"]),
     code=st.from_regex(r"[!-~]{1,20}( [!-~]{1,10})?", fullmatch=True),

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import LiveServer, assert_conforms, auth, live_server
+from tests.support import LiveServer, assert_conforms, auth, examples, live_server
 
 SCENARIO = """\
 version: 1
@@ -62,9 +62,9 @@ def test_a_huge_limit_is_a_400_naming_it(server: LiveServer, digits: int) -> Non
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     sign=st.sampled_from(["", "-", "+"]),

@@ -20,7 +20,8 @@ from mockstore.cli.args import PIPE_CLOSED
 from mockstore.scenario import bundled_names
 from tests.support import mock_server
 
-EXIT_CODES = {command.NAME: command.EXIT_CODES for command in main.COMMANDS}
+# The public registry: every command's name, its module imported through main.command().
+EXIT_CODES = {name: main.command(name).EXIT_CODES for name in main.COMMAND_NAMES}
 COMMANDS = sorted(EXIT_CODES)
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mockstore.cli.main import main
 from mockstore.scenario import bundled_names
 from mockstore.scenario.source import ONE_LINE_YAML
-from tests.support import assert_conforms, live_server
+from tests.support import assert_conforms, examples, live_server
 
 MOCKSTORE = Path(sys.executable).parent / "mockstore"  # the console script pip installed
 
@@ -149,7 +149,7 @@ scenario_names = st.text(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(name=scenario_names)
 def test_any_unknown_scenario_name_is_refused_with_the_list(name: str) -> None:
     import contextlib

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
-from tests.support import auth
+from tests.support import auth, examples
 
 RANGE = "between 1970-01-01T00:00:00Z and 9000-01-01T00:00:00Z"
 TOOL = {"X-Mockstore-Client": "tests"}
@@ -77,7 +77,9 @@ def test_every_move_outside_the_range_is_a_400(client: TestClient, move: dict) -
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     st.datetimes(

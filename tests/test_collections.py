@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from mockstore.app import create_app
 from mockstore.document import openapi_for
 from mockstore.scenario import ScenarioError, load_scenario
-from tests.support import assert_conforms, mock_server, shared_state_url
+from tests.support import assert_conforms, examples, mock_server, shared_state_url
 
 KEY = {"Authorization": "Bearer col-key"}
 PETS = [
@@ -406,7 +406,7 @@ def _reference(
     return [pet["id"] for pet in ordered]
 
 
-@settings(max_examples=60, deadline=None, database=None,
+@settings(max_examples=examples(60), deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(
     seeded=_pets,

@@ -24,6 +24,7 @@ from mockstore.ordering import LUA_ID_PART, id_of, id_part
 from mockstore.pages import LUA_SPLIT, split
 from mockstore.shared.store import FIRST_GUESS
 from tests.redis_server import RedisServer, redis_available, required
+from tests.support import examples
 
 _MEMBER = LUA_ID_PART + "return member_of(ARGV[1], ARGV[2])"
 _ID = LUA_ID_PART + "return id_of(ARGV[1])"
@@ -37,7 +38,10 @@ return split(KEYS[1], window, tonumber(ARGV[1]), tonumber(ARGV[1]), tonumber(ARG
 """
 )
 _SETTINGS = settings(
-    max_examples=80, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(80),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import mockstore
 from mockstore import Control, ControlError, VerificationError
 from mockstore.clients.types import PlanLimits
-from tests.support import LiveServer, assert_conforms, mock_server
+from tests.support import LiveServer, assert_conforms, examples, mock_server
 
 START = "2026-03-01T12:00:00Z"
 START_UNIX = datetime(2026, 3, 1, 12, tzinfo=UTC).timestamp()
@@ -188,7 +188,9 @@ def test_clock_advance_and_set(control: Control) -> None:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     when=st.datetimes(
@@ -269,7 +271,9 @@ key_text = st.from_regex(r"[A-Za-z0-9._~+/-]{1,20}=*", fullmatch=True).filter(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(key=key_text)
 def test_any_key_can_be_issued_used_and_revoked(

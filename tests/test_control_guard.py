@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from mockstore import Control
 from mockstore.control.guard import ControlGuard
 from tests.rawhttp import request
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, examples, live_server
 
 EVIL = "http://evil.example"
 
@@ -189,7 +189,7 @@ def test_an_address_let_through_lets_no_other_name_through(server: LiveServer) -
     assert statuses == [200, 403, 200, 403, 200]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.one_of(

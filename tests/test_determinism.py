@@ -22,7 +22,7 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.scenario import load_scenario
-from tests.support import TOOL, mock_server
+from tests.support import TOOL, examples, mock_server
 
 SCENARIO = """\
 version: 1
@@ -119,7 +119,7 @@ def test_the_same_bytes_come_over_a_real_socket_run_after_run(tmp_path: Any) -> 
         assert run(local.request, RECORDED) == one
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.sampled_from(range(len(REQUESTS))), min_size=1, max_size=40))
 def test_any_request_sequence_replays_identically(indexes: list[int]) -> None:
     sequence = [REQUESTS[i] for i in indexes]

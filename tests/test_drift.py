@@ -39,6 +39,7 @@ from tests.fidelity_support import (
     record_mock,
     with_knob,
 )
+from tests.support import examples
 
 
 def record(scenario_text: str, steps: list[Step]) -> dict[str, Any]:
@@ -53,7 +54,7 @@ request_steps = st.lists(
 ).map(lambda items: [(*request, wait) for request, wait in items])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=request_steps, knobs=st.lists(st.sampled_from(KNOBS), max_size=1))
 def test_a_mock_compared_with_itself_never_drifts(steps: list[Step], knobs: list[str]) -> None:
     text = with_knob(knobs[0]) if knobs else BASE

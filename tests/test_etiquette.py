@@ -30,10 +30,11 @@ from mockstore.reports import etiquette
 from mockstore.reports.etiquette import BACKOFF_FLOOR, BACKOFF_GROWTH, RULES, grows, judge
 from mockstore.reports.model import Fact, Finding
 from mockstore.scenario import load_scenario
-from tests.support import TOOL, assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, examples, mock_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "examples" / "clients"
+RUDE_BAN = 40  # rejections before the rude sample client is banned (its manual-clock run)
 START = 1772366430.0  # 2026-03-01T12:00:30Z
 # The wall clock of the module's app, frozen: every wait is the scenario time the test
 # advanced, never the milliseconds a loaded machine takes between two requests.
@@ -146,7 +147,7 @@ def test_waiting_exactly_retry_after_is_fine(mock: TestClient) -> None:
     assert _findings(mock, "ETQ001") == []
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(waits=st.lists(st.sampled_from([0, 1, 4.9, 5, 6, 30]), min_size=1, max_size=5))
 def test_etq001_fires_exactly_when_a_wait_is_shorter_than_retry_after(
     shared: TestClient, waits: list[float]
@@ -505,13 +506,19 @@ def test_the_sample_clients_are_judged_as_expected() -> None:
         assert httpx.delete(control + "/requests").status_code == 204
         # The rude client hammers as fast as it can: on a running clock its waits are
         # whatever the machine's load makes them, and a loaded machine can make them
-        # grow (no ETQ002). On a manual clock every wait is 0: steady, whatever the load.
+        # grow (no ETQ002). On a manual clock its scenario waits are 0, but a wait counts
+        # on the wall too (the clock the client may have read): a run of four waits could
+        # still look like a backoff on a loaded machine. Forty rejections before the ban
+        # make the run long enough that load cannot: half of 39 waits would each have to
+        # grow 1.5x on the one before (past 10 ms: from there, hours).
         manual = (
             (CLIENTS / "etiquette.yaml")
             .read_text()
             .replace("seed: 0", "seed: 0\nclock: {mode: manual}")
+            .replace("ban: {after_rejections: 5,", f"ban: {{after_rejections: {RUDE_BAN},")
         )
         assert "clock: {mode: manual}" in manual
+        assert f"after_rejections: {RUDE_BAN}," in manual
         assert httpx.put(control + "/scenario", content=manual).status_code == 200
         rude = _run_client("misbehaving.py", server.api, "rude-key")
         assert rude.stdout.split()[0] == "200"
@@ -528,7 +535,7 @@ def test_the_sample_clients_are_judged_as_expected() -> None:
     banned = [e["seq"] for e in entries if '"key_banned"' in e["response"]["body"]]
     limited = [e["seq"] for e in entries if '"rate_limited"' in e["response"]["body"]]
     assert banned == [entries[-1]["seq"]], "the client stops at its ban"
-    assert by_id["ETQ003"]["details"]["led_to_ban"] == limited[-5:]
+    assert by_id["ETQ003"]["details"]["led_to_ban"] == limited[-RUDE_BAN:]
     assert set(by_id["ETQ001"]["seqs"]) >= set(banned)
     assert all(seq[s]["response"]["status"] == 429 for s in by_id["ETQ002"]["seqs"])
     assert {f["subject"] for f in report["findings"]} == {mask("rude-key"), "getPet"}

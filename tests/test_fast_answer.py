@@ -31,6 +31,7 @@ from mockstore.limits import Limits
 from mockstore.protocol import protocol_class
 from mockstore.scenario import load_scenario
 from mockstore.server import listen, uvicorn_config
+from tests.support import examples
 
 # Instants on the scenario clock: with the default (wall) every Date is the wall's
 # second, and two servers answering a second apart differed in it under load.
@@ -236,7 +237,7 @@ def _uvicorn_closes(request: bytes) -> bool:
     return b"\r\nconnection: close" in head
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sequence=st.lists(st.sampled_from(range(len(REQUESTS))), min_size=1, max_size=12),
     pipelined=st.integers(1, 4),

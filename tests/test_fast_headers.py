@@ -26,6 +26,7 @@ from mockstore.clock import Clock
 from mockstore.headers import ResponseHeaders, parse_block, serialize
 from mockstore.ratelimit import BanPolicy, Decision, Plan, RateLimiter
 from mockstore.scenario import load_scenario
+from tests.support import examples
 
 START = 1772366430.25  # 2026-03-01T12:00:30.25Z: mid-second, mid-minute
 # Two plans alike but for their daily allowance: only the draft policy tells them apart.
@@ -131,7 +132,7 @@ def fast(
     return built.head(length, decision, plan, clock.now(), clock, deprecated, ratelimit, b"req-7")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     behaviour=BEHAVIOURS,
     limiter_settings=LIMITERS,

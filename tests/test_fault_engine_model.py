@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from mockstore.faults import FaultEngine, RequestFacts, draw
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import FaultRule
+from tests.support import examples
 
 KEYS = ("k1", "k2")
 OPERATIONS = ("listPets", "getPet")
@@ -118,7 +119,7 @@ def reference(rules: tuple[FaultRule, ...], seed: int, requests: list[RequestFac
         yield fired, answer
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     rules=st.lists(rule, min_size=1, max_size=8),
     requests=st.lists(request, min_size=1, max_size=40),
@@ -151,7 +152,7 @@ def raw(request: dict[str, Any]) -> tuple[bytes, list[tuple[bytes, bytes]]]:
     return query, headers
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     rules=st.lists(rule, min_size=1, max_size=8),
     requests=st.lists(request, min_size=1, max_size=40),

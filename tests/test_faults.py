@@ -27,7 +27,7 @@ from mockstore.app import create_app
 from mockstore.faults import FaultEngine, RequestFacts, RouteTable, draw
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import Delay
-from tests.support import TOOL, assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, examples, mock_server
 
 BASE = """\
 version: 1
@@ -189,7 +189,7 @@ def test_engine_between_seconds_is_a_half_open_window_of_scenario_time() -> None
     assert outcomes == [False, False, True, True, True, False, False]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**32), probability=st.floats(0, 1))
 def test_engine_probability_is_the_rules_draw_for_each_call(seed: int, probability: float) -> None:
     rules = engine(

@@ -18,6 +18,10 @@ import yaml
 
 from tests.support import live_server
 
+# A long run, in .ci/run's slow step (same MOCKSTORE_REQUIRE_* settings):
+# another language's toolchain (go build).
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RECIPE = EXAMPLES / "go"
 # What a team's CI runs (examples/github-actions-other-languages.yml too).

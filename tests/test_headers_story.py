@@ -23,7 +23,7 @@ from mockstore.clock import Clock
 from mockstore.headers import ResponseHeaders
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
 from mockstore.scenario import load_scenario
-from tests.support import auth
+from tests.support import auth, examples
 
 BANNING = """
 version: 1
@@ -88,7 +88,7 @@ def test_an_http_date_is_written_on_the_clients_clock() -> None:
 plans = st.builds(lambda m, d: Plan("p", m, max(m, d)), st.integers(1, 5), st.integers(1, 12))
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(
     plan=plans,
     start=st.floats(0, 10**9, allow_nan=False),

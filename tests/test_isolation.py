@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from mockstore.app import create_app
 from mockstore.scenario import load_scenario
-from tests.support import TOOL, assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, examples, mock_server
 
 ISOLATED = """\
 version: 1
@@ -100,7 +100,7 @@ def test_default_isolation_is_one_shared_store() -> None:
         assert create(client, "worker-b", "Bravo") == created + 1
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.sampled_from(KEYS), max_size=25))
 def test_any_interleaving_of_creates_stays_within_each_tenant(creators: list[str]) -> None:
     tenant = {"worker-a": "a", "worker-a2": "a", "worker-b": "b"}

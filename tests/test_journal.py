@@ -19,7 +19,7 @@ from mockstore.app import create_app
 from mockstore.clock import Clock
 from mockstore.journal import Entry, Journal, mask
 from mockstore.scenario import load_scenario
-from tests.support import TOOL, assert_conforms, auth
+from tests.support import TOOL, assert_conforms, auth, examples
 
 START = 1772366430.0  # 2026-03-01T12:00:30Z
 
@@ -217,7 +217,7 @@ def _entry(seq: int) -> Entry:
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(size=st.integers(0, 20), appends=st.integers(0, 60), shrink_to=st.integers(0, 20))
 def test_the_ring_buffer_keeps_the_newest_and_counts_the_rest(
     size: int, appends: int, shrink_to: int

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from mockstore import create_app
 from mockstore.fidelity.aliases import KeyRing, Scrubber, read_keys_file
 from mockstore.keys import key_alias
+from tests.support import examples
 from tests.upstream import origin, recorder
 from tests.upstream.echo import echo_upstream
 
@@ -104,7 +105,7 @@ others = st.from_regex(r"[A-Za-z0-9+/]{6,30}=?=?", fullmatch=True).filter(
 separators = st.sampled_from([" ", "/", "?q=", '"', "&", "\n", ":", "=", ",", "\t"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(words | others, min_size=1, max_size=6, unique=True),
     st.lists(st.tuples(st.integers(min_value=0, max_value=5), separators, st.booleans())),

@@ -23,6 +23,7 @@ from mockstore.limiter.announce import Announcer, rounded_up
 from mockstore.limiter.limiter import Limiter
 from mockstore.ratelimit import BanPolicy, Plan, RateLimiter
 from mockstore.scenario import load_scenario
+from tests.support import examples
 
 START = 1772366430.25  # 2026-03-01T12:00:30.25Z
 PLANS = (Plan("tiny", 3, 5), Plan("small", 5, 40), Plan("no-day", 4))
@@ -53,7 +54,7 @@ def _rate_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes
     return [h for h in headers if h[0] in RATE or h[0].startswith(b"ratelimit")]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     chosen=SETTINGS,
     plan=st.sampled_from(PLANS),
@@ -88,7 +89,7 @@ def test_the_general_writer_says_what_the_classic_one_says(
         assert _rate_headers(general.build(*args)) == _rate_headers(classic.build(*args))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     windows=st.sampled_from(["clock", "first_request"]),
     describes=st.sampled_from(["tightest", "minute", "day"]),

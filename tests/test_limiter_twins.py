@@ -32,6 +32,7 @@ from mockstore.ratelimit import BanPolicy, Plan
 from mockstore.shared import general
 from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REFUND
 from tests.redis_server import RedisServer, redis_available
+from tests.support import examples
 
 redis = pytest.importorskip("redis")
 
@@ -110,7 +111,9 @@ PREFIX = "t:0:"
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     drawn=limiters(),

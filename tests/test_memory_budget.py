@@ -31,6 +31,7 @@ from mockstore.memory import (
 )
 from mockstore.store import PetStore
 from tests.attacks import ALLOWANCE, MiB
+from tests.support import examples
 
 # -- the accountant's rules --------------------------------------------------------
 
@@ -44,7 +45,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(operations, st.integers(min_value=100, max_value=1000))
 def test_nothing_reserved_ever_adds_up_past_the_whole(steps: list, total: int) -> None:
     budget = MemoryBudget(total * 16)
@@ -168,7 +169,7 @@ def test_serve_refuses_a_scenario_whose_pets_pass_the_budget() -> None:
 # -- what draws on it ----------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.integers(min_value=0, max_value=40_000), min_size=1, max_size=80),
     st.integers(min_value=64 * 1024, max_value=2 * MiB),
@@ -214,7 +215,7 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(documents, st.lists(documents, max_size=30), st.data())
 def test_a_streamed_document_is_the_same_bytes_as_the_whole(
     around: object, items: list, data: st.DataObject

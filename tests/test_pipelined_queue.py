@@ -26,7 +26,7 @@ from tests.attacks import ALLOWANCE, TEST_BUDGET, budget_env, mib, peak_rss, rea
 from tests.held_attacks import pipelining_clients, small_request
 from tests.hostile_mix import SCENARIO
 from tests.rawhttp import address, connect
-from tests.support import LiveServer, live_server, mock_server
+from tests.support import LiveServer, examples, live_server, mock_server
 
 _REQUEST_ID = re.compile(rb"x-request-id: req-(\d+)", re.IGNORECASE)
 
@@ -87,7 +87,9 @@ def test_hundreds_of_pipelined_requests_in_one_write_are_all_answered_in_order(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     kinds=st.lists(st.sampled_from(["get", "create", "missing"]), min_size=1, max_size=80),

@@ -27,6 +27,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 
+from tests.support import examples
 from tests.upstream import Process, new_key, profiled, profiled_standin
 from tests.upstream.profiled import (
     INT64_MAX,
@@ -44,7 +45,7 @@ from tests.upstream.profiles import GATEWAY, LEGACY, MOCKSTORE_LIKE, NAMED, prof
 T0 = 1772323200  # 2026-03-01T00:00:00Z, a UTC midnight
 ORIGIN = "http://petstore.test"
 PROPERTY = settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -905,7 +906,7 @@ def test_a_named_profile_is_honoured_over_http(name: str) -> None:
     asyncio.run(walk(NAMED[name]))
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(profiles())
 def test_a_drawn_profile_holds_and_survives_json(profile: Profile) -> None:
     assert profile.problems() == []

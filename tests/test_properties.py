@@ -25,7 +25,7 @@ from mockstore.app import create_app
 from mockstore.clock import Clock
 from mockstore.ratelimit import DAY, MINUTE, BanPolicy, Decision, Plan, RateLimiter
 from mockstore.scenario.model import default_ban_policy
-from tests.support import assert_conforms, auth
+from tests.support import assert_conforms, auth, examples
 
 DOCUMENT = schemas.openapi_document()
 NEW_PET_POINTER = "#/components/schemas/NewPet"
@@ -39,7 +39,7 @@ FORMAT_BOUNDS = {
 KEY = auth("enterprise")  # the largest built-in allowance: the examples never hit a limit
 JSON = {"Content-Type": "application/json"}
 SETTINGS = settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
@@ -255,7 +255,7 @@ def check_figures(decision: Decision, plan: Plan, now: float) -> None:
         assert decision.reset == math.ceil(decision.retry_at)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(plan=plans, start=starts, steps=gaps)
 def test_the_limiter_is_exactly_the_plans_allowance_per_window(
     plan: Plan, start: float, steps: list[float]
@@ -299,7 +299,7 @@ bans = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(plan=plans, ban=bans, start=starts, steps=gaps)
 def test_with_bans_the_allowance_still_holds_and_bans_follow_the_policy(
     plan: Plan, ban: BanPolicy, start: float, steps: list[float]

@@ -26,7 +26,7 @@ from mockstore.app import create_app
 from mockstore.ratelimit import BUILTIN_PLANS, DAY, MINUTE, Plan, RateLimiter
 from mockstore.scenario import load_scenario
 from mockstore.scenario.model import default_ban_policy
-from tests.support import assert_conforms, auth, mock_server
+from tests.support import assert_conforms, auth, examples, mock_server
 
 FREE = BUILTIN_PLANS["free"]
 START = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC).timestamp()  # the conftest manual clock
@@ -456,7 +456,7 @@ def test_builtin_plans_match_the_spec() -> None:
     assert DAY == 86_400 and MINUTE == 60
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     moves=st.lists(
         st.one_of(

@@ -20,8 +20,8 @@ import pytest
 
 from mockstore import schemas
 from mockstore.keys import key_alias
-from tests.upstream import new_key, origin, recorder, standin
-from tests.upstream.echo import echo_upstream, refused_upstream, silent_upstream
+from tests.upstream import Process, new_key, origin, recorder, standin
+from tests.upstream.echo import Echo, echo_upstream, refused_upstream, silent_upstream
 
 WAIT = 30.0  # generous: the machine is shared
 
@@ -38,22 +38,51 @@ def _journal(proxy_url: str) -> list[dict]:
     return httpx.get(origin(proxy_url) + "/__mockstore/requests", timeout=10).json()["entries"]
 
 
-def test_a_request_goes_upstream_as_sent_and_its_answer_comes_back_unchanged() -> None:
+@pytest.fixture(scope="module")
+def _plain_recording() -> Iterator[tuple[str, str, Echo, Process]]:
+    """One echo upstream and one ``mockstore record`` subprocess in front of it, with no
+    options, for the tests of this module that need nothing else (each start costs seconds)."""
     with echo_upstream() as (upstream, echo), recorder(upstream) as proxy:
-        body = b'{"any": "bytes", "kept": true}'
-        response = httpx.post(
-            proxy.url + "/echo?b=2&a=1&a=%20x",
-            content=body,
-            headers={
-                "X-Custom": "value",
-                "Connection": "keep-alive, X-Hop-Client",
-                "X-Hop-Client": "must not travel",
-                "Proxy-Authorization": "Basic c2VjcmV0",
-                "TE": "trailers",
-                "Content-Type": "application/octet-stream",
-            },
-            timeout=WAIT,
-        )
+        yield upstream, proxy.url, echo, proxy
+    # Whatever the tests sent it, the proxy stopped cleanly and never printed a traceback.
+    assert "Traceback" not in proxy.log(), proxy.log()[-3000:]
+
+
+@pytest.fixture
+def plain_recording(
+    _plain_recording: tuple[str, str, Echo, Process],
+) -> tuple[str, str, Echo, Process]:
+    """The shared recording as fresh: the upstream has received nothing and holds nothing
+    back, the proxy answers and its journal is empty."""
+    _, proxy_url, echo, proxy = _plain_recording
+    assert proxy.process.poll() is None, proxy.log()[-3000:]
+    echo.received.clear()
+    echo.release.clear()
+    echo.first_chunk.clear()
+    cleared = httpx.delete(origin(proxy_url) + "/__mockstore/requests", timeout=WAIT)
+    assert cleared.status_code == 204, cleared.text
+    assert _journal(proxy_url) == []
+    return _plain_recording
+
+
+def test_a_request_goes_upstream_as_sent_and_its_answer_comes_back_unchanged(
+    plain_recording: tuple[str, str, Echo, Process],
+) -> None:
+    upstream, proxy_url, echo, _ = plain_recording
+    body = b'{"any": "bytes", "kept": true}'
+    response = httpx.post(
+        proxy_url + "/echo?b=2&a=1&a=%20x",
+        content=body,
+        headers={
+            "X-Custom": "value",
+            "Connection": "keep-alive, X-Hop-Client",
+            "X-Hop-Client": "must not travel",
+            "Proxy-Authorization": "Basic c2VjcmV0",
+            "TE": "trailers",
+            "Content-Type": "application/octet-stream",
+        },
+        timeout=WAIT,
+    )
     assert response.status_code == 200
     seen = response.json()
     assert seen == echo.received[0]
@@ -85,26 +114,28 @@ def test_a_request_goes_upstream_as_sent_and_its_answer_comes_back_unchanged() -
     assert "x-hop-upstream" not in response.headers
 
 
-def test_bodies_stream_through_in_both_directions() -> None:
-    with echo_upstream() as (upstream, echo), recorder(upstream) as proxy:
-        # Response: the first chunk reaches the client while the upstream still holds the rest.
-        with httpx.stream("GET", proxy.url + "/stream", timeout=WAIT) as response:
-            chunks = response.iter_raw()
-            first = next(chunks)
-            assert first.startswith(b'["first"')
-            assert not echo.release.is_set()
-            echo.release.set()
-            rest = b"".join(chunks)
-        assert json.loads(first + rest) == ["first", "second"]
+def test_bodies_stream_through_in_both_directions(
+    plain_recording: tuple[str, str, Echo, Process],
+) -> None:
+    _, proxy_url, echo, _ = plain_recording
+    # Response: the first chunk reaches the client while the upstream still holds the rest.
+    with httpx.stream("GET", proxy_url + "/stream", timeout=WAIT) as response:
+        chunks = response.iter_raw()
+        first = next(chunks)
+        assert first.startswith(b'["first"')
+        assert not echo.release.is_set()
+        echo.release.set()
+        rest = b"".join(chunks)
+    assert json.loads(first + rest) == ["first", "second"]
 
-        # Request: the upstream has the first chunk before the client sends the second.
-        def upload() -> Iterator[bytes]:
-            yield b"a" * 1000
-            assert echo.first_chunk.wait(WAIT), "the proxy held the upload back"
-            yield b"b" * 1000
+    # Request: the upstream has the first chunk before the client sends the second.
+    def upload() -> Iterator[bytes]:
+        yield b"a" * 1000
+        assert echo.first_chunk.wait(WAIT), "the proxy held the upload back"
+        yield b"b" * 1000
 
-        answer = httpx.post(proxy.url + "/upload", content=upload(), timeout=WAIT)
-        assert answer.json() == {"size": 2000}
+    answer = httpx.post(proxy_url + "/upload", content=upload(), timeout=WAIT)
+    assert answer.json() == {"size": 2000}
 
 
 def test_keys_never_reach_the_recording_only_their_aliases(tmp_path: Path) -> None:
@@ -180,13 +211,15 @@ def test_a_failed_tls_handshake_is_a_502_error_that_says_so() -> None:
     assert entries[0]["outcome"] == "upstream_tls_error"
 
 
-def test_an_upstream_that_breaks_mid_answer_breaks_the_clients_answer_too() -> None:
-    with echo_upstream() as (upstream, _), recorder(upstream) as proxy:
-        with pytest.raises(httpx.RemoteProtocolError):
-            httpx.get(proxy.url + "/broken", timeout=WAIT)
-        # The proxy is unharmed, and says what happened.
-        assert httpx.get(proxy.url + "/echo", timeout=WAIT).status_code == 200
-        entries = _journal(proxy.url)
+def test_an_upstream_that_breaks_mid_answer_breaks_the_clients_answer_too(
+    plain_recording: tuple[str, str, Echo, Process],
+) -> None:
+    _, proxy_url, _, proxy = plain_recording
+    with pytest.raises(httpx.RemoteProtocolError):
+        httpx.get(proxy_url + "/broken", timeout=WAIT)
+    # The proxy is unharmed, and says what happened.
+    assert httpx.get(proxy_url + "/echo", timeout=WAIT).status_code == 200
+    entries = _journal(proxy_url)
     assert [(e["response"]["status"], e["outcome"]) for e in entries] == [
         (200, "upstream_broke"),
         (200, "response"),
@@ -194,10 +227,12 @@ def test_an_upstream_that_breaks_mid_answer_breaks_the_clients_answer_too() -> N
     assert "Traceback" not in proxy.log()
 
 
-def test_compressed_answers_pass_unchanged_and_are_journaled_decoded() -> None:
-    with echo_upstream() as (upstream, _), recorder(upstream) as proxy:
-        raw = httpx.get(proxy.url + "/gzip", headers={"Accept-Encoding": "gzip"}, timeout=WAIT)
-        entries = _journal(proxy.url)
+def test_compressed_answers_pass_unchanged_and_are_journaled_decoded(
+    plain_recording: tuple[str, str, Echo, Process],
+) -> None:
+    proxy_url = plain_recording[1]
+    raw = httpx.get(proxy_url + "/gzip", headers={"Accept-Encoding": "gzip"}, timeout=WAIT)
+    entries = _journal(proxy_url)
     assert raw.headers["content-encoding"] == "gzip"
     assert raw.json() == {"compressed": True}  # httpx decoded the gzip bytes it was sent
     assert int(raw.headers["content-length"]) == len(
@@ -299,19 +334,21 @@ def test_a_recording_stops_cleanly_and_writes_its_har_on_sigterm(
     assert f"wrote 1 exchange(s) to {out}" in proxy.log()
 
 
-def test_the_proxy_keeps_serving_while_an_upstream_answer_is_held() -> None:
-    with echo_upstream() as (upstream, echo), recorder(upstream) as proxy:
-        held = threading.Thread(
-            target=lambda: httpx.get(proxy.url + "/stream", timeout=WAIT), daemon=True
-        )
-        held.start()
-        deadline = time.monotonic() + WAIT
-        while not any(r["raw_path"] == "/v1/stream" for r in echo.received):
-            assert time.monotonic() < deadline, "the held request never reached the upstream"
-            time.sleep(0.01)
-        # Another request is answered while the first is still waiting upstream.
-        assert httpx.get(proxy.url + "/echo", timeout=WAIT).status_code == 200
-        assert held.is_alive()
-        echo.release.set()
-        held.join(WAIT)
-        assert not held.is_alive()
+def test_the_proxy_keeps_serving_while_an_upstream_answer_is_held(
+    plain_recording: tuple[str, str, Echo, Process],
+) -> None:
+    _, proxy_url, echo, _ = plain_recording
+    held = threading.Thread(
+        target=lambda: httpx.get(proxy_url + "/stream", timeout=WAIT), daemon=True
+    )
+    held.start()
+    deadline = time.monotonic() + WAIT
+    while not any(r["raw_path"] == "/v1/stream" for r in echo.received):
+        assert time.monotonic() < deadline, "the held request never reached the upstream"
+        time.sleep(0.01)
+    # Another request is answered while the first is still waiting upstream.
+    assert httpx.get(proxy_url + "/echo", timeout=WAIT).status_code == 200
+    assert held.is_alive()
+    echo.release.set()
+    held.join(WAIT)
+    assert not held.is_alive()

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from mockstore.fidelity.forwarding import forwarded_path
 from tests.rawhttp import request
+from tests.support import examples
 from tests.upstream import recorder
 from tests.upstream.echo import echo_upstream
 
@@ -93,7 +94,7 @@ def _resolved(path: bytes) -> bytes:
     return b"/" + b"/".join(segments)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(hostile_paths())
 def test_whatever_a_server_makes_of_a_forwarded_path_it_stays_under_the_base(path: str) -> None:
     forwarded = forwarded_path(path.encode("utf-8"), BASE)

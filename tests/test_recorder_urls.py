@@ -10,6 +10,7 @@ sockets, since httpx resolves them before sending.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
@@ -18,13 +19,32 @@ import pytest
 from mockstore.keys import key_alias
 from tests.rawhttp import request
 from tests.upstream import origin, recorder
-from tests.upstream.echo import echo_upstream
+from tests.upstream.echo import Echo, echo_upstream
 
 SECRET = "live_7f3a9c2e51b84d06a1e2"
 
 
 def _journal(proxy_url: str) -> list[dict]:
     return httpx.get(origin(proxy_url) + "/__mockstore/requests", timeout=30).json()["entries"]
+
+
+@pytest.fixture(scope="module")
+def _under_a_prefix() -> Iterator[tuple[str, Echo]]:
+    """One echo upstream whose base path is under a prefix (its /admin a sibling of it) and
+    one ``mockstore record`` subprocess in front of it, for the path tests of this module."""
+    with echo_upstream() as (upstream, echo), recorder(upstream.replace("/v1", "/api/v1")) as proxy:
+        yield proxy.url, echo
+
+
+@pytest.fixture
+def under_a_prefix(_under_a_prefix: tuple[str, Echo]) -> tuple[str, Echo]:
+    """The shared recorder and upstream, as fresh: nothing received, an empty journal."""
+    proxy_url, echo = _under_a_prefix
+    echo.received.clear()
+    cleared = httpx.delete(origin(proxy_url) + "/__mockstore/requests", timeout=30)
+    assert cleared.status_code == 204, cleared.text
+    assert _journal(proxy_url) == []
+    return proxy_url, echo
 
 
 @pytest.mark.parametrize(
@@ -39,11 +59,13 @@ def _journal(proxy_url: str) -> list[dict]:
         "/admin",
     ],
 )
-def test_a_path_that_leaves_the_base_path_is_not_forwarded(target: str) -> None:
+def test_a_path_that_leaves_the_base_path_is_not_forwarded(
+    target: str, under_a_prefix: tuple[str, Echo]
+) -> None:
     # The upstream's base path is under a prefix: its /admin is a sibling of it.
-    with echo_upstream() as (upstream, echo), recorder(upstream.replace("/v1", "/api/v1")) as proxy:
-        answer = request(proxy.url.rsplit("/v1", 1)[0], "GET", target)
-        entries = _journal(proxy.url)
+    proxy_url, echo = under_a_prefix
+    answer = request(proxy_url.rsplit("/v1", 1)[0], "GET", target)
+    entries = _journal(proxy_url)
     assert answer.status == 404, (target, answer.status, answer.body[:200])
     body = answer.json()
     assert body["code"] == "not_found" and "not forwarded" in body["message"]
@@ -60,11 +82,11 @@ def test_a_path_that_leaves_the_base_path_is_not_forwarded(target: str) -> None:
     ],
 )
 def test_dot_segments_that_stay_under_the_base_are_resolved_before_forwarding(
-    target: str, forwarded: str
+    target: str, forwarded: str, under_a_prefix: tuple[str, Echo]
 ) -> None:
-    with echo_upstream() as (upstream, echo), recorder(upstream.replace("/v1", "/api/v1")) as proxy:
-        request(proxy.url.rsplit("/v1", 1)[0], "GET", target)
-        entries = _journal(proxy.url)
+    proxy_url, echo = under_a_prefix
+    request(proxy_url.rsplit("/v1", 1)[0], "GET", target)
+    entries = _journal(proxy_url)
     assert [seen["raw_path"] for seen in echo.received] == [forwarded]
     assert entries[0]["request"]["path"] == forwarded.removeprefix("/api")
 

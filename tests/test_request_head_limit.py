@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.rawhttp import assert_error_body, closes, connect, read_response, request, send_all
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, examples, live_server
 
 LIMIT = 16 * 1024  # the documented default (README, Security), as Node answers
 
@@ -90,9 +90,9 @@ def test_an_endless_header_is_refused_once_it_passes_the_limit(server: LiveServe
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(total=st.integers(min_value=200, max_value=LIMIT + 4096))
 def test_every_head_size_gets_served_or_431_by_the_limit(server: LiveServer, total: int) -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mockstore.scenario import load_scenario_source
 from mockstore.state import Runtime
 from mockstore.store import PetStore
-from tests.support import TOOL, auth, mock_server
+from tests.support import TOOL, auth, examples, mock_server
 
 STATUSES = ["available", "pending", "sold", None]
 
@@ -61,7 +61,7 @@ _pet = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     listed=st.lists(_pet, max_size=8),
     first=st.lists(_pet, max_size=6),

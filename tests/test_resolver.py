@@ -19,7 +19,7 @@ from mockstore.scenario import (
     load_scenario_source,
     resolve_scenario,
 )
-from tests.support import mock_server
+from tests.support import examples, mock_server
 
 SMALL = "version: 1\nname: small\nkeys: [{key: small-key, plan: free}]\n"
 
@@ -142,7 +142,7 @@ def test_a_path_object_must_exist(tmp_path: Path) -> None:
 _NAME_CHARS = st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="-_.")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=st.text(_NAME_CHARS, min_size=1, max_size=30))
 def test_any_name_that_names_nothing_is_not_found_never_invalid(name: str) -> None:
     if name in bundled_names() or name.removesuffix(".yaml") in bundled_names():

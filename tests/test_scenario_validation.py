@@ -21,6 +21,7 @@ from mockstore.scenario import (
     load_scenario_file,
     scenario_schema,
 )
+from tests.support import examples
 
 FILE = "bad.yaml"
 
@@ -636,7 +637,7 @@ _MATCH_KEYS = set(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     typo=_IDENTIFIER.filter(lambda word: word not in _MATCH_KEYS),
     indent=st.integers(0, 6),
@@ -659,7 +660,7 @@ def test_any_unknown_match_key_is_refused_at_its_own_position(typo: str, indent:
     assert problem.message.startswith(f"unknown key {typo!r}")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     probability=st.floats(allow_nan=False, allow_infinity=False).filter(lambda p: p < 0 or p > 1)
 )
@@ -678,7 +679,7 @@ def test_any_probability_outside_zero_to_one_is_refused(probability: float) -> N
     assert problem.message.startswith(f"must be {bound}, got ")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(probability=st.floats(0, 1), calls=st.lists(st.integers(1, 10**6), min_size=1, max_size=5))
 def test_every_in_range_probability_and_positive_calls_load(
     probability: float, calls: list[int]
@@ -737,7 +738,7 @@ _JSONISH = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     document=st.dictionaries(
         st.sampled_from([*scenario_schema()["properties"], "x-shared", "extra"]),

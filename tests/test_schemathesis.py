@@ -14,7 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import mock_server
+
+# A long run, in .ci/run's slow step (same MOCKSTORE_REQUIRE_* settings):
+# a fuzzer, minutes of CPU.
+pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent / "schemathesis"
 # No verdict on how loaded the machine is. An answer may take up to 5 minutes

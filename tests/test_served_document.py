@@ -122,6 +122,7 @@ def test_the_command_prints_what_the_server_serves(tmp_path: Path) -> None:
     assert printed == served
 
 
+@pytest.mark.slow  # a fuzzer run (.ci/run's slow step)
 def test_schemathesis_finds_nothing_against_a_calibrated_mock(tmp_path: Path) -> None:
     with mock_server(str(HERE / "calibrated.yaml")) as server:
         command = [

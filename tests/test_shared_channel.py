@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from mockstore.shared.channel import NAME, ReplyError, ScriptChannel, channel_for
 from tests.redis_server import RedisServer
-from tests.support import live_server
+from tests.support import examples, live_server
 
 SCENARIO = """\
 version: 1
@@ -220,7 +220,9 @@ def loop() -> Iterator[asyncio.Runner]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(key=st.text(min_size=1, max_size=20), args=st.lists(ARGUMENT, max_size=8))
 @example(key="k", args=[1, 1.0, "1", b"1", 0, 0.0, -0.0, 1])  # equal as keys, not as text

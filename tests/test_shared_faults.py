@@ -116,7 +116,9 @@ def test_every_rule_kind_answers_byte_for_byte_as_in_memory(redis_server: RedisS
 
 
 @settings(
-    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(st.lists(st.sampled_from(range(len(REQUESTS))), min_size=1, max_size=30))
 def test_any_sequence_under_fault_rules_is_answered_as_in_memory(

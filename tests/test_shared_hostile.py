@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from mockstore.shared.deadline import CONTROL_SECONDS
 from tests.redis_server import RedisServer, redis_available, required
-from tests.support import TOOL, live_server
+from tests.support import TOOL, examples, live_server
 
 pytestmark = pytest.mark.skipif(
     not redis_available() and not required(), reason="redis-server is not installed"
@@ -90,7 +90,7 @@ def _epoch(redis: RedisServer) -> str:
     return reply[1].decode("latin-1") if len(reply) > 2 else "1"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(key=st.sampled_from(KEYS), kind=st.sampled_from(["string", "hash", "list", "zset",
        "stream"]), value=VALUES)  # fmt: skip
 def test_any_value_in_any_key_is_never_a_500_a_crash_or_a_stuck_state(
@@ -161,3 +161,8 @@ def test_health_and_control_calls_answer_within_5_s_while_redis_sleeps() -> None
                     assert f"did not answer within {CONTROL_SECONDS:g} s" in body["message"], body
         finally:
             sleeper.join(10)
+            # Redis asleep under DEBUG SLEEP heeds no SIGTERM until it wakes: RedisServer's
+            # stop would wait 10 s for nothing before killing it, so kill it now.
+            assert redis_server.process is not None
+            redis_server.process.kill()
+            redis_server.process.wait(10)

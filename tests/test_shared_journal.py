@@ -33,7 +33,7 @@ from mockstore.shared import SharedState
 from mockstore.shared import journal as sharing
 from mockstore.state import Runtime
 from tests.redis_server import RedisServer, redis_available, required
-from tests.support import TOOL, LiveServer, live_server
+from tests.support import TOOL, LiveServer, examples, live_server
 
 pytestmark = pytest.mark.skipif(
     not redis_available() and not required(), reason="redis-server is not installed"
@@ -491,9 +491,9 @@ async def _interleave(url: str, steps: list[Step]) -> None:
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(steps=STEPS)
 def test_any_interleaving_shows_one_journal_numbered_alike_through_every_process(

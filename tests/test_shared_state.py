@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from mockstore import MockServer
 from mockstore.scenario import load_scenario
 from tests.redis_server import RedisServer, redis_available, required
-from tests.support import TOOL, live_server
+from tests.support import TOOL, examples, live_server
 
 # Every kind of answer: faults (creates a rule stops), limits and bans, per-key
 # stores, created pets past the scenario's, request ids and dates on the
@@ -224,9 +224,9 @@ def test_a_recorded_sequence_is_answered_byte_for_byte_as_in_memory(
 
 
 @settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     st.sampled_from(sorted(SCENARIOS)),

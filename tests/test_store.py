@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from mockstore import schemas
 from mockstore.store import PetStore, StoreFull
+from tests.support import examples
 
 STATUSES: list[str] = schemas.openapi_document()["components"]["schemas"]["PetStatus"]["enum"]
 
@@ -115,7 +116,7 @@ new_pets = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     pets=st.lists(new_pets, max_size=40),
     limit=st.integers(1, 50),

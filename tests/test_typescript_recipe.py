@@ -22,6 +22,10 @@ import yaml
 
 from tests.support import live_server
 
+# A long run, in .ci/run's slow step (same MOCKSTORE_REQUIRE_* settings):
+# another language's toolchain (npm ci, tsc).
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RECIPE = EXAMPLES / "typescript"
 # What a team's CI runs, in order (examples/github-actions-other-languages.yml too).

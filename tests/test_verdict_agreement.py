@@ -20,6 +20,10 @@ import pytest
 from mockstore.fidelity.reasons import NOT_EXPRESSIBLE
 from tests.agreement import STANDINS, Measure, measure, table
 
+# A long run, in .ci/run's slow step (same MOCKSTORE_REQUIRE_* settings):
+# a measurement: every client suite against every stand-in and its mock.
+pytestmark = pytest.mark.slow
+
 # The three written for issue 25: no test module of their own, so in the fast suite.
 NEW = ["tollgate", "corral", "aviary"]
 OLDER = ["kennel", "menagerie", "petstore_standin"]
@@ -54,9 +58,22 @@ def test_the_calibrated_mock_agrees_with_the_original_standin_on_its_clients_sui
     # depends on; calibrated from a recording, the mock agrees on nearly all (97% on
     # the day this was written: the one difference left is a body field that counts down).
     assert result.agreement_before < 0.5, result.to_json()
-    assert result.agreement_after >= 0.9, result.disagreeing()
+    assert result.agreement_after >= 0.95, result.disagreeing()
     after = result.drift_after["causes"]
     assert after.get("setting", 0) == 0, result.drift_after
+    assert set(result.drift_after["reasons"]) <= set(NOT_EXPRESSIBLE)
+
+
+def test_the_calibrated_mock_agrees_with_tollgate_on_its_clients_suite(tmp_path: Path) -> None:
+    # Issue 25's target for Tollgate (an Envoy-style edge): 98% on the day this was
+    # written; the one test left is a 304 whose own answer already shows its token given
+    # back (mockstore's ratelimit.not_counted gives it back after the answer).
+    result = measure(STANDINS["tollgate"], tmp_path)
+    print(table([result]))
+    _check_own_suite(result)
+    assert result.calibrate == "ok"
+    assert result.agreement_after >= 0.95, result.disagreeing()
+    assert result.drift_after["causes"].get("setting", 0) == 0, result.drift_after
     assert set(result.drift_after["reasons"]) <= set(NOT_EXPRESSIBLE)
 
 
@@ -75,3 +92,19 @@ def test_the_table_for_every_standin(tmp_path: Path) -> None:
         # milliseconds, which no plan of today's format reads: it waits on the limiter).
         if result.name != "tollgate":
             assert result.agreement_after > result.agreement_before, result.to_json()
+
+
+# The stand-ins whose client suites meet issue 25's target today: 95% of the verdicts the
+# provider gives, after calibrate with no opt-in, and drift after it with no setting left.
+AT_TARGET = ["kennel"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", AT_TARGET)
+def test_a_standin_at_the_target_stays_there(name: str, tmp_path: Path) -> None:
+    result = measure(STANDINS[name], tmp_path)
+    print(table([result]))
+    assert result.calibrate == "ok", result.calibrate
+    assert result.agreement_after >= 0.95, result.disagreeing()
+    assert result.drift_after["causes"].get("setting", 0) == 0, result.drift_after
+    assert set(result.drift_after["reasons"]) <= set(NOT_EXPRESSIBLE), result.drift_after

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from mockstore.clients import Control, VerificationError
 from mockstore.reports.verify import Expectation, InvalidExpectation, contains
-from tests.support import TOOL, assert_conforms, auth, mock_server
+from tests.support import TOOL, assert_conforms, auth, examples, mock_server
 
 JSON_BODY = {"Content-Type": "application/json"}
 
@@ -157,13 +157,13 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=json_values)
 def test_every_value_contains_itself(value: Any) -> None:
     assert contains(value, value) is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     body=st.dictionaries(st.text(max_size=4), json_values, min_size=1, max_size=5), data=st.data()
 )
@@ -187,7 +187,7 @@ def test_scalars_keep_their_json_type() -> None:
     assert contains([1, 2], [1]) == "body has 2 items, expected 1"
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     count=st.none() | st.integers(0, 5),
     at_least=st.none() | st.integers(0, 5),

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from mockstore.validation import json_depth_over, json_parse_cost
 from tests.attacks import BIG_NAME, big_journal, budget_env, create_big_pets
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, examples, live_server
 
 json_values = st.recursive(
     st.none()
@@ -45,14 +45,14 @@ def _depth(value: Any) -> int:
     return 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(json_values, st.integers(min_value=0, max_value=6), st.booleans())
 def test_the_depth_check_counts_what_the_parser_nests(value: Any, limit: int, ascii: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii).encode("utf-8", "surrogatepass")
     assert json_depth_over(text, limit) == (_depth(value) > limit)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(json_values)
 def test_a_parse_holds_no_more_than_its_cost(value: Any) -> None:
     text = json.dumps([value] * 50).encode("utf-8", "surrogatepass")

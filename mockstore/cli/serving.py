@@ -174,8 +174,38 @@ def shown_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def run_until_stopped(app: Any, sock: Any, log_level: str) -> int:
-    """Serve ``app`` on ``sock`` until SIGTERM or Ctrl-C (0), or nobody reads the log (141)."""
+class StopRequest:
+    """A stop signal (SIGTERM, Ctrl-C) noted, never raised: the handler of a process's
+    stop signals until uvicorn's own take over, and again once they give them back.
+
+    A handler that raises (``SystemExit``) raises wherever Python happens to be when
+    the signal comes, and a weakref callback of the garbage collector swallows it
+    ("Exception ignored"): a worker stopped at once after a restart served on until
+    the parent killed it 60 s later. Noted here, the stop is the server's
+    ``should_exit``, read by its loop (before serving, when it came earlier).
+    """
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.server: Any = None  # the uvicorn server, once there is one
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.asked = True
+        if self.server is not None:
+            self.server.should_exit = True
+
+    def install(self) -> None:
+        """Make this the handler of SIGTERM and SIGINT."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self)
+
+
+def run_until_stopped(app: Any, sock: Any, log_level: str, stop: StopRequest | None = None) -> int:
+    """Serve ``app`` on ``sock`` until SIGTERM or Ctrl-C (0), or nobody reads the log (141).
+
+    ``stop``: the handler already noting this process's stop signals (a worker's,
+    set before it let them in); a stop it noted ends the server before it serves.
+    """
     import uvicorn
 
     from mockstore.server import freeze_startup, tune_allocator, uvicorn_config
@@ -192,20 +222,15 @@ def run_until_stopped(app: Any, sock: Any, log_level: str) -> int:
     # default handlers that turns a clean stop into death by SIGTERM (exit 143 in a
     # container, which CI runners report as a failure) and Ctrl-C into a
     # KeyboardInterrupt traceback; with this handler either ends in exit 0.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _exit_cleanly)
+    stop = stop or StopRequest()
+    stop.install()
+    stop.server = server
+    if stop.asked:
+        server.should_exit = True
     server.run(sockets=[sock])
     if log_handler().pipe_closed:
         return pipe_closed()
     return 0
-
-
-def _exit_cleanly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
-
-
-def _stop_worker(signum: int, frame: object) -> None:
-    raise SystemExit(0)
 
 
 # A worker that keeps dying is not started again forever: past this many restarts
@@ -368,13 +393,13 @@ def _serve_as_worker(
     """
     code = 1
     try:
-        signal.signal(signal.SIGTERM, _stop_worker)
-        signal.signal(signal.SIGINT, _stop_worker)
+        stop = StopRequest()
+        stop.install()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if background is not None:
             app.run_in_background(background)
-        code = run_until_stopped(app, sock, log_level)
-    except SystemExit as stopped:  # a stop signal ends a worker as it ends serve: 0
+        code = run_until_stopped(app, sock, log_level, stop)
+    except SystemExit as stopped:
         code = stopped.code if isinstance(stopped.code, int) else 0
     except BaseException:
         log.exception("a worker stopped unexpectedly")

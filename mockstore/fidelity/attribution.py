@@ -32,7 +32,7 @@ from mockstore.fidelity.formats import (
     reset_kind,
     retry_after_kind,
 )
-from mockstore.fidelity.listings import link_shape
+from mockstore.fidelity.listings import link_shape, repeated_choice
 from mockstore.fidelity.rebase import Base
 from mockstore.ratelimit import Plan
 from mockstore.scenario import Scenario, scenario_schema
@@ -130,6 +130,7 @@ DEPRECATION_ON = _named("behaviour.deprecation_on")
 DEFAULT_STATUS = _named("behaviour.default_status")
 UNKNOWN_FIELDS = _named("behaviour.unknown_fields")
 LIMIT_ABOVE_MAXIMUM = _named("behaviour.limit_above_maximum")
+REPEATED_PARAMETERS = _named("behaviour.repeated_parameters")
 LIST_ORDER = _named("behaviour.list_order")
 CONTENT_TYPE = _named("behaviour.content_type")
 HEADERS = _named("behaviour.headers")
@@ -382,9 +383,26 @@ def status(ex: Exchange, ctx: Context) -> Cause:
             return cannot("check-order")
         if rc in ERROR_STATUS and rc in (facts.problems or ()):
             return setting(ERROR_STATUS[rc], was)
+    repeated = _repeated(ex, rc, mc)
+    if repeated is not None:
+        return setting(REPEATED_PARAMETERS, repeated)
     if (rc is None) != (mc is None) and (rc in facts.problems or mc in facts.problems):
         return cannot("lenient-request")
     return cannot("unexplained")
+
+
+def _repeated(ex: Exchange, rc: str | None, mc: str | None) -> str | None:
+    """``behaviour.repeated_parameters`` where a listing's repeated ``limit`` is all that
+    parts the provider's answer from the mock's: the value its length shows was used, or
+    ``refuse`` where the provider refused it."""
+    facts = ex.facts
+    if facts.operation != "listPets" or len(facts.query.get("limit", [])) < 2:
+        return None
+    if rc is None and mc == "bad_limit":
+        return repeated_choice(facts.query, ex.recorded_body, None)
+    if rc == "bad_limit" and mc is None:
+        return "refuse"
+    return None
 
 
 def _head_value(served: set[str]) -> Any:

@@ -202,7 +202,15 @@ def compare(ex: Exchange, sent_body: Any, recorded: Side, mock: Side, ctx: Conte
     return out
 
 
+# Headers under an infrastructure prefix that are a signal to the client, not the
+# proxy's bookkeeping: Envoy's rate-limit filter marks each answer it refused with
+# x-envoy-ratelimited: true, and clients branch on it (a scenario states it as a header).
+_CLIENT_SIGNALS = frozenset({"x-envoy-ratelimited"})
+
+
 def is_infrastructure(name: str) -> bool:
+    if name in _CLIENT_SIGNALS:
+        return False
     return name in INFRASTRUCTURE_HEADERS or name.startswith(_INFRASTRUCTURE_PREFIXES)
 
 

@@ -448,6 +448,12 @@ def _condition(s: Seen, fetched: frozenset[str] = frozenset()) -> str | None:
     if problems:
         # Where the request meets several, mockstore's order is the best guess.
         return problems[0]
+    if facts.operation == "listPets" and status in (400, 422):
+        # A listing refused for nothing mockstore's query checks find: the position it
+        # names, if it names one (a cursor or an offset the provider did not write).
+        for name, condition in (("cursor", "bad_cursor"), ("offset", "bad_offset")):
+            if name in facts.query:
+                return condition
     if facts.operation == "createPet" and status in (400, 422) and facts.fractions:
         # 7.0 as an integer: valid by the schema, refused by a provider that reads
         # numbers strictly (collections.numbers.body).

@@ -54,19 +54,31 @@ _UUID = re.compile(
 )
 _HEX = re.compile(r"(.*?)([0-9a-fA-F]{32})")
 _COUNTER = re.compile(r"(|.*[^0-9])([0-9]{6,})")
+# Random letters and digits behind a word and a separator (Stripe's req_ ids): small
+# letters mixed with capitals or digits, so that a word or a number is no id.
+_ALPHANUMERIC = re.compile(r"(|[A-Za-z]{1,12}[-_.:])((?=[A-Za-z0-9]*[a-z])"
+                           r"(?=[A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{12,64})")  # fmt: skip
 
 
 def id_form(value: str) -> tuple[str, str | None]:
-    """A request id's prefix and kind: ``uuid``, ``hex`` (32 digits) or ``counter`` (6+ digits).
+    """A request id's prefix and kind: ``uuid``, ``hex`` (32 digits), ``counter`` (6+ digits)
+    or ``alphanumeric`` (12 to 64 letters of both cases and digits: ``id_length`` says how many).
 
     ``req-000042`` is ``("req-", "counter")``; a kind none of those is None.
     """
     text = value.strip()
-    for kind, pattern in (("uuid", _UUID), ("hex", _HEX), ("counter", _COUNTER)):
+    kinds = (("uuid", _UUID), ("hex", _HEX), ("counter", _COUNTER), ("alphanumeric", _ALPHANUMERIC))
+    for kind, pattern in kinds:
         match = pattern.fullmatch(text)
         if match is not None:
             return match.group(1), kind
     return "", None
+
+
+def id_length(value: str) -> int:
+    """How many characters a request id has after its prefix."""
+    prefix, _ = id_form(value)
+    return len(value.strip()) - len(prefix)
 
 
 _ID_PREFIX = re.compile(r"[A-Za-z]{0,12}[-_.:]?")

@@ -12,7 +12,9 @@ functions:
 - ``total_header_of``: the header of a listing that says how many pets its filter
   keeps;
 - ``link_shape``: what of a ``Link`` a client depends on (its relations' order, the
-  form of its URLs, the page parameter), without the values the store decides.
+  form of its URLs, the page parameter), without the values the store decides;
+- ``repeated_choice``: which value of a ``limit`` given twice a listing's length shows
+  the provider used (``behaviour.repeated_parameters``).
 
 No HTTP, no I/O.
 """
@@ -252,3 +254,26 @@ def _json(body: bytes) -> Any:
         return json.loads(body) if body and len(body) < 65536 else None
     except ValueError:
         return None
+
+
+def repeated_choice(query: dict[str, list[str]], pets: Any, total: int | None) -> str | None:
+    """``first`` or ``last``: the value of a repeated ``limit`` the listing ``pets`` obeys.
+
+    ``total`` is the count of pets the filter keeps when the listing states it (a shorter
+    listing may be the whole collection). None when the listing tells neither apart.
+    """
+    given = query.get("limit", [])
+    if len(given) < 2 or not isinstance(pets, list):
+        return None
+    if not all(value.isdigit() and int(value) >= 1 for value in (given[0], given[-1])):
+        return None
+    shown = len(pets)
+
+    def fits(value: str) -> bool:
+        wanted = min(int(value), 100)
+        return shown == (wanted if total is None else min(wanted, total))
+
+    first, last = fits(given[0]), fits(given[-1])
+    if first != last:
+        return "first" if first else "last"
+    return None

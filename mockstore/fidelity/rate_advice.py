@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from mockstore.fidelity.formats import decimals, reset_kind, retry_after_kind, sf_list
-from mockstore.limiter.model import FIGURES, Announcement
+from mockstore.limiter.model import FIGURES, Announcement, a_success
 from mockstore.ratelimit import Plan
 from mockstore.scenario.model import Behaviour, Scenario
 
@@ -74,7 +74,7 @@ def presence(
             return "ratelimit.headers.per_window", ()
         return f"ratelimit.headers.per_window.{window}", ((match.group(2) if was else None),)
     if name in ("ratelimit", "ratelimit-policy"):
-        success = 200 <= status < 300
+        success = a_success(status)
         if was is not None:
             # A 2xx answer that has them says no more than that 2xx answers do: "all"
             # would add them where the provider may leave them out (an error answer

@@ -13,14 +13,15 @@ whole seconds: no header names an instant before the one from which the
 client may really retry. Instants are written on the headers' clock
 (``offset`` added; see ``mockstore.headers``), waits are the same on any.
 A decision that counted nothing (a caller the limiter does not count:
-``ratelimit.anonymous: none``) is announced by no header at all.
+``ratelimit.anonymous: none``) is announced by no header at all, or as an allowance
+of nothing (``ratelimit.headers.uncounted: zero``).
 """
 
 from __future__ import annotations
 
 import math
 
-from mockstore.limiter.model import Announcement, Limits
+from mockstore.limiter.model import Announcement, Limits, a_success
 from mockstore.ratelimit import Decision, Plan
 
 Header = tuple[bytes, bytes]
@@ -70,6 +71,7 @@ class Announcer:
         self._names = {window: name.encode("latin-1") for window, name in headers.policies}
         banned = headers.retry_after_banned
         self._banned_form = headers.retry_after if banned == "same" else banned
+        self._zero = headers.uncounted == "zero"
 
     def write(
         self, decision: Decision, plan: Plan, now: float, offset: float, ratelimit: int | bool
@@ -77,20 +79,32 @@ class Announcer:
         """The headers for ``decision`` on an answer of status ``ratelimit`` (falsy: an answer
         that states no figures, though a refusal still says when to come back; ``True``: a
         status not told, taken as a success)."""
-        if not decision.limit:
-            return []  # a caller the limiter does not count
+        if not decision.limit:  # a caller the limiter does not count
+            return self._uncounted(now, offset) if ratelimit and self._zero else []
         out: list[Header] = []
         if ratelimit:
             self._write_figures(out, decision, plan, now, offset)
             draft = self.headers.draft
             if draft == "all" or (
-                draft == "success" and (ratelimit is True or 200 <= ratelimit < 300)
+                draft == "success" and (ratelimit is True or a_success(ratelimit))
             ):
                 out.extend(self.draft(decision, plan, now))
         if decision.retry_after:
             value = self.retry_after(decision, now, offset)
             if value is not None:
                 out.append((b"retry-after", value))
+        return out
+
+    def _uncounted(self, now: float, offset: float) -> list[Header]:
+        """An allowance of nothing (``ratelimit.headers.uncounted: zero``), whole at once."""
+        out: list[Header] = []
+        for figure in self._figures:
+            if figure in ("limit", "remaining", "used"):
+                out.append((b"x-ratelimit-" + figure.encode(), b"0"))
+            elif figure == "reset":
+                out.append((b"x-ratelimit-reset", self.reset(now, now, offset)))
+            else:
+                out.append((b"x-ratelimit-resource", self._resource))
         return out
 
     def _write_figures(

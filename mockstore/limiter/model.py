@@ -75,6 +75,8 @@ class Announcement:
     before the one from which the client may really retry. ``draft``: the IETF
     draft ``RateLimit-Policy`` and ``RateLimit`` headers on ``none``, ``all``
     or ``success`` (2xx) answers, under ``policies`` ((window, name) pairs).
+    ``uncounted``: what a caller the limiter does not count is told: ``none`` (no
+    figures) or ``zero`` (an allowance of 0, the reset now).
     """
 
     figures: tuple[str, ...] = ("limit", "remaining", "reset")
@@ -89,6 +91,7 @@ class Announcement:
     retry_after_decimals: int = 1
     draft: str = "none"
     policies: tuple[tuple[str, str], ...] = (("minute", "minute"), ("day", "day"))
+    uncounted: str = "none"  # or "zero": a caller not counted is told an allowance of 0
 
     @property
     def classic(self) -> bool:
@@ -101,11 +104,18 @@ class Announcement:
             and self.retry_after_banned != "decimal"
             and self.draft in ("none", "all")
             and self.policies == (("minute", "minute"), ("day", "day"))
+            and self.uncounted == "none"
         )
 
     def policy(self, window: str) -> str:
         """The draft headers' name of ``window``'s policy."""
         return dict(self.policies)[window]
+
+
+def a_success(status: int) -> bool:
+    """An answer the draft headers' ``success`` form is on: a 2xx, or a 304 (a revalidation
+    that succeeded carries the headers its 200 would have, RFC 9110 section 15.4.5)."""
+    return 200 <= status < 300 or status == 304
 
 
 @dataclass(frozen=True, slots=True)

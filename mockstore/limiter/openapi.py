@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockstore.limiter.model import Limits
+from mockstore.limiter.model import Limits, a_success
 
 _REF = "#/components/headers/"
 _FIGURE_HEADERS = {
@@ -39,9 +39,11 @@ def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
                     continue
                 listed = answer.setdefault("headers", {})
                 counted = not (status == "401" and limits.anonymous == "none")
+                # Callers not counted may still be told figures (of 0), not per window.
+                told = counted or headers.uncounted == "zero"
                 for figure, name in _FIGURE_HEADERS.items():
                     listed.pop(name, None)
-                    if counted and figure in headers.figures:
+                    if told and figure in headers.figures:
                         listed[name] = {"$ref": _REF + name}
                 for window, suffix in headers.per_window:
                     for figure in ("Limit", "Remaining"):
@@ -51,7 +53,7 @@ def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
                                 "description": f"The {window} window's {figure.lower()}.",
                                 "schema": {"type": "integer"},
                             }
-                success = status.startswith("2")
+                success = status.isdigit() and a_success(int(status))
                 draft = headers.draft == "all" or (headers.draft == "success" and success)
                 if counted and draft:
                     listed["RateLimit-Policy"] = {"$ref": _REF + "RateLimit-Policy"}

@@ -121,6 +121,7 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
         retry_after=_value(reader, ("ratelimit", "headers", "retry_after")),
         retry_after_banned=_value(reader, ("ratelimit", "headers", "retry_after_banned")),
         retry_after_decimals=reader.get(("ratelimit", "headers", "retry_after_decimals")),
+        uncounted=reader.get(("ratelimit", "headers", "uncounted")),
         draft=_value(reader, ("ratelimit", "headers", "draft")),
         policies=tuple(
             (name, reader.get(("ratelimit", "headers", "policies", name)))

@@ -44,9 +44,10 @@ class RequestIdFormat:
     """``behaviour.request_id``: the header carrying each answer's request id, and its form."""
 
     header: str | None
-    format: str  # counter | uuid | hex
+    format: str  # counter | uuid | hex | alphanumeric
     prefix: str
     echo: str | None = None  # a pattern: a request's own id that matches it is answered back
+    length: int = 24  # an alphanumeric id's letters and digits
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,11 @@ def behaviour_value(name: str, value: Any) -> Any:
         filled = {**_object_defaults(name), **(value if isinstance(value, dict) else {})}
         if name == "request_id":
             return RequestIdFormat(
-                filled["header"], filled["format"], filled["prefix"], filled["echo"]
+                filled["header"],
+                filled["format"],
+                filled["prefix"],
+                filled["echo"],
+                filled["length"],
             )
         return tuple(filled.items())
     if name in ("error_statuses", "etag", "error_messages"):
@@ -207,6 +212,7 @@ class Behaviour:
     location: str = _default("location")
     # (operation, strong | weak) for the reads that carry an ETag.
     etag: tuple[tuple[str, str], ...] = ()
+    etag_digits: int = _default("etag_digits")
     deprecation_format: str = _default("deprecation_format")
     sunset_header: bool = _default("sunset_header")
     deprecation_link: str | None = _default("deprecation_link")
@@ -223,6 +229,7 @@ class Behaviour:
     ratelimit_describes_refusals: str = _default("ratelimit_describes_refusals")
     retry_after_banned: str = _default("retry_after_banned")
     limit_above_maximum: str = _default("limit_above_maximum")
+    repeated_parameters: str = _default("repeated_parameters")
     list_order: str = _default("list_order")
 
 

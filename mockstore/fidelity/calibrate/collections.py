@@ -255,12 +255,13 @@ def _numbers(seen: list[Seen], result: Calibration, cite: Cite) -> None:
                 fractions = fractions or s
             elif s.condition == "invalid_body":
                 fractions_refused = fractions_refused or s
-    if strings is not None:
-        if fractions_refused is not None:
-            result.cannot(
-                "a NewPet integer as a string is accepted but one with a zero fraction is "
-                f"refused: {cite(strings, code=False)}; {cite(fractions_refused)}"
-            )
+    if strings is not None and fractions_refused is not None:
+        # A string of digits read as the number, a zero fraction refused (form-encoded
+        # APIs' reading: Stripe's, Tollgate's).
+        result.set("collections.numbers.body", "digits",
+                   cite(strings, code=False, note="categoryId as a string accepted"),
+                   cite(fractions_refused))  # fmt: skip
+    elif strings is not None:
         result.set("collections.numbers.body", "lenient",
                    cite(strings, code=False, note="categoryId as a string accepted"))  # fmt: skip
     elif fractions_refused is not None:

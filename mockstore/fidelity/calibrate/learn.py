@@ -38,10 +38,12 @@ from mockstore.fidelity.formats import (
     deprecation_kind,
     http_date,
     id_form,
+    id_length,
     is_id,
     reset_kind,
     retry_after_kind,
 )
+from mockstore.fidelity.listings import repeated_choice
 from mockstore.fidelity.recording import InputError, Recording
 from mockstore.ratelimit import BUILTIN_PLANS
 from mockstore.routing import Router
@@ -479,10 +481,16 @@ class _Learner:
         elif value is not None and http_date(value) is not None:
             # An HTTP-date names an instant on the headers' clock: brought back to the service's.
             end = (http_date(value) or 0.0) - ban.header_offset
-        else:
-            window = self._window(ban)
-            if window is not None:
-                end = window[1]
+        window = self._window(ban)
+        if window is not None and (
+            end is None
+            # A reset in milliseconds states the end finer than a Retry-After in whole
+            # seconds or an HTTP-date does (each rounded its own way): the finer, where
+            # the two tell of the same end.
+            or (reset_kind(ban.headers.get("x-ratelimit-reset", "")) == "epoch-ms"
+                and abs(window[1] - end) <= 1.0)
+        ):  # fmt: skip
+            end = window[1]
         if end is None:
             return None
         seconds = max(1, round(end - start))
@@ -690,6 +698,12 @@ class _Learner:
             if kind is not None:
                 result.set("behaviour.request_id.format", kind, cite(example, shown, code=False))
                 result.set("behaviour.request_id.prefix", prefix, cite(example, shown, code=False))
+            if kind == "alphanumeric":
+                result.set(
+                    "behaviour.request_id.length",
+                    id_length(example.headers[name]),
+                    cite(example, shown, code=False),
+                )
         elif self.seen:
             result.set(
                 "behaviour.request_id.header",
@@ -740,6 +754,44 @@ class _Learner:
             if tag is not None:
                 kind = "weak" if tag.strip().startswith("W/") else "strong"
                 result.set(f"behaviour.etag.{operation}", kind, cite(reads[0], "ETag", code=False))
+        self._etag_digits()
+
+    def _repeated_parameters(self) -> None:
+        """``behaviour.repeated_parameters``: a listing asked with ``limit`` twice, answered
+        with as many pets as its first or its last value, or refused."""
+        for s in self.seen:
+            if s.facts.operation != "listPets" or len(s.facts.query.get("limit", [])) < 2:
+                continue
+            if s.status == 200:
+                choice = repeated_choice(s.facts.query, s.body, None)
+                if choice is not None:
+                    note = f"{len(s.body)} pet(s): its {choice} limit"
+                    self.result.set(
+                        "behaviour.repeated_parameters", choice, cite(s, code=False, note=note)
+                    )
+                    return
+            elif s.condition == "bad_limit":
+                self.result.set("behaviour.repeated_parameters", "refuse", cite(s))
+                return
+
+    def _etag_digits(self) -> None:
+        """``behaviour.etag_digits``: the length of the hex tags every recorded ETag has."""
+        tags = [
+            (s, s.headers["etag"].strip().removeprefix("W/").strip('"'))
+            for s in self.seen
+            if s.status == 200 and "etag" in s.headers
+        ]
+        lengths = {len(tag) for _, tag in tags if re.fullmatch(r"[0-9a-fA-F]+", tag)}
+        if len(lengths) == 1 and len(tags) and 8 <= (digits := lengths.pop()) <= 64:
+            if all(re.fullmatch(r"[0-9a-fA-F]+", tag) for _, tag in tags):
+                note = f"{digits} hex digits"
+                self.result.set(
+                    "behaviour.etag_digits", digits, cite(tags[0][0], "ETag", code=False, note=note)
+                )
+        elif tags:
+            self.result.open(
+                "behaviour.etag_digits: the recorded ETags are not hex tags of one length"
+            )
 
     def deprecation(self) -> None:
         result = self.result
@@ -879,6 +931,7 @@ class _Learner:
                 result.set("behaviour.limit_above_maximum", "clamp", cite(s, code=False))
             elif s.condition == "limit_above_maximum":
                 result.set("behaviour.limit_above_maximum", "refuse", cite(s))
+        self._repeated_parameters()
         orders: Counter[str] = Counter()
         example: dict[str, Seen] = {}
         for s in self.seen:

@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 from mockstore.error_bodies import masked, shown
 from mockstore.errors import CONDITIONS, ApiError, FieldProblem
@@ -94,11 +95,14 @@ def subject(s: Seen) -> ApiError | None:
 
 
 def _wait(s: Seen) -> tuple[int, int] | None:
-    """The wait a refusal states in whole seconds (its Retry-After, in seconds or as an
-    HTTP-date from the answer's instant), and the most milliseconds that rounds up to."""
+    """The wait a refusal states in whole seconds (its Retry-After, in seconds, a decimal or
+    an HTTP-date from the answer's instant), and the most milliseconds that rounds up to."""
     value = s.headers.get("retry-after", "").strip()
     if value.isdigit():
         return int(value), int(value) * 1000
+    if re.fullmatch(r"[0-9]{1,12}\.[0-9]{1,6}", value):
+        # A decimal (Corral's 7.3): the milliseconds it states, to its own precision.
+        return math.ceil(float(value)), math.ceil(float(value) * 1000)
     stated = http_date(value)
     if stated is None:
         return None
@@ -235,10 +239,22 @@ def computed_field(name: str, members: list[Seen], request_ids: list[str]) -> di
             return {"name": name, "generate": "value"}
         if all(r is not None and v == r.parameter for v, r in zip(values, refused, strict=True)):
             return {"name": name, "generate": "parameter"}
-        if all(isinstance(v, list) for v in values):
-            item = _item_shape(values, refused)  # type: ignore[arg-type]
+    if all(isinstance(v, list) for v in values):
+        # The generator lists the field problems of mockstore's own refusal: none where it
+        # finds none (a 404, a 429), so an empty list there fits; and a scenario's field
+        # constraint lists its field, which calibrate cannot recompute (the limit is learned
+        # apart): neither takes part in the fit.
+        known = [(v, r) for v, r in zip(values, refused, strict=True) if r is not None]
+        if known and all(
+            v == [] or s.condition == "field_constraint"
+            for v, r, s in zip(values, refused, members, strict=True)
+            if r is None
+        ):
+            item = _item_shape([v for v, _ in known], [r for _, r in known])
             if item is not None:
                 return {"name": name, "generate": "details", "item": item}
+    if _names_the_parameter(values, members, refused):
+        return {"name": name, "generate": "parameter"}
     if all(isinstance(v, str) for v in values):
         facts = [facts_of(s, _request_id(s, request_ids)) for s in members]
         template = _fitting(values, facts)  # type: ignore[arg-type]
@@ -247,13 +263,59 @@ def computed_field(name: str, members: list[Seen], request_ids: list[str]) -> di
     return None
 
 
+def _names_the_parameter(
+    values: list[Any], members: list[Seen], refused: list[ApiError | None]
+) -> bool:
+    """Whether each value names the parameter or field its request got wrong.
+
+    mockstore's own validation is the judge where it refuses the request too (the value
+    is its parameter, or one of the fields it finds invalid: a provider may name another
+    of them first); where it would not refuse it (a constraint or a number form the
+    provider holds and mockstore's defaults do not), the value must name a field of the
+    sent body or a query parameter of the request, and at least one answer must be the
+    parameter mockstore names itself: a field that names a constant is no parameter.
+    """
+    exact = 0
+    for value, s, error in zip(values, members, refused, strict=True):
+        if not isinstance(value, str) or not value:
+            return False
+        if error is not None and value == error.parameter:
+            exact += 1
+        elif error is not None:
+            if value not in {".".join(map(str, p.field)) for p in error.details}:
+                return False
+        elif value not in _sent_names(s):
+            return False
+    return exact > 0 and len(set(values)) > 1
+
+
+def _sent_names(s: Seen) -> set[str]:
+    """The query parameters and the body's top-level fields a request sent."""
+    names = {name for name, _ in parse_qsl(s.item.query, keep_blank_values=True)}
+    body = json_of(s.item.body) if s.item.body else None
+    if isinstance(body, dict):
+        names |= {str(name) for name in body}
+    return names
+
+
 def _item_shape(values: list[list[Any]], refused: list[ApiError | None]) -> dict[str, str] | None:
     """Each ``details`` entry's fields as templates of its invalid field, if one shape fits all."""
     entries: list[tuple[dict[str, Any], FieldProblem]] = []
     for value, error in zip(values, refused, strict=True):
-        if error is None or len(value) != len(error.details):
+        if error is None or len(value) < len(error.details):
             return None
         problems = sorted(error.details, key=lambda p: ".".join(map(str, p.field)))
+        if len(value) > len(error.details):
+            # The provider lists problems mockstore finds apart (an unknown field beside a
+            # wrong type): only the entries that name a problem it finds take part.
+            value = [
+                entry
+                for entry in value
+                if isinstance(entry, dict)
+                and any(_names_field({str(v) for v in entry.values()}, p) for p in problems)
+            ]
+            if len(value) != len(problems):
+                return None
         given = sorted(
             value,
             key=lambda entry: (
@@ -267,6 +329,7 @@ def _item_shape(values: list[list[Any]], refused: list[ApiError | None]) -> dict
         return None
     keys = {key for entry, _ in entries for key in entry}
     shape: dict[str, str] = {}
+    worded: list[str] = []
     for key in sorted(keys):
         for placeholder in _ITEM_NAMES:
             template = "{" + placeholder + "}"
@@ -278,9 +341,17 @@ def _item_shape(values: list[list[Any]], refused: list[ApiError | None]) -> dict
                 break
         else:
             constants = {json.dumps(entry.get(key)) for entry, _ in entries}
-            if len(constants) != 1 or not isinstance(entries[0][0].get(key), str):
+            if not all(isinstance(entry.get(key), str) for entry, _ in entries):
                 return None
-            shape[key] = entries[0][0][key].replace("{", "{{").replace("}", "}}")
+            if len(constants) == 1:
+                shape[key] = entries[0][0][key].replace("{", "{{").replace("}", "}}")
+            else:
+                # The provider's own words for each problem, which no placeholder gives:
+                # mockstore's words for the same problem, never one answer's constant.
+                worded.append(key)
+    if worded and not any(shape.get(key) in ("{field}", "{pointer}") for key in shape):
+        return None  # an entry must at least name its field
+    shape.update({key: "{message}" for key in worded})
     return shape
 
 

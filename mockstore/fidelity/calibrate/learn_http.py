@@ -335,7 +335,13 @@ class HttpLearner:
             if self.seen:
                 self._open("http.cors: the recording has no CORS preflight (no CORS kept)")
             return
-        allowed = [s for s in preflights if "access-control-allow-origin" in s.headers]
+        # A preflight is allowed by a 2xx: a gateway that writes Access-Control-Allow-Origin
+        # on its refusals too (a 429 from the limiter) has not allowed that one.
+        allowed = [
+            s
+            for s in preflights
+            if 200 <= s.status < 300 and "access-control-allow-origin" in s.headers
+        ]
         refused = [s for s in preflights if s not in allowed]
         if not allowed:
             if all(s.status in (401, 404, 405) for s in refused):

@@ -22,6 +22,7 @@ from mockstore.fidelity.calibrate.rate_figures import (
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import decimals, retry_after_kind, sf_list
+from mockstore.limiter.model import a_success
 
 
 def learn_forms(seen: list[Seen], result: Calibration, cite: Any) -> None:
@@ -76,20 +77,13 @@ def _anonymous(seen: list[Seen], result: Calibration, cite: Any) -> None:
         )
         result.anonymous = None
         return
-    # An allowance of nothing (Tollgate: X-RateLimit-Limit: 0 on every 401): no plan can
-    # hold it (a plan allows one request at least); the nearest is no allowance at all.
+    # An allowance of nothing (Tollgate: X-RateLimit-Limit: 0 on every 401): callers the
+    # limiter does not count, told so in figures of 0.
     told = [s.headers.get("x-ratelimit-limit", "").strip() for s in keyless]
     if keyless and all(limit == "0" for limit in told):
-        result.set(
-            "ratelimit.anonymous",
-            "none",
-            cite(keyless[0], "X-RateLimit-Limit", code=False, note="an allowance of 0"),
-        )
-        result.open(
-            "callers without a key are told X-RateLimit-Limit: 0 (and Remaining, Reset); "
-            "with ratelimit.anonymous: none mockstore tells them no X-RateLimit-* at all: "
-            + cite(keyless[0], "X-RateLimit-Limit", code=False)
-        )
+        evidence = cite(keyless[0], "X-RateLimit-Limit", code=False, note="an allowance of 0")
+        result.set("ratelimit.anonymous", "none", evidence)
+        result.set("ratelimit.headers.uncounted", "zero", evidence)
         result.anonymous = None
 
 
@@ -187,15 +181,17 @@ def _draft(seen: list[Seen], result: Calibration, cite: Any) -> None:
     drafted = [s for s in seen if "ratelimit-policy" in s.headers]
     if not drafted:
         return
+    # Answers that tell figures in any form (Kong's per-window X-RateLimit-Limit-<name>
+    # alone, say), the draft's or not.
     figured = [
-        s for s in seen if "x-ratelimit-limit" in s.headers or "ratelimit-policy" in s.headers
-    ]
+        s for s in seen
+        if "ratelimit-policy" in s.headers or any(n.startswith("x-ratelimit-") for n in s.headers)
+    ]  # fmt: skip
     bare = [s for s in figured if "ratelimit-policy" not in s.headers]
-    if (
-        bare
-        and all(200 <= s.status < 300 for s in drafted)
-        and all(not 200 <= s.status < 300 for s in bare)
-    ):
+    # Drafted on 2xx answers only, and some other answer told its figures without: the
+    # draft on successes. (A 2xx without it too, an answer of the edge's, say, is not
+    # told apart by any value: "all" would add the draft to every refusal as well.)
+    if all(a_success(s.status) for s in drafted) and any(not a_success(s.status) for s in bare):
         _migrate(result, "behaviour.ratelimit_draft_headers", "ratelimit.headers.draft")
         result.set(
             "ratelimit.headers.draft",
