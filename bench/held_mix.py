@@ -1,7 +1,7 @@
 """Issues 19 and 27's hostile paths all at once, with a well-behaved client measured alongside.
 
     .venv/bin/python bench/held_mix.py [--seconds 60] [--budget 128MiB]
-        [--output bench/results/held_mix.json]
+        [--output bench/results/held_mix.json] [--no-probe]
     PYTHONPATH=/work/main .venv/bin/python bench/held_mix.py   # another tree (main's)
 
 The clients of ``tests/held_attacks.py``'s ``HeldMix``: issue 19's soak
@@ -28,6 +28,10 @@ The same well-behaved client also runs, for the same seconds and at the same
 time, against a second, idle ``mockstore serve`` of the same settings: its
 latencies are the reference, what the machine's load alone gives (on a shared
 machine at load 25 the mix's p99 cannot be judged without it).
+
+The attacked server runs under ``bench/loop_probe.py`` (unless ``--no-probe``):
+how late a 5 ms tick on its event loop ran (the longest the loop was held),
+and its garbage collections' pauses, printed and kept with the results.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -59,12 +64,32 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--budget", default="128MiB")
     parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "held_mix.json"))
+    parser.add_argument("--no-probe", action="store_true", help="no event-loop probe")
     args = parser.parse_args()
     budget = parse_size(args.budget)
     print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
     env = {"MOCKSTORE_SCENARIO_YAML": SCENARIO, "MOCKSTORE_MEMORY_BUDGET": str(budget)}
+    probed = {**env}
+    launcher = None
+    with tempfile.TemporaryDirectory() as scratch:
+        probe_file = Path(scratch) / "probe.json"
+        if not args.no_probe:
+            probed["PROBE_OUTPUT"] = str(probe_file)
+            launcher = [sys.executable, str(ROOT / "bench" / "loop_probe.py")]
+        code = _run(args, budget, env, probed, launcher, probe_file)
+    return code
+
+
+def _run(
+    args: argparse.Namespace,
+    budget: int,
+    env: dict[str, str],
+    probed: dict[str, str],
+    launcher: list[str] | None,
+    probe_file: Path,
+) -> int:
     with (
-        live_server("--log-level", "warning", env=env) as server,
+        live_server("--log-level", "warning", env=probed, launcher=launcher) as server,
         live_server("--log-level", "warning", env=env) as idle,
     ):
         assert server.process is not None and idle.process is not None
@@ -80,6 +105,7 @@ def main() -> int:
             beside.join(120)
         health = httpx.get(server.url + "/__mockstore/health", timeout=60).status_code
         log = server.log()
+    probe = json.loads(probe_file.read_text()) if probe_file.exists() else None
     load = os.getloadavg()[0]
     ordered = sorted(mix.good.latencies) or [0.0]
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
@@ -96,6 +122,9 @@ def main() -> int:
         "reference, the same client against an idle server meanwhile: " + reference.good.summary()
     )
     print(f"500 answers: {errors_500}; tracebacks in the server's log: {tracebacks}")
+    if probe is not None:
+        print(f"the attacked server's event loop, lag of a 5 ms tick: {probe['loop_lag']}")
+        print(f"its garbage collections: {probe['gc']}")
     Path(args.output).write_text(
         json.dumps(
             {
@@ -111,6 +140,7 @@ def main() -> int:
                 "good_client": _latencies(mix.good.latencies, mix.good.wrong),
                 "reference_client": _latencies(reference.good.latencies, reference.good.wrong),
                 "load_average_after": round(load, 2),
+                "server_loop": probe,
                 "samples": [(round(s, 1), round(r / 2**20, 1)) for s, r in result.samples],
             },
             indent=2,

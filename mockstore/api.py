@@ -28,6 +28,7 @@ import logging
 import time
 from collections.abc import Sequence
 
+import anyio.to_thread
 from starlette.types import Receive, Scope, Send
 
 from mockstore import shaping, sharing, transport
@@ -68,7 +69,7 @@ class RequestAborted(Exception):
 class Answer:
     """A response on its way out: status, body, and headers beyond the standard ones."""
 
-    __slots__ = ("body", "error", "extra", "held", "ratelimit", "replaces", "status")
+    __slots__ = ("body", "error", "extra", "held", "ratelimit", "replaces", "status", "unmade")
 
     def __init__(self, status: int, body: bytes, extra: tuple[Header, ...] = ()) -> None:
         self.status = status
@@ -76,6 +77,8 @@ class Answer:
         # Bytes reserved from the connections' share before the body was made (a
         # large listing: ``_made``), given back once it is written.
         self.held = 0
+        # A large listing charged and not yet made (``_made``): ``made_off_loop`` makes it.
+        self.unmade: JsonArray | None = None
         self.extra: tuple[Header, ...] | list[Header] = extra
         # Falsy: no rate-limit figures; else the status, for headers sent on some statuses
         # only (the draft headers on 2xx: ratelimit.headers.draft).
@@ -376,7 +379,10 @@ class PetStoreAPI:
                 if rule is not None and rule.reply is not None:
                     await self._respond(send, ex, Answer.scripted(rule.reply))
                     return
-            await self._respond(send, ex, self._answer(ex, route))
+            answer = self._answer(ex, route)
+            if answer.unmade is not None:
+                await self._made_off_loop(answer)
+            await self._respond(send, ex, answer)
         except RequestAborted:
             self._record(ex, b"", 0, (), b"", "aborted")
         except transport.ConnectionBroken:
@@ -501,9 +507,29 @@ class PetStoreAPI:
             return Answer(status, body.join(), ex.answer_headers)
         if not connections.reserve(body.size):
             return Answer.refusal(_over_budget(connections, "this listing"))
-        answer = Answer(status, body.join(), ex.answer_headers)
+        answer = Answer(status, b"", ex.answer_headers)
         answer.held = body.size
+        answer.unmade = body  # made off the event loop (``_made_off_loop``): it is megabytes
         return answer
+
+    async def _made_off_loop(self, answer: Answer) -> None:
+        """Make a charged listing's bytes in a worker thread.
+
+        Joining megabytes (16.6 MB for the hostile mix's listing: a fresh
+        allocation, its pages faulted in, and the copy) held the event loop
+        for tens of milliseconds a listing; ``bytes.join`` lets go of the GIL
+        while it copies a large result, so the loop keeps answering. Its
+        charge (``answer.held``) is given back if the request ends here.
+        """
+        unmade = answer.unmade
+        assert unmade is not None
+        answer.unmade = None
+        try:
+            answer.body = await anyio.to_thread.run_sync(unmade.join)
+        except BaseException:
+            self.connections.release(answer.held)  # type: ignore[union-attr]
+            answer.held = 0
+            raise
 
     def _facts(
         self,
@@ -739,6 +765,8 @@ class PetStoreAPI:
                 transport.close_connection(send)
             else:
                 answer = self._answer(ex, route)
+                if answer.unmade is not None:
+                    await self._made_off_loop(answer)
                 status, body, held = answer.status, answer.body, answer.held
                 if ex.scope["method"] == "HEAD":
                     body = b""

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from mockstore.headers import parse_block
+from mockstore.journal_picks import Picked
 from mockstore.keys import is_alias, key_alias
 from mockstore.memory import Account, format_size
 from mockstore.runs import Run
@@ -584,17 +585,32 @@ class Journal:
         ``key`` is the full API key the request was counted against; ``run``
         keeps one run's entries.
         """
+        return list(self.pick(operation, key, status, since, run))
+
+    def pick(
+        self,
+        operation: str | None = None,
+        key: str | None = None,
+        status: int | None = None,
+        since: int | None = None,
+        run: int | None = None,
+    ) -> Picked[Entry]:
+        """``select``'s entries, each made only when read (in a worker: ``journal_picks``)."""
         snapshot = list(self._entries)  # one C-level copy: a consistent snapshot
-        make = _entry
-        return [
-            make(r)
-            for r in snapshot
-            if (operation is None or r[_OPERATION] == operation)
-            and (key is None or r[_KEY] == key)
-            and (status is None or r[_STATUS] == status)
-            and (since is None or r[_SEQ] > since)
-            and (run is None or r[_RUN] == run)
-        ]
+        if operation is key is status is since is run is None:
+            return Picked(snapshot, _entry)
+        return Picked(
+            [
+                r
+                for r in snapshot
+                if (operation is None or r[_OPERATION] == operation)
+                and (key is None or r[_KEY] == key)
+                and (status is None or r[_STATUS] == status)
+                and (since is None or r[_SEQ] > since)
+                and (run is None or r[_RUN] == run)
+            ],
+            _entry,
+        )
 
     def records_after(self, seq: int) -> list[tuple[Any, ...]]:
         """The records after ``seq``, oldest first, as stored (``as_entry`` reads one).

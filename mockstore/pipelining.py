@@ -153,8 +153,8 @@ class Queue:
         connection = self.connection
         if self.held is not None:
             # Read while held (a transport may deliver one more read): after what is held.
-            held = self._take_held()
-            data, start = held + bytes(memoryview(data)[start:]), 0
+            held, at = self._take_held()
+            data, start = held[at:] + bytes(memoryview(data)[start:]), 0
         queue = connection.pipeline
         transport = connection.transport
         view = memoryview(data)
@@ -168,12 +168,16 @@ class Queue:
                 if room <= 0:
                     self._hold(data, start)
                     return
-                if data.count(b"\n", start) <= 2 * room:
-                    end = size  # the rest cannot end more heads than there is room for
-                else:
-                    end = start
-                    for _ in range(2 * room):
-                        end = data.find(b"\n", end) + 1
+                # The slice ends at the line feed past which more heads than there is
+                # room for could end, or with the read: only the slice is scanned (a
+                # count over the whole rest, slice after slice, scanned a 256 KiB read
+                # a hundred times over, on the event loop).
+                end = start
+                for _ in range(2 * room):
+                    end = data.find(b"\n", end) + 1
+                    if not end:
+                        end = size
+                        break
                 connection.data_received(view[start:end])  # type: ignore[arg-type]
                 if self.stopped or transport.is_closing():
                     return
@@ -190,12 +194,13 @@ class Queue:
         self._hold_reading()
         self._slice_from_now()
 
-    def _take_held(self) -> bytes:
+    def _take_held(self) -> tuple[bytes, int]:
+        """What is held and where its unparsed rest begins: not copied (it may be 256 KiB)."""
         held, at = self.held, self.held_at
         assert held is not None
         self.held = None
         self.connection.memory.release(len(held))
-        return held[at:]
+        return held, at
 
     def _hold_reading(self) -> None:
         flow = self.connection.flow
@@ -226,7 +231,7 @@ class Queue:
         if self.stopped or len(connection.pipeline) >= MAX_QUEUED:
             return  # the next answer looks again
         if self.held is not None:
-            self.feed(self._take_held())
+            self.feed(*self._take_held())
             if self.held is not None or self.stopped or connection.transport.is_closing():
                 return
         flow = connection.flow

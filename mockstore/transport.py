@@ -92,9 +92,23 @@ async def send_in_pieces(send: Send, body: bytes) -> None:
 
     So a client that reads slowly, or not at all, holds a piece of the answer
     in the connection's buffer rather than all of it (see ``mockstore.protocol``).
+    Between pieces the event loop takes a turn (``take_turns``).
     """
     view = memoryview(body)
     size = len(body)
     for start in range(0, size, WRITE_CHUNK):
         end = start + WRITE_CHUNK
         await send({"type": "http.response.body", "body": view[start:end], "more_body": end < size})
+        if end < size:
+            await take_turns()
+
+
+async def take_turns() -> None:
+    """Let every other connection's ready work run before this answer's next piece.
+
+    uvicorn's ``send`` returns without yielding while the socket takes the
+    bytes (a fresh loopback socket takes megabytes), so a large answer went
+    out whole in one turn of the loop, and every other client waited behind
+    it: one piece per connection per turn, as a front proxy shares its writes.
+    """
+    await asyncio.sleep(0)

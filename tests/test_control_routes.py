@@ -93,7 +93,7 @@ def test_an_unexpected_exception_is_a_500_with_an_error_body(
     def broken(**conditions: object) -> list[object]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(app.runtime.journal, "select", broken)
+    monkeypatch.setattr(app.runtime.journal, "pick", broken)
     response = TestClient(app, raise_server_exceptions=False).get("/__mockstore/requests")
     assert response.status_code == 500
     message = (

@@ -39,6 +39,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.headers",
         "mockstore.http_semantics",
         "mockstore.journal",
+        "mockstore.journal_picks",
         "mockstore.kept_journals",
         "mockstore.keys",
         "mockstore.latency",

@@ -208,11 +208,14 @@ def run_until_stopped(app: Any, sock: Any, log_level: str, stop: StopRequest | N
     """
     import uvicorn
 
-    from mockstore.server import tune_allocator, uvicorn_config
+    from mockstore.server import freeze_startup, tune_allocator, uvicorn_config
 
     tune_allocator()
 
-    server = uvicorn.Server(uvicorn_config(app, log_level=log_level))
+    config = uvicorn_config(app, log_level=log_level)
+    config.load()  # the protocol, the loop and the app imported and built now: then frozen
+    server = uvicorn.Server(config)
+    freeze_startup()
     # Once nobody reads the log (`mockstore serve | head`), stop as every command does.
     log_handler().on_pipe_closed = lambda: setattr(server, "should_exit", True)
     # uvicorn re-raises the signal that stopped it once it has shut down. With the

@@ -24,7 +24,7 @@ from mockstore.errors import ApiError, error_body
 from mockstore.errors import compact_json as encode_json
 from mockstore.limits import WRITE_CHUNK
 from mockstore.memory import Account, OverBudget
-from mockstore.transport import send_in_pieces
+from mockstore.transport import send_in_pieces, take_turns
 
 JSON = "application/json"
 _TRUE = {"1", "true", "yes", "on"}
@@ -119,6 +119,8 @@ async def _in_pieces(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
             yield chunk
             continue
         for start in range(0, len(chunk), WRITE_CHUNK):
+            if start:
+                await take_turns()  # one piece a turn: a batch may hold megabytes
             yield chunk[start : start + WRITE_CHUNK]
 
 

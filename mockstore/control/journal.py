@@ -160,7 +160,8 @@ class JournalEndpoints:
         status = int_param(request, "status")
         run = run_param(request, self.runtime)
         journal = self._journal(request)
-        entries = journal.select(
+        # Made entries in the worker that encodes them (``journal_picks``), not here.
+        entries = journal.pick(
             operation=request.query_params.get("operation") or None,
             key=request.query_params.get("key") or None,
             status=status,
@@ -246,7 +247,7 @@ class JournalEndpoints:
     )
     async def har(self, request: Request) -> Response:
         since = int_param(request, "since")
-        entries = self.runtime.journal.select(since=since)
+        entries = self.runtime.journal.pick(since=since)
         state = self.runtime.state
         scenario = state.scenario
         listed = {k.key for k in scenario.keys}
@@ -312,7 +313,7 @@ class JournalEndpoints:
             expectation = Expectation(**body)
         except InvalidExpectation as exc:
             return error_response("invalid_request", str(exc), 400)
-        entries = self.runtime.journal.select(since=since)
+        entries = self.runtime.journal.pick(since=since)  # made in the worker that checks them
         base = self.runtime.scenario.base_path
         if expectation.body_contains is None:
             outcome = await run_in_threadpool(verify, entries, expectation, base, since)
@@ -410,20 +411,26 @@ def report_builder(
     the builder is for a worker thread (``charged``).
     """
     run = run_param(request, runtime)
-    entries = runtime.journal.select(since=since, run=run)
+    # Picked here, made entries in the builder's worker (``journal_picks``).
+    entries = runtime.journal.pick(since=since, run=run)
     size = runtime.journal.bytes if entries else 0
-    others = []
+    picked = []
     if tenants is not None and tenants_param(request):
         for tenant, journal, deleted in tenants.journals():
-            selected = journal.select(since=since, run=run)
+            selected = journal.pick(since=since, run=run)
             if selected:
                 size += journal.bytes
-            others.append(ReportedJournal(selected, tenant, deleted, journal.runs))
+            picked.append((selected, tenant, deleted, tuple(journal.runs)))
     context = report_context(runtime, since, run)
     runs = tuple(runtime.journal.runs)
-    return size, lambda: render(
-        build_report(entries, context, timeline=timeline, tenants=others, runs=runs)
-    )
+
+    def build() -> Any:
+        others = [ReportedJournal(list(made), *rest) for made, *rest in picked]
+        return render(
+            build_report(list(entries), context, timeline=timeline, tenants=others, runs=runs)
+        )
+
+    return size, build
 
 
 def report_context(runtime: Runtime, since: int | None, run: int | None = None) -> ReportContext:
