@@ -2,10 +2,10 @@
 
 A read that a scenario makes conditional (``http.conditional.operations``)
 answers a ``GET`` or ``HEAD`` whose ``If-None-Match`` names its current ETag
-(weak comparison: ``W/"x"`` and ``"x"`` match), or ``*``, with 304 Not Modified;
-without ``If-None-Match``, one whose ``If-Modified-Since`` is not before its
-``Last-Modified``. The ETag is the profile's digest of the body
-(``behaviour.etag``); ``Last-Modified`` is worked out here.
+(weak comparison: ``W/"x"`` and ``"x"`` match; strong with ``comparison: strong``),
+or ``*``, with 304 Not Modified; without ``If-None-Match``, one whose
+``If-Modified-Since`` is not before its ``Last-Modified``. The ETag is the profile's
+digest of the body (``behaviour.etag``); ``Last-Modified`` is worked out here.
 
 **Last-Modified.** Pets are never changed or deleted, only created, so a pet's
 representation last changed when it was created: the scenario's own pets at
@@ -35,12 +35,24 @@ def _opaque(tag: bytes) -> bytes:
     return tag[2:] if tag[:2] in (b"W/", b"w/") else tag
 
 
-def none_match(header: bytes, etag: bytes) -> bool:
-    """Whether ``If-None-Match: header`` names ``etag`` (or ``*``): the read is not modified."""
+def none_match(header: bytes, etag: bytes, strong: bool = False) -> bool:
+    """Whether ``If-None-Match: header`` names ``etag`` (or ``*``): the read is not modified.
+
+    ``strong``: compared strongly, as some servers do against RFC 9110's weak comparison
+    (``http.conditional.comparison``): both tags must be strong and the same."""
     if header.strip() == b"*":
         return True
+    if strong:
+        wanted = etag.strip()
+        return not _weak(wanted) and any(
+            tag.strip() == wanted for tag in header.split(b",") if tag.strip()
+        )
     wanted = _opaque(etag)
     return any(_opaque(tag) == wanted for tag in header.split(b",") if tag.strip())
+
+
+def _weak(tag: bytes) -> bool:
+    return tag[:2] in (b"W/", b"w/")
 
 
 def modified_since(header: bytes, last_modified: int) -> bool | None:
@@ -60,6 +72,7 @@ def not_modified(
     if_modified_since: bytes | None,
     etag: bytes | None,
     last_modified: int | None,
+    strong: bool = False,
 ) -> bool:
     """Whether a GET or HEAD answered with these validators is 304 (RFC 9110 section 13.2.2).
 
@@ -70,7 +83,7 @@ def not_modified(
         # "*" names any current representation, whatever its validators (section 13.1.2).
         if if_none_match.strip() == b"*":
             return True
-        return etag is not None and none_match(if_none_match, etag)
+        return etag is not None and none_match(if_none_match, etag, strong)
     if if_modified_since is not None and last_modified is not None:
         return modified_since(if_modified_since, last_modified) is False
     return False

@@ -24,7 +24,9 @@ def conditions_added(collections: Collections, operation: str) -> tuple[str, ...
     if operation == "listPets" and collections.paged:
         return ("bad_cursor",) if collections.pagination.style == "cursor" else ("bad_offset",)
     if operation == "createPet" and (
-        collections.name_length != (None, None) or collections.category_range != (None, None)
+        collections.name_length != (None, None)
+        or collections.category_range != (None, None)
+        or collections.blank_name_refused
     ):
         return ("field_constraint",)
     return ()
@@ -84,6 +86,21 @@ def list_pets(spec: dict[str, Any], collections: Collections, document: dict[str
             "description": "How many pets the listing's filter keeps.",
             "schema": {"type": "integer", "minimum": 0},
         }
+    for figure, header in pagination.page_headers:
+        headers[header] = {
+            "description": _PAGE_FIGURES[figure],
+            # A next or previous page that does not exist is written empty.
+            "schema": {"type": "string", "pattern": "^[0-9]*$"},
+        }
+
+
+_PAGE_FIGURES = {
+    "page": "The page's number, from 1.",
+    "per_page": "The pets a page holds (the limit).",
+    "total_pages": "How many pages the listing's filter keeps.",
+    "next_page": "The next page's number; empty on the last page.",
+    "prev_page": "The previous page's number; empty on the first page.",
+}
 
 
 def new_pet_body(body: dict[str, Any], collections: Collections) -> None:
@@ -91,12 +108,21 @@ def new_pet_body(body: dict[str, Any], collections: Collections) -> None:
     schema = body["schema"]
     properties = schema.setdefault("properties", {})
     low, high = collections.name_length
-    if low is not None or high is not None:
+    if low is not None or high is not None or collections.blank_name_refused:
         name = dict(properties.get("name", {"type": "string"}))
-        if low is not None:
-            name["minLength"] = low
-        if high is not None:
-            name["maxLength"] = high
+        if collections.name_in_bytes:
+            # JSON Schema counts characters: a limit in bytes is said in words.
+            name["description"] = (
+                f"{name.get('description', '')} Its length in UTF-8 bytes: "
+                f"{low if low is not None else 0} to {high if high is not None else 'any'}."
+            ).strip()
+        else:
+            if low is not None:
+                name["minLength"] = low
+            if high is not None:
+                name["maxLength"] = high
+        if collections.blank_name_refused:
+            name["pattern"] = r"\S"
         properties["name"] = name
     low, high = collections.category_range
     category = dict(properties.get("categoryId", {"type": "integer"}))

@@ -349,7 +349,11 @@ class HttpSemantics:
             return False
         headers = request.headers
         return conditional.not_modified(
-            headers.get(IF_NONE_MATCH), headers.get(IF_MODIFIED_SINCE), etag, modified
+            headers.get(IF_NONE_MATCH),
+            headers.get(IF_MODIFIED_SINCE),
+            etag,
+            modified,
+            self.conditional.comparison == "strong",
         )
 
     def advisory_header(self, operation: str | None, status: int, sent: bytes) -> Header | None:

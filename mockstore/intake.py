@@ -36,7 +36,7 @@ def _shown(value: Any) -> str:
 class Intake:
     """A scenario's rules for a NewPet beyond its schema, compiled."""
 
-    __slots__ = ("_category", "_integers", "_lenient", "_name", "_strict")
+    __slots__ = ("_blank", "_bytes", "_category", "_integers", "_lenient", "_name", "_strict")
 
     def __init__(self, collections: Collections) -> None:
         self._integers = sorted(schemas.integer_fields("NewPet"))
@@ -45,6 +45,8 @@ class Intake:
         self._lenient = {"lenient": _DIGITS, "digits": _WHOLE_DIGITS}.get(numbers)
         self._name = collections.name_length
         self._category = collections.category_range
+        self._bytes = collections.name_in_bytes
+        self._blank = collections.blank_name_refused
 
     @classmethod
     def of(cls, collections: Collections) -> Intake | None:
@@ -81,20 +83,16 @@ class Intake:
         low, high = self._name
         name = pet.get("name")
         if isinstance(name, str):
-            if high is not None and len(name) > high:
-                _refuse(
-                    f"name is longer than {high} characters (got {len(name)})",
-                    name,
-                    "name",
-                    "maxLength",
-                )
-            if low is not None and len(name) < low:
-                _refuse(
-                    f"name is shorter than {low} characters (got {len(name)})",
-                    name,
-                    "name",
-                    "minLength",
-                )
+            unit = "bytes" if self._bytes else "characters"
+            size = len(name.encode("utf-8", "surrogatepass")) if self._bytes else len(name)
+            if high is not None and size > high:
+                _refuse(f"name is longer than {high} {unit} (got {size})", name, "name",
+                        "maxLength")  # fmt: skip
+            if low is not None and size < low:
+                _refuse(f"name is shorter than {low} {unit} (got {size})", name, "name",
+                        "minLength")  # fmt: skip
+            if self._blank and not name.strip():
+                _refuse("name must not be blank", name, "name", "pattern")
         low, high = self._category
         category = pet.get("categoryId")
         if isinstance(category, int):

@@ -68,6 +68,7 @@ class Page:
     prev: Position | None = None
     next: Position | None = None
     last: Position | None = None
+    offset: int = 0  # where the page begins, for a page of an offset or a page number
 
 
 class CreatedMembers(Protocol):
@@ -235,7 +236,7 @@ def _offset_page(
     last = max(0, (total - 1) // limit * limit)
     if offset >= total:
         return Page([], total, Position("offset", offset=last) if offset else None, None,
-                    Position("offset", offset=last))  # fmt: skip
+                    Position("offset", offset=last), offset)  # fmt: skip
     if ordering.order.by_position:
         # No interleaving: the inventory first (ascending), or the created pets first.
         before = min(offset, size) if not descending else max(0, offset - created.size())
@@ -248,7 +249,7 @@ def _offset_page(
         mine = inventory[before : before + limit]
     theirs = created.from_rank(after, limit, descending)
     members = list(islice(heapq.merge(mine, theirs, reverse=descending), limit))
-    page = Page(members, total, last=Position("offset", offset=last))
+    page = Page(members, total, last=Position("offset", offset=last), offset=offset)
     if offset + limit < total:
         page.next = Position("offset", offset=offset + limit)
     if offset > 0:
@@ -527,4 +528,21 @@ class Pager:
                 headers.append((b"link", ", ".join(parts).encode("latin-1", "replace")))
         if pagination.total_header is not None:
             headers.append((pagination.total_header.lower().encode(), str(page.total).encode()))
+        if pagination.page_headers:
+            headers += page_headers(pagination.page_headers, page, limit)
         return tuple(headers)
+
+
+def page_headers(names: tuple[tuple[str, str], ...], page: Page, limit: int) -> list[Header]:
+    """GitLab's page headers (``collections.pagination.page_headers``): the page's number
+    and size, how many pages the listing has, and the next and previous page's numbers
+    (empty where there is none), for a page of style ``page``."""
+    number = page.offset // limit + 1
+    figures = {
+        "page": str(number),
+        "per_page": str(limit),
+        "total_pages": str(max(1, -(-page.total // limit))),
+        "next_page": str(number + 1) if page.next is not None else "",
+        "prev_page": str(number - 1) if number > 1 else "",
+    }
+    return [(name.lower().encode(), figures[figure].encode()) for figure, name in names]

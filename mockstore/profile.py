@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mockstore.error_bodies import ErrorBodies, ErrorFacts
 from mockstore.errors import ApiError
@@ -35,10 +35,29 @@ Header = tuple[bytes, bytes]
 _MAX_BLOCKS = 1024
 
 
+# behaviour.etag_digest: the body's digest an ETag carries, in hex (all of it: behaviour.etag_digits
+# says how many of its digits are kept, at most its length, checked at load).
+ETAG_DIGESTS: dict[str, Callable[[bytes], str]] = {
+    "sha256": lambda body: hashlib.sha256(body).hexdigest(),
+    # A validator, not a secret.
+    "sha1": lambda body: hashlib.sha1(body, usedforsecurity=False).hexdigest(),
+    "md5": lambda body: hashlib.md5(body, usedforsecurity=False).hexdigest(),
+}
+
+
 class AnswerProfile:
     """What the answers of one scenario carry beyond mockstore's own headers and bodies."""
 
-    __slots__ = ("_blocks", "_rules", "base_path", "digits", "errors", "etag", "location")
+    __slots__ = (
+        "_blocks",
+        "_digest",
+        "_rules",
+        "base_path",
+        "digits",
+        "errors",
+        "etag",
+        "location",
+    )
 
     def __init__(self, scenario: Scenario) -> None:
         behaviour = scenario.behaviour
@@ -46,6 +65,7 @@ class AnswerProfile:
         self._rules = behaviour.headers
         self.location = behaviour.location
         self.etag = dict(behaviour.etag)
+        self._digest = ETAG_DIGESTS[behaviour.etag_digest]
         self.digits = behaviour.etag_digits
         self.errors = ErrorBodies(behaviour, scenario.seed)
         self._blocks: dict[tuple[str | None, int], tuple[Header, ...]] = {}
@@ -87,7 +107,7 @@ class AnswerProfile:
                     path = origin + path
                 added.append((b"location", path.encode("latin-1")))
         if status == 200 and operation in self.etag:
-            digest = hashlib.sha256(body).hexdigest()[: self.digits].encode()
+            digest = self._digest(body)[: self.digits].encode()
             weak = self.etag[operation] == "weak"
             added.append((b"etag", b'W/"%s"' % digest if weak else b'"%s"' % digest))
         if not added:

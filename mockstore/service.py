@@ -241,7 +241,7 @@ class PetStoreService:
         self._new_pet_fields = schemas.object_fields("NewPet")
         self._new_pet_field_set = frozenset(self._new_pet_fields)
         self._integer_fields = schemas.integer_fields("NewPet")
-        self._list_query = QueryValidator(OPERATIONS["listPets"], behaviour.repeated_parameters)
+        self._list_query = QueryValidator(OPERATIONS["listPets"], collections.repeated_parameters)
         # Scripted GET routes serve HEAD when every GET operation does.
         self.serve_head = behaviour.serve_head >= _GET_OPERATIONS
         if self.serve_head:
@@ -253,6 +253,8 @@ class PetStoreService:
         self._path_before_auth = behaviour.path_check == "before_auth"
         self._keep_unknown_fields = collections.unknown_fields == "keep"
         self._refuse_unknown_fields = collections.unknown_fields == "refuse"
+        # A body without Content-Type read as JSON (behaviour.missing_content_type).
+        self._json_without_type = behaviour.missing_content_type == "json"
         self._clamp_limit = behaviour.limit_above_maximum == "clamp"
         self._styles = _error_styles(
             behaviour.error_codes, behaviour.validation_status, behaviour.error_statuses
@@ -472,7 +474,9 @@ class PetStoreService:
         """The NewPet a create would store, or the ApiError that refuses its body."""
         if not call.request_body.strip():
             raise ApiError("missing_body", "a request body is required: a JSON NewPet object")
-        if not is_json_media_type(call.content_type):
+        if not is_json_media_type(call.content_type) and not (
+            self._json_without_type and not call.content_type
+        ):
             sent = call.content_type.decode("latin-1") if call.content_type else "none"
             raise ApiError(
                 "unsupported_media_type",

@@ -121,7 +121,8 @@ class QueryValidator:
 
     def __init__(self, operation: schemas.Operation, repeated: str = "refuse") -> None:
         self.parameters = [p for p in operation.parameters if p.location == "query"]
-        # A parameter given twice: refused, or its first or last value (repeated_parameters).
+        # A parameter given twice: refused, or its first or last value read
+        # (collections.repeated_parameters).
         self.repeated = repeated
         # A string's parsed values, or its refusal's parts (see _parts).
         self._cache: dict[bytes, dict[str, Any] | tuple[Any, ...]] = {}

@@ -76,6 +76,8 @@ REQUESTS: list[tuple[str, str, str, list[tuple[str, str]], bytes]] = [
     ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Pip", "categoryId": 4.0}'),
     ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "' + b"N" * 70 + b'", "categoryId": 4}'),
     ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Neg", "categoryId": -1}'),
+    # A limit given twice: its first value (2) or its last (1) read, or refused.
+    ("GET", "/v1/pets", "limit=2&limit=1", AUTH, b""),
 ]
 
 # Each knob (a scenario's behaviour beyond BASE), the requests that show it, and the
@@ -206,6 +208,8 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
         [R[1]],
         "collections.pagination",
     ),
+    "collections: {repeated_parameters: first}": ([R[32]], "collections.repeated_parameters"),
+    "collections: {repeated_parameters: last}": ([R[32]], "collections.repeated_parameters"),
     # Rex (1) and Bella (2) by name are in descending id too: the older spelling says it.
     "collections: {order: {by: name}}": ([R[0]], "behaviour.list_order"),
 }

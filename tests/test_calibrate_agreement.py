@@ -115,7 +115,8 @@ def test_a_repeated_parameter_and_the_etags_length_are_learned_and_served(
 ) -> None:
     provider = (
         f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n{PETS}"
-        "behaviour: {repeated_parameters: last, etag_digits: 16, etag: {getPet: strong}}\n"
+        "collections: {repeated_parameters: last}\n"
+        "behaviour: {etag_digits: 16, etag: {getPet: strong}}\n"
     )
     har = record_mock(
         provider,
@@ -130,16 +131,17 @@ def test_a_repeated_parameter_and_the_etags_length_are_learned_and_served(
     assert len((_header(read, "etag") or "").strip('"')) == 16
     done = _calibrate(har, tmp_path)
     assert done.returncode == 0, done.stderr
-    behaviour = load_scenario(done.stdout).behaviour
-    assert behaviour.repeated_parameters == "last"
-    assert behaviour.etag_digits == 16
+    learned = load_scenario(done.stdout)
+    assert learned.collections.repeated_parameters == "last"
+    assert learned.behaviour.etag_digits == 16
+    assert learned.behaviour.etag_digest == "sha256"
 
 
 def test_each_repeated_parameter_policy_through_http() -> None:
     base = f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n{PETS}"
     expected = {"refuse": None, "first": 1, "last": 3}
     for policy, count in expected.items():
-        with mock_server(base + f"behaviour: {{repeated_parameters: {policy}}}\n") as server:
+        with mock_server(base + f"collections: {{repeated_parameters: {policy}}}\n") as server:
             answer = httpx.get(
                 f"{server.api}/pets?limit=1&limit=3", headers={"Authorization": f"Bearer {KEY}"}
             )

@@ -130,7 +130,7 @@ DEPRECATION_ON = _named("behaviour.deprecation_on")
 DEFAULT_STATUS = _named("behaviour.default_status")
 UNKNOWN_FIELDS = _named("behaviour.unknown_fields")
 LIMIT_ABOVE_MAXIMUM = _named("behaviour.limit_above_maximum")
-REPEATED_PARAMETERS = _named("behaviour.repeated_parameters")
+REPEATED_PARAMETERS = _named("collections.repeated_parameters")
 LIST_ORDER = _named("behaviour.list_order")
 CONTENT_TYPE = _named("behaviour.content_type")
 HEADERS = _named("behaviour.headers")
@@ -392,7 +392,7 @@ def status(ex: Exchange, ctx: Context) -> Cause:
 
 
 def _repeated(ex: Exchange, rc: str | None, mc: str | None) -> str | None:
-    """``behaviour.repeated_parameters`` where a listing's repeated ``limit`` is all that
+    """``collections.repeated_parameters`` where a listing's repeated ``limit`` is all that
     parts the provider's answer from the mock's: the value its length shows was used, or
     ``refuse`` where the provider refused it."""
     facts = ex.facts

@@ -14,7 +14,7 @@ functions:
 - ``link_shape``: what of a ``Link`` a client depends on (its relations' order, the
   form of its URLs, the page parameter), without the values the store decides;
 - ``repeated_choice``: which value of a ``limit`` given twice a listing's length shows
-  the provider used (``behaviour.repeated_parameters``).
+  the provider used (``collections.repeated_parameters``).
 
 No HTTP, no I/O.
 """

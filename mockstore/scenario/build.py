@@ -110,6 +110,9 @@ _WRITTEN = {
     "allow": "behaviour.serve_head",
 }
 # Headers that frame the message: the server derives them, a scenario may not.
+# The hex digits of each behaviour.etag_digest (profile.ETAG_DIGESTS computes them; a test
+# holds the two together): behaviour.etag_digits keeps at most that many.
+_DIGEST_DIGITS = {"sha256": 64, "sha1": 40, "md5": 32}
 _FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
@@ -260,6 +263,13 @@ class _Builder:
                     ("behaviour", "error_fields", index, "name"),
                     f"{item['name']!r} is one of the Error's own fields (code, message, status)",
                 )
+        digest = self.get(("behaviour", "etag_digest"))
+        digits = self.get(("behaviour", "etag_digits"))
+        if isinstance(digits, int) and digits > (length := _DIGEST_DIGITS.get(digest, 64)):
+            self.problem(
+                ("behaviour", "etag_digits"),
+                f"{digits} hex digits: the {digest} of a body has only {length}",
+            )
         link = self.get(("behaviour", "deprecation_link"))
         if isinstance(link, str):
             unknown = sorted(set(re.findall(r"\{([^{}]*)\}", link)) - {"successor"})

@@ -38,6 +38,9 @@ ALIASES = {
 _TAKEN_PARAMETERS = frozenset({"limit", "status"})
 
 
+_NAME = ("collections", "constraints", "name")
+
+
 def _node(*path: str) -> dict[str, Any]:
     node: dict[str, Any] = scenario_schema()["properties"]["collections"]
     for part in path:
@@ -58,6 +61,8 @@ class Pagination:
     links: tuple[str, ...] = tuple(_default("pagination", "links"))
     link_urls: str = _default("pagination", "link_urls")
     total_header: str | None = _default("pagination", "total_header")
+    # figure (page, per_page, total_pages, next_page, prev_page) -> its header's name
+    page_headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +97,10 @@ class Collections:
     query_numbers: str = _default("numbers", "query")
     name_length: tuple[int | None, int | None] = (None, None)  # (min_length, max_length)
     category_range: tuple[int | None, int | None] = (None, None)  # (minimum, maximum)
+    name_in_bytes: bool = False  # constraints.name.unit: bytes (UTF-8)
+    blank_name_refused: bool = False  # constraints.name.blank: refuse
     unknown_fields: str = _default("unknown_fields")
+    repeated_parameters: str = _default("repeated_parameters")
     # The behaviour aliases the file spelled its settings with (list_order, ...).
     given: frozenset[str] = frozenset()
 
@@ -116,6 +124,7 @@ class Collections:
         return (
             not self.paged
             and self.pagination.total_header is None
+            and not self.pagination.page_headers
             and list_order_of(self.order) is not None
         )
 
@@ -126,6 +135,7 @@ class Collections:
             self.body_numbers == "schema"
             and self.name_length == (None, None)
             and self.category_range == (None, None)
+            and not self.blank_name_refused
         )
 
 
@@ -187,13 +197,31 @@ def build_collections(
             ("collections", "pagination", "parameter"),
             f"{parameter!r} is a listPets parameter of the spec's: name the page otherwise",
         )
+    page_headers = get(("collections", "pagination", "page_headers"), {})
+    page_headers = tuple(page_headers.items()) if isinstance(page_headers, dict) else ()
+    if page_headers and style != "page":
+        problem(
+            ("collections", "pagination", "page_headers"),
+            "page headers state page numbers: set collections.pagination.style to page",
+        )
+    for figure, header in page_headers:
+        if header.lower() in written:
+            problem(
+                ("collections", "pagination", "page_headers", figure),
+                f"mockstore writes {header} itself ({written[header.lower()]})",
+            )
     if isinstance(total, str) and total.lower() in written:
         problem(
             ("collections", "pagination", "total_header"),
             f"mockstore writes {total} itself ({written[total.lower()]})",
         )
     pagination = Pagination(
-        style, parameter, links, get(("collections", "pagination", "link_urls"), "relative"), total
+        style,
+        parameter,
+        links,
+        get(("collections", "pagination", "link_urls"), "relative"),
+        total,
+        page_headers,
     )
 
     if "list_order" in given:
@@ -241,7 +269,10 @@ def build_collections(
         query_numbers=get(("collections", "numbers", "query"), "strict"),
         name_length=name,
         category_range=category,
+        name_in_bytes=get((*_NAME, "unit"), "characters") == "bytes",
+        blank_name_refused=get((*_NAME, "blank"), "allow") == "refuse",
         unknown_fields=unknown,
+        repeated_parameters=get(("collections", "repeated_parameters"), "refuse"),
         given=given,
     )
 

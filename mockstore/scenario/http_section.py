@@ -48,6 +48,7 @@ class Conditional:
     operations: frozenset[str] = frozenset(_default("conditional", "operations"))
     last_modified: frozenset[str] = frozenset(_default("conditional", "last_modified"))
     pets_modified: float = parse_time(_default("conditional", "pets_modified"))
+    comparison: str = _default("conditional", "comparison")
 
 
 @dataclass(frozen=True, slots=True)

@@ -207,11 +207,13 @@ class Behaviour:
     path_check: str = _default("path_check")
     unknown_fields: str = _default("unknown_fields")
     content_type: str = _default("content_type")
+    missing_content_type: str = _default("missing_content_type")
     request_id: RequestIdFormat = REQUEST_ID
     headers: tuple[HeaderRule, ...] = ()
     location: str = _default("location")
     # (operation, strong | weak) for the reads that carry an ETag.
     etag: tuple[tuple[str, str], ...] = ()
+    etag_digest: str = _default("etag_digest")
     etag_digits: int = _default("etag_digits")
     deprecation_format: str = _default("deprecation_format")
     sunset_header: bool = _default("sunset_header")
@@ -229,7 +231,6 @@ class Behaviour:
     ratelimit_describes_refusals: str = _default("ratelimit_describes_refusals")
     retry_after_banned: str = _default("retry_after_banned")
     limit_above_maximum: str = _default("limit_above_maximum")
-    repeated_parameters: str = _default("repeated_parameters")
     list_order: str = _default("list_order")
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from mockstore.fidelity.calibrate.page_headers import learn_page_headers
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.conditions import json_of
 from mockstore.fidelity.evidence import Seen
@@ -34,6 +35,7 @@ from mockstore.fidelity.listings import (
     page_parameter,
     parse_links,
     read_default,
+    repeated_choice,
     total_header_of,
 )
 from mockstore.scenario.collections import DEFAULT_PARAMETER
@@ -59,6 +61,80 @@ def learn_collections(seen: list[Seen], result: Calibration, cite: Cite) -> None
     _numbers(seen, result, cite)
     _constraints(seen, result, cite)
     _defaults(seen, result, cite)
+    _missing_content_type(seen, result, cite)
+    _repeated_parameters(seen, result, cite)
+
+
+def _repeated_parameters(seen: list[Seen], result: Calibration, cite: Cite) -> None:
+    """``collections.repeated_parameters``: a listing asked with ``limit`` twice answered
+    with as many pets as its first value says (``first``) or its last (``last``), as
+    ``repeated_choice`` reads it (drift's attribution reads it the same way); refused
+    (mockstore's own reading) when a 4xx answered every one."""
+    asked = [
+        s for s in seen
+        if s.facts.operation == "listPets" and s.item.method == "GET"
+        and len(s.facts.query.get("limit", [])) > 1
+    ]  # fmt: skip
+    if not asked:
+        return
+    if all(400 <= s.status < 500 and s.status not in (401, 403, 429) for s in asked):
+        result.confirm("collections.repeated_parameters")
+        return
+    shown: dict[str, Seen] = {}
+    for s in asked:
+        if s.status != 200:
+            return  # some answered, some refused: the recording does not tell one reading
+        choice = repeated_choice(s.facts.query, s.body, None)
+        if choice is not None:
+            shown.setdefault(choice, s)
+    if len(shown) == 1:
+        choice, example = shown.popitem()
+        note = f"{len(example.body)} pet(s): its {choice} limit"
+        result.set("collections.repeated_parameters", choice, cite(example, code=False, note=note))
+
+
+def _missing_content_type(seen: list[Seen], result: Calibration, cite: Cite) -> None:
+    """``behaviour.missing_content_type``: a create with a body and no Content-Type read as
+    JSON (answered, or refused for what the body says) or refused as 415."""
+    untyped = [
+        s for s in seen
+        if s.facts.operation == "createPet" and s.item.method == "POST" and s.item.body.strip()
+        and not any(name.lower() == "content-type" for name, _ in s.item.headers)
+        and s.status not in (401, 403, 429, 503) and s.status < 500
+    ]  # fmt: skip
+    if not untyped:
+        return
+    read = [s for s in untyped if s.status != 415]
+    if read and len(read) == len(untyped):
+        note = "a body without Content-Type read as JSON"
+        result.set("behaviour.missing_content_type", "json", cite(read[0], code=False, note=note))
+    elif not read:
+        result.confirm("behaviour.missing_content_type")
+
+
+def page_refusals(seen: list[Seen]) -> None:
+    """A listing refused for its page parameter is ``bad_offset`` (``bad_cursor``), not
+    unexplained: the parameter every paged listing of the recording names (besides
+    ``limit`` and ``status``), sent with a value no page of its kind has (``page=0``,
+    ``page=x``). Run before the refusals' codes and messages are learned."""
+    listings = [s for s in seen if s.facts.operation == "listPets" and s.status == 200]
+    names = {name for s in listings for name in s.facts.query if name not in ("limit", "status")}
+    if len(names) != 1:
+        return
+    name = names.pop()
+    values = [s.facts.query[name][-1] for s in listings if name in s.facts.query]
+    numbers = all(v.isdigit() for v in values)
+    least = min((int(v) for v in values), default=1) if numbers else None
+    for s in seen:
+        if s.condition != "unexplained" or s.facts.operation != "listPets":
+            continue
+        if not 400 <= s.status < 500 or name not in s.facts.query:
+            continue
+        value = s.facts.query[name][-1]
+        if numbers and (not value.isdigit() or int(value) < (least or 0)):
+            s.condition = "bad_offset"
+        elif not numbers and value not in values:
+            s.condition = "bad_cursor"
 
 
 def _limit(s: Seen) -> int:
@@ -97,7 +173,7 @@ def _pagination(listings: list[Seen], result: Calibration, cite: Cite) -> None:
         if absolute:
             result.set("collections.pagination.link_urls", "absolute",
                        cite(first, "Link", code=False, note="absolute URLs"))  # fmt: skip
-    shown = [(s.headers, s.body, not _paged(s) and len(s.body) < _limit(s)) for s in listings]
+    shown = [(s.headers, s.body, _whole(s)) for s in listings]
     name = total_header_of(shown)
     if name is not None:
         example = listings[0]
@@ -107,18 +183,33 @@ def _pagination(listings: list[Seen], result: Calibration, cite: Cite) -> None:
             spelled,
             cite(example, spelled, code=False, note="the number of pets the listing keeps"),
         )
-        # Not a constant header, nor one no setting reproduces: it is this one.
-        result.varying.discard(name)
-        result.inexpressible[:] = [t for t in result.inexpressible if f"header {name} " not in t]
-        if "behaviour.headers" in result.items:
-            kept = [
-                entry for entry in result.items["behaviour.headers"]
-                if str(entry.value.get("name", "")).lower() != name
-            ]  # fmt: skip
-            if kept:
-                result.items["behaviour.headers"] = kept
-            else:
-                del result.items["behaviour.headers"]
+        _settled_header(name, result)
+    for header in learn_page_headers(listings, name, result, cite):
+        _settled_header(header, result)
+
+
+def _settled_header(name: str, result: Calibration) -> None:
+    """Header ``name`` (lower case) is a collections setting's: not a constant header, nor
+    one no setting reproduces."""
+    result.varying.discard(name)
+    result.inexpressible[:] = [t for t in result.inexpressible if f"header {name} " not in t]
+    if "behaviour.headers" in result.items:
+        kept = [
+            entry for entry in result.items["behaviour.headers"]
+            if str(entry.value.get("name", "")).lower() != name
+        ]  # fmt: skip
+        if kept:
+            result.items["behaviour.headers"] = kept
+        else:
+            del result.items["behaviour.headers"]
+
+
+def _whole(s: Seen) -> bool:
+    """Whether ``s`` is the whole listing: a first page with fewer pets than its limit. A
+    limit the provider read leniently (``5.0``, ``+5``) is no evidence: its size is not
+    known here, and 5 pets under it are not fewer than the default 20."""
+    raw = s.facts.query.get("limit", ["20"])[-1]
+    return raw.isdigit() and not _paged(s) and len(s.body) < _limit(s)
 
 
 def _paged(s: Seen) -> bool:
@@ -286,14 +377,28 @@ def _constraints(seen: list[Seen], result: Calibration, cite: Cite) -> None:
             accepted.append((s, sent))
         elif s.condition == "field_constraint":
             refused.append((s, sent))
+    blank = [(s, sent) for s, sent in refused if not sent["name"].strip()]
+    if blank:
+        result.set("collections.constraints.name.blank", "refuse",
+                   cite(blank[0][0], note="a name of spaces refused"))  # fmt: skip
+        refused = [pair for pair in refused if pair not in blank]
+    # Lengths in characters; where those do not pin a refusal, in UTF-8 bytes.
+    size: Callable[[str], int] = len
     longest = max((len(sent["name"]) for _, sent in accepted), default=0)
+    if not any(len(sent["name"]) > longest for _, sent in refused):
+        in_bytes = max((_bytes(sent["name"]) for _, sent in accepted), default=0)
+        if any(_bytes(sent["name"]) > in_bytes for _, sent in refused):
+            size, longest = _bytes, in_bytes
     categories = [sent.get("categoryId") for _, sent in accepted]
     lowest = min((c for c in categories if isinstance(c, int)), default=None)
-    pinned = False
-    names = [(s, sent) for s, sent in refused if len(sent["name"]) > longest]
+    pinned = bool(blank)
+    names = [(s, sent) for s, sent in refused if size(sent["name"]) > longest]
     if names:
-        s, sent = min(names, key=lambda pair: len(pair[1]["name"]))
-        length = len(sent["name"])
+        s, sent = min(names, key=lambda pair: size(pair[1]["name"]))
+        length = size(sent["name"])
+        if size is _bytes:
+            result.set("collections.constraints.name.unit", "bytes",
+                       cite(s, note=f"{length} bytes refused, {longest} accepted"))  # fmt: skip
         value = _round(longest, length - 1, _ROUND_LENGTHS)
         result.set(
             "collections.constraints.name.max_length",
@@ -309,7 +414,7 @@ def _constraints(seen: list[Seen], result: Calibration, cite: Cite) -> None:
         pinned = True
     low = [
         (s, sent) for s, sent in refused
-        if len(sent["name"]) <= longest and isinstance(sent.get("categoryId"), int)
+        if size(sent["name"]) <= longest and isinstance(sent.get("categoryId"), int)
         and lowest is not None and sent["categoryId"] < lowest
     ]  # fmt: skip
     if low:
@@ -334,6 +439,10 @@ def _constraints(seen: list[Seen], result: Calibration, cite: Cite) -> None:
             "collections.constraints: a NewPet refused for a limit the recording does not "
             "pin to a field: " + cite(refused[0][0])
         )
+
+
+def _bytes(name: str) -> int:
+    return len(name.encode("utf-8", "surrogatepass"))
 
 
 def _defaults(seen: list[Seen], result: Calibration, cite: Cite) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from mockstore.errors import CONDITIONS, ERROR_CODES, VALIDATION_CONDITIONS
 from mockstore.fidelity import attribution
-from mockstore.fidelity.calibrate.collections import learn_collections
+from mockstore.fidelity.calibrate.collections import learn_collections, page_refusals
 from mockstore.fidelity.calibrate.learn_errors import computed_field, learn_messages
 from mockstore.fidelity.calibrate.learn_http import HttpLearner
 from mockstore.fidelity.calibrate.learn_latency import learn_latency
@@ -43,8 +43,8 @@ from mockstore.fidelity.formats import (
     reset_kind,
     retry_after_kind,
 )
-from mockstore.fidelity.listings import repeated_choice
 from mockstore.fidelity.recording import InputError, Recording
+from mockstore.profile import ETAG_DIGESTS
 from mockstore.ratelimit import BUILTIN_PLANS
 from mockstore.routing import Router
 from mockstore.scenario import scenario_schema
@@ -105,6 +105,7 @@ def learn(
         )
     for s in seen:
         s.label = label
+    page_refusals(seen)
     target = str(recording.meta.get("upstream") or recording.source)
     result = Calibration(target)
     # Issue 25's sections, each learned by a module of its own (the headers they manage
@@ -625,6 +626,8 @@ class _Learner:
                 # A value of the answer's own (the wait, the offending value, every invalid
                 # field): computed per answer, never one answer's constant.
                 item = computed
+            elif self._error_field_per_condition(name, members, ids):
+                continue
             else:
                 by_condition: dict[str, set[str]] = {}
                 for s in members:
@@ -650,6 +653,45 @@ class _Learner:
             if carried != conditions_seen:
                 item["conditions"] = sorted(carried, key=_condition_order)
             self.result.set("behaviour.error_fields", item, cite(members[0]))
+
+    def _error_field_per_condition(self, name: str, members: list[Seen], ids: list[str]) -> bool:
+        """Field ``name`` set per condition when no one rule covers every condition but each
+        condition has its own: a constant (``Authorization`` on every 401) or a value
+        computed from the answer (the parameter of each bad query). A provider that names
+        the field at fault this way says ``limit`` for one refusal and ``categoryId`` for
+        another; the first answer's value for all would be wrong for every other condition.
+        False (nothing set) when some condition varies in a way nothing computes."""
+        by_condition: dict[str, list[Seen]] = {}
+        for s in members:
+            by_condition.setdefault(str(s.condition), []).append(s)
+        if len(by_condition) < 2 or len({_json(s.body[name]) for s in members}) == 1:
+            return False
+        # One entry per rule, naming every condition it holds for (the scenario allows 20).
+        items: dict[str, tuple[dict[str, Any], Seen]] = {}
+        backing: Counter[str] = Counter()  # the answers each rule reproduces
+        unsettled: list[Seen] = []
+        for condition in sorted(by_condition, key=_condition_order):
+            group = by_condition[condition]
+            rule = computed_field(name, group, ids)
+            if rule is None:
+                rule = {"name": name, "value": group[0].body[name]}
+                if len({_json(s.body[name]) for s in group}) > 1:
+                    unsettled.append(group[0])
+            entry = items.setdefault(_json(rule), ({**rule, "conditions": []}, group[0]))
+            entry[0]["conditions"].append(condition)
+            backing[_json(rule)] += len(group)
+        if any("value" in items[k][0] and backing[k] < 2 for k in items):
+            return False  # a value seen once (a random id, say) is no condition's constant
+        if not unsettled and all("value" in item for item, _ in items.values()):
+            return False  # constants per condition: the caller's own rule writes those
+        for item, shown in items.values():
+            self.result.set("behaviour.error_fields", item, cite(shown))
+        for shown in unsettled:
+            self.result.cannot(
+                f"the Error field {name!r} of {shown.condition} changes from answer to answer: "
+                f"written as the first value, {shown.body[name]!r}: " + cite(shown)
+            )
+        return True
 
     # -- headers -------------------------------------------------------------
 
@@ -735,6 +777,16 @@ class _Learner:
                 example = next(
                     s for s in self.seen if (s.operation, s.status) == where and name in s.headers
                 )
+                value = rule.get("value")
+                if isinstance(value, str) and not _HEADER_VALUE.fullmatch(value):
+                    # An empty value (X-Prev-Page on a first page), or one a scenario's
+                    # constant header cannot state: left out, said so (never a file that
+                    # does not validate).
+                    result.cannot(
+                        f"the header {name} has a value no constant header can state "
+                        f"({value[:40]!r}): " + cite(example, name, code=False)
+                    )
+                    continue
                 result.set("behaviour.headers", rule, cite(example, name, code=False))
         created = [s for s in self.seen if s.facts.operation == "createPet" and s.status == 201]
         if created:
@@ -745,6 +797,7 @@ class _Learner:
                 else ("url" if re.match(r"https?://", location) else "path")
             )
             result.set("behaviour.location", form, cite(created[0], "Location", code=False))
+        tagged: list[Seen] = []
         for operation in ("listPets", "getPet", "listOrders"):
             reads = [s for s in self.seen if s.facts.operation == operation and s.status == 200
                      and s.item.method == "GET"]  # fmt: skip
@@ -754,44 +807,42 @@ class _Learner:
             if tag is not None:
                 kind = "weak" if tag.strip().startswith("W/") else "strong"
                 result.set(f"behaviour.etag.{operation}", kind, cite(reads[0], "ETag", code=False))
-        self._etag_digits()
+                tagged.extend(s for s in reads if "etag" in s.headers)
+        self._etag_form(tagged)
 
-    def _repeated_parameters(self) -> None:
-        """``behaviour.repeated_parameters``: a listing asked with ``limit`` twice, answered
-        with as many pets as its first or its last value, or refused."""
-        for s in self.seen:
-            if s.facts.operation != "listPets" or len(s.facts.query.get("limit", [])) < 2:
-                continue
-            if s.status == 200:
-                choice = repeated_choice(s.facts.query, s.body, None)
-                if choice is not None:
-                    note = f"{len(s.body)} pet(s): its {choice} limit"
-                    self.result.set(
-                        "behaviour.repeated_parameters", choice, cite(s, code=False, note=note)
-                    )
-                    return
-            elif s.condition == "bad_limit":
-                self.result.set("behaviour.repeated_parameters", "refuse", cite(s))
-                return
-
-    def _etag_digits(self) -> None:
-        """``behaviour.etag_digits``: the length of the hex tags every recorded ETag has."""
-        tags = [
-            (s, s.headers["etag"].strip().removeprefix("W/").strip('"'))
-            for s in self.seen
-            if s.status == 200 and "etag" in s.headers
-        ]
-        lengths = {len(tag) for _, tag in tags if re.fullmatch(r"[0-9a-fA-F]+", tag)}
-        if len(lengths) == 1 and len(tags) and 8 <= (digits := lengths.pop()) <= 64:
-            if all(re.fullmatch(r"[0-9a-fA-F]+", tag) for _, tag in tags):
-                note = f"{digits} hex digits"
-                self.result.set(
-                    "behaviour.etag_digits", digits, cite(tags[0][0], "ETag", code=False, note=note)
-                )
-        elif tags:
+    def _etag_form(self, tagged: list[Seen]) -> None:
+        """``behaviour.etag_digest`` and ``etag_digits``: the digest whose first hex digits
+        give every recorded tag from its body (sha256 tried first: mockstore's own); else,
+        when every tag is hex of one length, that many digits of SHA-256 of some other bytes
+        (an estimate: the tag's form is what a client sees)."""
+        if not tagged:
+            return
+        opaque = [s.headers["etag"].strip().removeprefix("W/").strip('"') for s in tagged]
+        lengths = {len(value) for value in opaque}
+        digits = lengths.pop() if len(lengths) == 1 else 0
+        if not 8 <= digits <= 64 or not all(re.fullmatch(r"[0-9a-fA-F]+", v) for v in opaque):
             self.result.open(
-                "behaviour.etag_digits: the recorded ETags are not hex tags of one length"
+                "behaviour.etag_digits: the recorded ETags are not hex tags of one length "
+                "(8 to 64 digits)"
             )
+            return
+        proof = cite(tagged[0], "ETag", code=False, note=f"{digits} hex digits")
+        for name, digest in ETAG_DIGESTS.items():
+            if len(digest(b"")) >= digits and all(
+                digest(s.item.response_body)[:digits] == value
+                for s, value in zip(tagged, opaque, strict=True)
+            ):
+                if name != "sha256":
+                    named = cite(tagged[0], "ETag", code=False, note=f"the {name} of the body")
+                    self.result.set("behaviour.etag_digest", name, named)
+                self.result.set("behaviour.etag_digits", digits, proof)
+                return
+        self.result.set("behaviour.etag_digits", digits, proof)
+        self.result.estimate(
+            "behaviour.etag_digits",
+            f"behaviour.etag_digits: the tags are {digits} hex digits, but no digest of the "
+            "recorded bodies: the mock's tags (SHA-256's first digits) take their form",
+        )
 
     def deprecation(self) -> None:
         result = self.result
@@ -931,7 +982,6 @@ class _Learner:
                 result.set("behaviour.limit_above_maximum", "clamp", cite(s, code=False))
             elif s.condition == "limit_above_maximum":
                 result.set("behaviour.limit_above_maximum", "refuse", cite(s))
-        self._repeated_parameters()
         orders: Counter[str] = Counter()
         example: dict[str, Seen] = {}
         for s in self.seen:
@@ -1047,6 +1097,10 @@ def _per_window_names(s: Seen) -> list[str]:
 
 def _who(s: Seen) -> str:
     return s.bucket if s.keyed else "callers without a valid key"
+
+
+# What behaviour.headers[].value accepts (the scenario schema's pattern).
+_HEADER_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 
 
 def _json(value: Any) -> str:

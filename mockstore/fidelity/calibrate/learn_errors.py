@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -79,6 +80,12 @@ def subject(s: Seen) -> ApiError | None:
                         for n in names
                     ),
                 )
+        elif condition in ("bad_offset", "bad_cursor"):
+            # The page parameter (calibrate's collections.page_refusals named it).
+            named = [n for n in s.facts.query if n not in ("limit", "status")]
+            if len(named) == 1:
+                return ApiError("invalid_parameter", "", value=s.facts.query[named[0]][-1],
+                                parameter=named[0])  # fmt: skip
         elif condition == "pet_not_found":
             raw = s.path.rsplit("/", 1)[-1]
             return ApiError("not_found", "", value=raw, parameter="petId")
@@ -192,7 +199,12 @@ def learn_messages(
     for s in seen:
         if s.condition in CONDITIONS and s.is_error and s.item.method != "HEAD":
             by_condition.setdefault(s.condition, []).append(s)
-    for condition, members in by_condition.items():
+    for condition, found in by_condition.items():
+        # A request of this condition that a limit or an outage refused first (a 503 of a
+        # front end's bucket for a DELETE the service would answer 405) says another
+        # condition's message: only the answers of the condition's own status count.
+        usual = Counter(s.status for s in found).most_common(1)[0][0]
+        members = [s for s in found if s.status == usual]
         texts = [s.body["message"] for s in members]
         facts = []
         for s in members:

@@ -143,6 +143,7 @@ class HttpLearner:
     def conditional(self) -> None:
         result, cite = self.result, self.cite
         conditional, plain = [], []
+        strong_cases: list[tuple[Seen, Seen]] = []
         for operation in _READS:
             reads = [
                 s
@@ -162,7 +163,28 @@ class HttpLearner:
                 and (tag := s.headers.get("etag")) is not None
                 and _names(_request_header(s, "if-none-match") or "", tag)
             ]
-            if answered and ignored:
+            exact = [
+                s
+                for s in answered
+                if "etag" in s.headers
+                and (_request_header(s, "if-none-match") or "*").strip() != "*"
+            ]
+            if (
+                exact
+                and ignored
+                and all(
+                    _names(_request_header(s, "if-none-match") or "", s.headers["etag"], True)
+                    for s in exact
+                )
+                and not any(
+                    _names(_request_header(s, "if-none-match") or "", s.headers["etag"], True)
+                    for s in ignored
+                )
+            ):
+                # Every 304 named the tag exactly, every full answer only its other form
+                # (W/ of a strong tag): If-None-Match compared strongly.
+                strong_cases.append((exact[0], ignored[0]))
+            elif answered and ignored:
                 result.cannot(
                     f"{operation} answers a request that names its current ETag both 304 and in "
                     f"full: {cite(answered[0], 'ETag', code=False)}; "
@@ -173,6 +195,14 @@ class HttpLearner:
                 self.explained.update(s.index for s in answered)
             elif ignored:
                 plain.append((operation, ignored[0]))
+        if strong_cases:
+            matched, full = strong_cases[0]
+            result.set(
+                "http.conditional.comparison",
+                "strong",
+                cite(matched, "ETag", code=False, note="304 for the same tag"),
+                cite(full, "ETag", code=False, note="200 for its weak form"),
+            )
         if conditional:
             result.set(
                 "http.conditional.operations",
@@ -581,7 +611,13 @@ class HttpLearner:
             )
 
 
-def _names(header: str, etag: str) -> bool:
+def _names(header: str, etag: str, strong: bool = False) -> bool:
+    """Whether ``If-None-Match: header`` names ``etag``, compared weakly (or ``strong``ly:
+    both strong and the same)."""
+    if strong:
+        return not etag.strip().startswith("W/") and any(
+            tag.strip() == etag.strip() for tag in header.split(",")
+        )
     wanted = etag.strip().removeprefix("W/")
     return any(tag.strip().removeprefix("W/") == wanted for tag in header.split(","))
 

@@ -144,10 +144,13 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
         names = {str(entry.value.get("name", "")).lower() for entry in mine}
         if path == "behaviour.headers":
             names |= first.varying
-            # The listing's total (collections.pagination.total_header) is no constant.
-            total = first.value("collections.pagination.total_header")
-            if isinstance(total, str):
-                names.add(total.lower())
+            # The listing's total and page headers (collections.pagination.total_header,
+            # page_headers) are no constants, though one probe's listing shows one value.
+            for setting, kept in first.settings.items():
+                if setting.startswith(
+                    ("collections.pagination.total_header", "collections.pagination.page_headers.")
+                ) and isinstance(kept.value, str):
+                    names.add(kept.value.lower())
         mine += [
             entry
             for entry in then.items.get(path, [])
