@@ -795,9 +795,11 @@ def test_github_actions_recipe(image: Image, tmp_path: Path) -> None:
         command = step["run"].replace("http://localhost:8080", f"http://127.0.0.1:{port}")
         if shutil.which("curl") is None:
             pytest.skip("curl is not installed here (the GitHub runner has it)")
-        scenarios = tmp_path / "tests" / "scenarios"
-        scenarios.mkdir(parents=True)
-        shutil.copy(EXAMPLES / "scenarios" / "checkout.yaml", scenarios / "checkout.yaml")
+        # The checkout holds the scenario at the path the step names (the recipe's own).
+        [named] = re.findall(r"--data-binary @(\S+)", command)
+        checked_out = tmp_path / named
+        checked_out.parent.mkdir(parents=True)
+        shutil.copy(REPO / named, checked_out)
         loaded = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True)
         assert loaded.returncode == 0, loaded.stderr
         with Control(f"http://127.0.0.1:{port}") as control:
