@@ -208,3 +208,39 @@ def test_a_wait_in_ms_is_computed_from_a_decimal_retry_after(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     fields = {f.name: f for f in load_scenario(done.stdout).behaviour.error_fields}
     assert fields["retryAfterMs"].generate == "retry_after_ms", done.stdout
+
+
+def test_constant_cors_headers_of_a_provider_without_cors_stay_constant_headers(
+    tmp_path: Path,
+) -> None:
+    # A provider that writes Access-Control-Allow-Origin on every answer as a constant,
+    # its refusal of a preflight included (a random profile drew it, behind a limiter
+    # refusing with 503): that refusal is no allowed preflight, so the header is no CORS
+    # setting; calibrate left it to CORS and the mock's 503s lacked it.
+    har = record_mock(
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n{PETS}",
+        [
+            ("GET", "/v1/pets", "limit=1", AUTH, b"", 0.0),
+            (
+                "OPTIONS",
+                "/v1/pets",
+                "",
+                [("origin", APP), ("access-control-request-method", "POST")],
+                b"",
+                0.0,
+            ),
+            ("GET", "/v1/pets", "limit=2", AUTH, b"", 0.0),
+        ],
+    )
+    statuses = [entry["response"]["status"] for entry in har["log"]["entries"]]
+    assert statuses[0] == statuses[2] == 200 and not 200 <= statuses[1] < 300, statuses
+    for entry in har["log"]["entries"]:
+        entry["response"]["headers"].append({"name": "Access-Control-Allow-Origin", "value": "*"})
+    done = _calibrate(har, tmp_path)
+    assert done.returncode == 0, done.stderr
+    scenario = load_scenario(done.stdout)
+    assert scenario.http.cors is None
+    with mock_server(done.stdout) as server:
+        answer = httpx.get(server.api + "/pets?limit=1")
+    assert answer.status_code == 401
+    assert answer.headers.get("access-control-allow-origin") == "*"

@@ -106,10 +106,15 @@ class HttpLearner:
         ``Last-Modified``, the ``Access-Control-*`` ones, and the advisory header."""
         names = {"last-modified"}
         if any(
-            self._preflight(s) and "access-control-allow-origin" in s.headers for s in self.seen
+            self._preflight(s)
+            and 200 <= s.status < 300
+            and "access-control-allow-origin" in s.headers
+            and "access-control-allow-methods" in s.headers
+            for s in self.seen
         ):
-            # A provider that answers preflights: its Access-Control-* are CORS's, not
-            # constant headers (one without CORS may send them as constants).
+            # A provider that allows preflights (a 2xx naming the methods): its
+            # Access-Control-* are CORS's, not constant headers. One without CORS may send
+            # them as constants, on a preflight's 405 or 401 too.
             for s in self.seen:
                 names.update(name for name in s.headers if name.startswith("access-control-"))
         advisory = self._advisory_header()
