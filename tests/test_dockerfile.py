@@ -19,6 +19,7 @@ import glob
 import itertools
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -385,9 +386,32 @@ class Running:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port free on every address, below the kernel's ephemeral range.
+
+    The container binds the port it is given some time after it was picked: a port
+    the kernel handed out (``bind(0)``) may meanwhile go to another test's server
+    or client, which draw theirs from the same ephemeral range (a CI run lost the
+    race: "port … is already in use"). Ports below that range go to no one unasked.
+    """
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(20_000, min(low, 32_768))
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port below the ephemeral range")
+
+
+def _ephemeral_low() -> int:
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
 
 
 def _context_files(source: Path, patterns: list[str]) -> Iterator[Path]:
