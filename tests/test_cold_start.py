@@ -11,6 +11,7 @@ is measured in ``bench/cold_start.py``.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import subprocess
 import sys
@@ -20,13 +21,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 
-from mockstore import MockServer, schemas
+from mockstore import MockServer, schemas, verdicts
 from mockstore.app import create_app
+from mockstore.scenario import resolve_scenario
 from tests.support import PATIENT, auth
 
 # Modules that serving an API request does not need: imported on first use only.
@@ -40,6 +43,12 @@ NOT_AT_START = (
     "mockstore.cli.calibrate",
     "starlette.applications",
     "starlette.routing",
+    # A scenario checked before is not checked by jsonschema again (mockstore.verdicts),
+    # and a valid query is checked by plain code (mockstore.parameter_checks).
+    "jsonschema",
+    "referencing",
+    # No WebSocket protocol, in the server nor in its probe of uvicorn (fast_answer).
+    "websockets",
 )
 _IMPORT = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)")
 _ADDRESS = re.compile(r"serving (http://\S+?:\d+)")
@@ -61,7 +70,10 @@ class Started:
 
 
 @pytest.fixture
-def started() -> Iterator[Started]:
+def started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Started]:
+    # A start after the first: the default scenario's verdict is in the cache.
+    monkeypatch.setenv(verdicts.CACHE_ENV, str(tmp_path / "verdicts"))
+    resolve_scenario("default").load()
     command = [sys.executable, "-X", "importtime", "-m", "mockstore", "serve", "--port", "0"]
     process = subprocess.Popen(
         [*command, "--log-level", "warning"],
@@ -69,6 +81,7 @@ def started() -> Iterator[Started]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ},
     )
     run = Started(process)
 

@@ -64,6 +64,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.intake",
         "mockstore.urls",
         "mockstore.validation",
+        "mockstore.parameter_checks",
+        "mockstore.verdicts",
         "mockstore.scenario.*",  # model, build, loader, source
         "mockstore.limiter.*",  # the general limiter: windows, buckets, logs, their headers
         "mockstore.reports.*",  # pure functions of journal entries

@@ -16,14 +16,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from jsonschema import Draft202012Validator, FormatChecker, validators
-from jsonschema.exceptions import ValidationError
 
 from mockstore.clock import outside_range, parse_time
 from mockstore.memory import Account
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 Path = tuple[str | int, ...]
 
@@ -424,10 +425,6 @@ class _TreeBuilder:
         return result
 
 
-_formats = FormatChecker(formats=())
-
-
-@_formats.checks("date-time", raises=ValueError)
 def _is_time(value: object) -> bool:
     if isinstance(value, str):
         if not re.match(r"^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d", value.strip()):
@@ -445,7 +442,6 @@ def _is_time(value: object) -> bool:
     return True
 
 
-@cache
 @cache
 def scenario_schema() -> dict[str, Any]:
     """The scenario format's JSON Schema (the one ``mockstore schema`` prints).
@@ -476,15 +472,19 @@ def _is_strict_integer(checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-_ScenarioValidator = validators.extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
-)
-
-
 @cache
 def _validator() -> Any:
-    return _ScenarioValidator(scenario_schema(), format_checker=_formats)
+    # jsonschema is imported here, on the first check: a start whose scenario was
+    # checked before never needs it (``mockstore.verdicts``).
+    from jsonschema import Draft202012Validator, FormatChecker, validators
+
+    formats = FormatChecker(formats=())
+    formats.checks("date-time", raises=ValueError)(_is_time)
+    extended = validators.extend(
+        Draft202012Validator,
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
+    )
+    return extended(scenario_schema(), format_checker=formats)
 
 
 def schema_problems(data: Any, marks: Marks, file: str) -> list[Problem]:
