@@ -17,8 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from mockstore import verdicts
 from mockstore.parameter_checks import Check, compile_check
 
 if TYPE_CHECKING:
@@ -71,11 +70,20 @@ def validator_class() -> Any:
 
 @cache
 def openapi_document() -> dict[str, Any]:
-    """The OpenAPI document as a plain dict (parsed once)."""
-    text = resources.files("mockstore").joinpath("openapi.yaml").read_text("utf-8")
+    """The OpenAPI document as a plain dict (parsed once, and kept parsed: ``verdicts``)."""
+    source = resources.files("mockstore").joinpath("openapi.yaml").read_bytes()
+    document = verdicts.parsed_before("openapi", source)
+    if isinstance(document, dict):
+        return document
+    import yaml
+
     # libyaml's parser when PyYAML has it: the same safe loader (a test holds the
     # two to the same document), in a tenth of the time of a server's start.
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    document = yaml.load(
+        source.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    )
+    verdicts.keep_parsed("openapi", source, document)
+    return document
 
 
 @cache

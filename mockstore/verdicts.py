@@ -17,11 +17,19 @@ ignored (and written again). The directory holds at most ``MAX_ENTRIES`` files,
 so scenarios sent to the control API cannot fill a disk; past it, a new verdict
 takes an older one's place. Any error reading or writing it only costs the check it would
 have saved.
+
+The same directory keeps what a valid scenario's YAML (and the packaged OpenAPI
+document's) parsed into, as JSON, keyed by a digest of the text and of the code
+and libraries that read it (``parsed_before``, ``keep_parsed``): a start of a
+scenario read before imports no YAML parser either. Only loads that draw on no
+memory account (a start's, ``mockstore validate``'s) keep one; a file read back
+must carry the digest of its own content and parse as JSON, or it is ignored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from functools import cache
 from importlib.util import find_spec
@@ -43,9 +51,14 @@ _JUDGES = (
     "scenario/loader.py",
     "scenario/build.py",
     "scenario/collections.py",
+    "scenario/problems.py",
+    "scenario/yaml_reader.py",
 )
-# The libraries that judge it: a new version may judge differently.
-_LIBRARIES = ("jsonschema", "referencing", "jsonschema_specifications")
+# The libraries that judge it (and read it): a new version may judge differently.
+_LIBRARIES = ("jsonschema", "referencing", "jsonschema_specifications", "yaml")
+# A parsed document kept is read back only up to this size (a scenario is at most
+# limits.MAX_SCENARIO_BYTES of YAML; its JSON may be longer, never this much).
+MAX_PARSED_BYTES = 64 * 1024 * 1024
 
 
 def cache_directory() -> Path | None:
@@ -116,18 +129,22 @@ def remember_valid(data: Any) -> None:
     if folder is None:
         return
     key = digest_of(data)
+    _write(folder, folder / key, (key + "\n").encode())
+
+
+def _write(folder: Path, target: Path, content: bytes) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with os.scandir(folder) as entries:
             held = list(islice(entries, MAX_ENTRIES))
         if len(held) >= MAX_ENTRIES:
-            os.unlink(held[0].path)  # full: one older verdict makes room (any one)
+            os.unlink(held[0].path)  # full: one older entry makes room (any one)
         # Written whole under another name, then renamed: a reader never sees half a file.
-        temporary = folder / f".writing-{os.getpid()}-{key}"
+        temporary = folder / f".writing-{os.getpid()}-{target.name}"
         try:
             with open(temporary, "wb") as file:
-                file.write((key + "\n").encode())
-            os.replace(temporary, folder / key)
+                file.write(content)
+            os.replace(temporary, target)
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
@@ -135,11 +152,56 @@ def remember_valid(data: Any) -> None:
         return
 
 
+def _parsed_path(folder: Path, kind: str, source: bytes) -> Path:
+    digest = hashlib.sha256(judges_identity() + kind.encode() + b"\0" + source).hexdigest()
+    return folder / f"{kind}-{digest}.json"
+
+
+def parsed_before(kind: str, source: bytes) -> Any:
+    """The data ``source`` (YAML of ``kind``) was parsed into before, or None.
+
+    Read back as input: the file is bounded, its first line is the digest of the
+    rest, and the rest is JSON (no other decoder is trusted with it).
+    """
+    folder = cache_directory()
+    if folder is None:
+        return None
+    try:
+        with open(_parsed_path(folder, kind, source), "rb") as file:
+            held = file.read(MAX_PARSED_BYTES + 1)
+    except (OSError, ValueError):
+        return None
+    digest, _, payload = held.partition(b"\n")
+    if len(held) > MAX_PARSED_BYTES or digest != hashlib.sha256(payload).hexdigest().encode():
+        return None
+    try:
+        return json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+
+
+def keep_parsed(kind: str, source: bytes, data: Any) -> None:
+    """Keep what ``source`` parsed into, when JSON gives back exactly that (best effort)."""
+    folder = cache_directory()
+    if folder is None:
+        return
+    try:
+        payload = json.dumps(data, separators=(",", ":")).encode()
+        if repr(json.loads(payload)) != repr(data):
+            return  # keys that are not strings, say: JSON would change the data
+    except (ValueError, TypeError, RecursionError):
+        return
+    digest = hashlib.sha256(payload).hexdigest().encode()
+    _write(folder, _parsed_path(folder, kind, source), digest + b"\n" + payload)
+
+
 __all__ = [
     "CACHE_ENV",
     "MAX_ENTRIES",
     "cache_directory",
     "digest_of",
+    "keep_parsed",
     "known_valid",
+    "parsed_before",
     "remember_valid",
 ]

@@ -46,6 +46,7 @@ from mockstore.scenario.model import (
     Scenario,
     behaviour_value,
 )
+from mockstore.scenario.problems import build_account
 from mockstore.scenario.surroundings import surroundings
 from mockstore.urls import CONTROL_PREFIX, is_control_path
 
@@ -70,6 +71,18 @@ def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
             f"{MAX_SCENARIO_BYTES:,} bytes (use generate: for large inventories)"
         )
         raise ScenarioError([Problem(file, 1, 1, "$", message)])
+    source = text.encode("utf-8", "surrogatepass")
+    # Loads that draw on no memory account (a start's) may take the data the same
+    # text parsed into before, and the verdict on it (``mockstore.verdicts``): no
+    # YAML parser and no jsonschema. Should such a load find any problem, it is
+    # loaded again from the text, for the problems' places in the file.
+    unpriced = build_account() is None
+    if unpriced:
+        data = verdicts.parsed_before("scenario", source)
+        if isinstance(data, dict) and verdicts.known_valid(data):
+            scenario, problems = _build(text, data, Marks(), file, known=True)
+            if not problems:
+                return scenario
     data, marks = parse_yaml(text, file)
     if not isinstance(data, dict):
         # Never quote it: a file given by mistake (say /etc/passwd) stays out of the log.
@@ -81,15 +94,25 @@ def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
     # jsonschema's checks (the schema, the pets, the Error bodies) are skipped for data
     # the same code found valid before (``mockstore.verdicts``): most of a start.
     known = verdicts.known_valid(data)
+    scenario, problems = _build(text, data, marks, file, known=known)
+    if problems:
+        raise ScenarioError(problems)
+    if not known:
+        verdicts.remember_valid(data)
+    if unpriced:
+        verdicts.keep_parsed("scenario", source, data)
+    return scenario
+
+
+def _build(
+    text: str, data: dict[str, Any], marks: Marks, file: str, known: bool
+) -> tuple[Scenario, list[Problem]]:
+    """The scenario ``data`` makes, and every problem found in it, in file order."""
     checked = [] if known else check_schema(data, marks, file)
     builder = _Builder(data, marks, file, broken=[path for path, _ in checked], known=known)
     scenario = builder.build(text)
     problems = {str(p): p for p in [*(p for _, p in checked), *builder.problems]}
-    if problems:
-        raise ScenarioError(sorted(problems.values(), key=lambda p: (p.line, p.column, p.path)))
-    if not known:
-        verdicts.remember_valid(data)
-    return scenario
+    return scenario, sorted(problems.values(), key=lambda p: (p.line, p.column, p.path))
 
 
 # Headers mockstore writes on every answer (or some), and the setting that decides each:
