@@ -81,6 +81,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.transport",
         "mockstore.tenants",
         "mockstore.sharing",
+        "mockstore.sharing_errors",
         "mockstore.shaping",
         "mockstore.control.*",
     ),

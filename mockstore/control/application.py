@@ -37,8 +37,7 @@ from mockstore.keys import parse_authorization
 from mockstore.limits import Limits
 from mockstore.memory import budget_of
 from mockstore.routing import allow_header
-from mockstore.shared.backend import StateUnavailable
-from mockstore.shared.deadline import within
+from mockstore.shared.deadline import StateUnavailable, within
 from mockstore.state import Runtime
 from mockstore.tenants import TenantRegistry
 from mockstore.urls import CONTROL_PREFIX, TENANTS_PREFIX
