@@ -49,6 +49,10 @@ NOT_AT_START = (
     "referencing",
     # No WebSocket protocol, in the server nor in its probe of uvicorn (fast_answer).
     "websockets",
+    # In memory, no Redis backend (mockstore.sharing_errors, shared/deadline.py).
+    "mockstore.sharing",
+    "mockstore.shared.backend",
+    "redis",
 )
 _IMPORT = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)")
 _ADDRESS = re.compile(r"serving (http://\S+?:\d+)")
