@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from mockstore.limiter.model import Announcement, Limits, a_success
+from mockstore.limiter.rules import plan_lengths
 from mockstore.ratelimit import Decision, Plan
 
 Header = tuple[bytes, bytes]
@@ -67,6 +68,7 @@ class Announcer:
         self._per_window = [
             (window, suffix.lower().encode("latin-1")) for window, suffix in headers.per_window
         ]
+        self._limits = limits
         self._seconds = {"minute": limits.minute.seconds, "day": limits.day.seconds}
         self._names = {window: name.encode("latin-1") for window, name in headers.policies}
         banned = headers.retry_after_banned
@@ -165,6 +167,10 @@ class Announcer:
         windows = [("minute", plan.per_minute, decision.minute_remaining, decision.minute_reset)]
         if plan.has_day:
             windows.append(("day", plan.per_day, decision.day_remaining, decision.day_reset))
+        seconds = self._seconds
+        if plan.minute_seconds or plan.day_seconds:  # a plan's own lengths (the policy's w)
+            minute, day = plan_lengths(self._limits, plan)
+            seconds = {"minute": minute, "day": day}
         policy, state = [], []
         for window, limit, left, reset in windows:
             name = self._names[window]
@@ -172,6 +178,6 @@ class Announcer:
                 wait = decision.retry_after
             else:
                 wait = max(0, math.ceil(reset - now))
-            policy.append(b'"%b";q=%d;w=%d' % (name, limit, self._seconds[window]))
+            policy.append(b'"%b";q=%d;w=%d' % (name, limit, seconds[window]))
             state.append(b'"%b";r=%d;t=%d' % (name, left, wait))
         return [(b"ratelimit-policy", b", ".join(policy)), (b"ratelimit", b", ".join(state))]

@@ -127,7 +127,9 @@ class Limits:
     ``per_address`` (callers without a valid key are counted per client address
     on the scenario's anonymous plan) or ``none`` (never counted: answered 401
     with no rate-limit headers). ``not_counted``: the statuses, and classes of
-    them, whose answers give back what their request took.
+    them, whose answers give back what their request took. ``lengths_per_plan``:
+    some plan counts a window over a length of its own (``Plan.minute_seconds``,
+    ``day_seconds``), keeping the window's algorithm, alignment and time zone.
     """
 
     minute: Window = Window(60)
@@ -138,6 +140,7 @@ class Limits:
     headers: Announcement = Announcement()
     # Statuses (304) and classes of them ("5xx") whose answers give back what they took.
     not_counted: tuple[int | str, ...] = ()
+    lengths_per_plan: bool = False
 
     def gives_back(self, status: int) -> bool:
         """Whether an answer of ``status`` gives back what its request took."""
@@ -163,6 +166,7 @@ class Limits:
             # Callers not counted at all: the general limiter's script numbers their
             # requests in Redis without counting them (the classic one counts everyone).
             and self.anonymous == "per_address"
+            and not self.lengths_per_plan
         ):
             return minute.align
         return None

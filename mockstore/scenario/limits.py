@@ -83,6 +83,17 @@ def _value(reader: Reader, path: Path) -> Any:
     return reader.get(path)
 
 
+def plan_of(name: str, raw: dict[str, Any]) -> Plan:
+    """A plan as a scenario states it (under ``plans``, or inline in a key), checked."""
+    return Plan(
+        name,
+        raw["per_minute"],
+        raw.get("per_day", NO_DAY),
+        raw.get("minute_seconds", 0),
+        raw.get("day_seconds", 0),
+    )
+
+
 def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None) -> Limits:
     """The scenario's ``Limits``, noting what the schema cannot check on ``reader``."""
     zone = reader.get(("ratelimit", "time_zone"))
@@ -105,6 +116,7 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
             )
         if window.algorithm == SLIDING_LOG:
             _check_log(reader, plans, name, allowance)
+        _check_plan_lengths(reader, plans, window, name)
         windows.append(window)
     headers = Announcement(
         figures=tuple(reader.get(("ratelimit", "headers", "figures"))),
@@ -137,7 +149,17 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
         anonymous=reader.get(("ratelimit", "anonymous")),
         headers=headers,
         not_counted=tuple(reader.get(("ratelimit", "not_counted"))),
+        lengths_per_plan=any(
+            own_length(plan, "minute", windows[0]) or own_length(plan, "day", windows[1])
+            for plan in plans.values()
+        ),
     )
+
+
+def own_length(plan: Plan, name: str, window: Window) -> bool:
+    """Whether ``plan`` counts window ``name`` over a length other than the scenario's."""
+    seconds = plan.minute_seconds if name == "minute" else plan.day_seconds
+    return bool(seconds) and seconds != window.seconds
 
 
 def with_refusal(reader: Reader, behaviour: Behaviour) -> Behaviour:
@@ -190,6 +212,37 @@ def _check_log(reader: Reader, plans: dict[str, Plan], window: str, allowance: s
             f"allows {figure:,} a {window} window, more than the {MAX_LOG:,} a log may hold "
             "(use sliding_window, or a smaller allowance)",
         )
+
+
+def _check_plan_lengths(reader: Reader, plans: dict[str, Plan], window: Window, name: str) -> None:
+    """A plan's own length of a window on the clock's grid divides the day, as the window's."""
+    if not window.gridded:
+        return
+    setting = f"{name}_seconds"
+    for plan in plans.values():
+        seconds = plan.minute_seconds if name == "minute" else plan.day_seconds
+        if not seconds or DAY_SECONDS % seconds == 0:
+            continue
+        where: Path = ("plans", plan.name, setting)
+        if plan.name.startswith("custom:"):
+            index = _key_index(reader.data, plan.name.removeprefix("custom:"))
+            where = ("keys", index, "plan", setting) if index is not None else ("keys",)
+        reader.problem(
+            where,
+            f"a {window.algorithm} window on the clock's grid divides the day: {seconds} s "
+            f"does not (try {_dividing(seconds)})",
+        )
+
+
+def _key_index(data: dict[str, Any], key: str) -> int | None:
+    """Where the file lists ``key`` among its keys."""
+    keys = data.get("keys")
+    if not isinstance(keys, list):
+        return None
+    return next(
+        (i for i, raw in enumerate(keys) if isinstance(raw, dict) and raw.get("key") == key),
+        None,
+    )
 
 
 def _check_headers(reader: Reader, headers: Announcement, ban_status: int | None) -> None:

@@ -42,8 +42,8 @@ from mockstore.fidelity.calibrate.rate_forms import learn_forms
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import sf_list
-from mockstore.limiter.limiter import Rule, rule_for
 from mockstore.limiter.model import DAY_SECONDS, Window
+from mockstore.limiter.rules import Rule, rule_for
 
 # Between the recorder's instant and the provider's: the figures may differ by this much,
 # or by an exchange's latency where it was longer (the provider answered within it).
