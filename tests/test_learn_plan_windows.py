@@ -14,10 +14,13 @@ from __future__ import annotations
 import copy
 import json
 
+import yaml
+
 from mockstore.fidelity.calibrate.learn import learn
 from mockstore.fidelity.calibrate.options import Options
 from mockstore.fidelity.calibrate.writer import render_scenario
 from mockstore.fidelity.drift import drift
+from mockstore.fidelity.proof import apply
 from mockstore.fidelity.recording import recording_of
 from mockstore.scenario import load_scenario
 from tests.fidelity_support import record_mock
@@ -91,3 +94,20 @@ def test_an_answer_given_before_counting_does_not_throw_the_windows_off() -> Non
     scenario = load_scenario(text, "<learned>")
     assert scenario.ratelimit.minute.algorithm == "sliding_window"
     assert sorted(scenario.plans[k.plan].minute_seconds for k in scenario.keys) == [0, 5]
+
+
+def test_drift_names_the_plans_own_length_and_the_advice_applied_removes_it() -> None:
+    har = record_mock(PROVIDER, STEPS)
+    # The scenario a team writes from the docs' table: the hobby plan's allowances, not
+    # its window.
+    team = PROVIDER.replace(", minute_seconds: 5", "")
+    report = drift(har, load_scenario(team, "team.yaml"))
+    policy = [d for d in report.differences if d.where == "header ratelimit-policy"]
+    assert policy, [d.to_dict() for d in report.differences]
+    assert {(d.cause, d.setting) for d in policy} == {("setting", "keys[].plan")}
+    assert {json.dumps(d.value[0], sort_keys=True) for d in policy} == {
+        json.dumps({"per_minute": 3, "per_day": 50, "minute_seconds": 5}, sort_keys=True)
+    }
+    fixed = apply(yaml.safe_load(team), "keys[].plan", policy[0].value[0], policy[0].key)
+    again = drift(har, load_scenario(yaml.safe_dump(fixed), "fixed.yaml"))
+    assert [d.to_dict() for d in again.differences] == []

@@ -145,6 +145,45 @@ def value(
     return None
 
 
+def plan_lengths(was: str, now: str, plan: Plan | None, scenario: Scenario) -> dict | None:
+    """A draft ``RateLimit-Policy`` whose policies state the plan's allowances over other
+    window lengths (``w``) than the mock's: the plan, inline, with the recorded lengths as
+    its own (``minute_seconds``, ``day_seconds``; a gateway whose plans each have a window
+    of their own), or None when the lengths agree or the quotas do not."""
+    if plan is None:
+        return None
+    recorded, mine = _lengths_of(was, plan), _lengths_of(now, plan)
+    limits = scenario.ratelimit
+    figures: dict[str, Any] = {"per_minute": plan.per_minute}
+    if plan.has_day:
+        figures["per_day"] = plan.per_day
+    changed = False
+    for window, default, own in (
+        ("minute", limits.minute.seconds, plan.minute_seconds),
+        ("day", limits.day.seconds, plan.day_seconds),
+    ):
+        seconds = recorded.get(window)
+        if seconds is not None and seconds != mine.get(window) and 1 <= seconds <= 86_400:
+            own, changed = seconds, True
+        if own and own != default:
+            figures[f"{window}_seconds"] = own
+    return figures if changed else None
+
+
+def _lengths_of(policy: str, plan: Plan) -> dict[str, int]:
+    """Each window's length (``w``) in a draft policy, the window told by its quota."""
+    lengths: dict[str, int] = {}
+    for _, params in sf_list(policy) or []:
+        q, w = params.get("q", ""), params.get("w", "")
+        if not (q.isdigit() and w.isdigit()) or plan.per_minute == plan.per_day:
+            continue
+        if int(q) == plan.per_minute:
+            lengths["minute"] = int(w)
+        elif plan.has_day and int(q) == plan.per_day:
+            lengths["day"] = int(w)
+    return lengths
+
+
 def _names(policy: str, plan: Plan | None) -> dict[str, str]:
     """Each draft policy's window (by its quota, else the shorter ``w`` is the minute)."""
     items = sf_list(policy) or []
