@@ -57,6 +57,23 @@ class Window:
 
 
 @dataclass(frozen=True, slots=True)
+class SecondSet:
+    """A second set of rate-limit headers, ``X-RateLimit-<name>-<Figure>``, describing
+    ``window`` whatever ``X-RateLimit-*`` describe (Menagerie's ``X-RateLimit-Burst-*`` for
+    the minute beside the day's): ``figures`` of limit, remaining, reset and used, the
+    reset as ``epoch`` seconds, ``epoch-ms`` or ``delta`` (whole seconds, rounded up)."""
+
+    name: str
+    window: str
+    figures: tuple[str, ...] = ("limit", "remaining", "reset")
+    reset: str = "delta"
+
+    def header(self, figure: str) -> str:
+        """The header that states ``figure`` (``X-RateLimit-Burst-Limit``)."""
+        return f"X-RateLimit-{self.name}-{figure.capitalize()}"
+
+
+@dataclass(frozen=True, slots=True)
 class Announcement:
     """What the headers of an answer say about the allowance, and in which form.
 
@@ -76,7 +93,8 @@ class Announcement:
     draft ``RateLimit-Policy`` and ``RateLimit`` headers on ``none``, ``all``
     or ``success`` (2xx) answers, under ``policies`` ((window, name) pairs).
     ``uncounted``: what a caller the limiter does not count is told: ``none`` (no
-    figures) or ``zero`` (an allowance of 0, the reset now).
+    figures) or ``zero`` (an allowance of 0, the reset now). ``second``: a second set
+    of headers describing one window (``SecondSet``), or None.
     """
 
     figures: tuple[str, ...] = ("limit", "remaining", "reset")
@@ -92,6 +110,7 @@ class Announcement:
     draft: str = "none"
     policies: tuple[tuple[str, str], ...] = (("minute", "minute"), ("day", "day"))
     uncounted: str = "none"  # or "zero": a caller not counted is told an allowance of 0
+    second: SecondSet | None = None  # X-RateLimit-<name>-* describing one window
 
     @property
     def classic(self) -> bool:
@@ -105,6 +124,7 @@ class Announcement:
             and self.draft in ("none", "all")
             and self.policies == (("minute", "minute"), ("day", "day"))
             and self.uncounted == "none"
+            and self.second is None
         )
 
     def policy(self, window: str) -> str:

@@ -26,6 +26,7 @@ from mockstore.limiter.model import (
     SLIDING_LOG,
     Announcement,
     Limits,
+    SecondSet,
     Window,
 )
 from mockstore.ratelimit import NO_DAY, Plan
@@ -135,6 +136,7 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
         retry_after_decimals=reader.get(("ratelimit", "headers", "retry_after_decimals")),
         uncounted=reader.get(("ratelimit", "headers", "uncounted")),
         draft=_value(reader, ("ratelimit", "headers", "draft")),
+        second=_second_set(reader),
         policies=tuple(
             (name, reader.get(("ratelimit", "headers", "policies", name)))
             for name in ("minute", "day")
@@ -153,6 +155,20 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
             own_length(plan, "minute", windows[0]) or own_length(plan, "day", windows[1])
             for plan in plans.values()
         ),
+    )
+
+
+def _second_set(reader: Reader) -> SecondSet | None:
+    """``ratelimit.headers.second_set``, where the file states one."""
+    where: Path = ("ratelimit", "headers", "second_set")
+    name, window = reader.get((*where, "name"), None), reader.get((*where, "window"), None)
+    if name is None or window is None:
+        return None  # not stated, or refused by the schema
+    return SecondSet(
+        name,
+        window,
+        tuple(reader.get((*where, "figures"))),
+        reader.get((*where, "reset")),
     )
 
 
@@ -188,6 +204,10 @@ def limiter_headers(reader: Reader) -> dict[str, str]:
         if isinstance(suffix, str):
             for figure in ("limit", "remaining"):
                 written[f"x-ratelimit-{figure}-{suffix.lower()}"] = "ratelimit.headers.per_window"
+    second = _second_set(reader)
+    if second is not None:
+        for figure in ("limit", "remaining", "reset", "used"):
+            written[second.header(figure).lower()] = "ratelimit.headers.second_set"
     return written
 
 
@@ -273,6 +293,17 @@ def _check_headers(reader: Reader, headers: Announcement, ban_status: int | None
     if len(set(suffixes)) < len(suffixes):
         reader.problem(
             ("ratelimit", "headers", "per_window"), "the two windows need different names"
+        )
+    second = headers.second
+    if second is not None and any(
+        second.header(figure).lower() == f"x-ratelimit-{kind}-{suffix.lower()}"
+        for figure in second.figures
+        for kind in ("limit", "remaining")
+        for _, suffix in headers.per_window
+    ):
+        reader.problem(
+            ("ratelimit", "headers", "second_set", "name"),
+            "names a header per_window writes too: choose another name",
         )
     names = [name for _, name in headers.policies]
     if len(set(names)) < len(names):
