@@ -25,6 +25,12 @@ from mockstore.scenario.model import Behaviour, Scenario
 
 Advice = tuple[str, tuple[Any, ...]]
 _PER_WINDOW = re.compile(r"x-ratelimit-(limit|remaining)-([a-z0-9]+)")
+# A second set of figures for one window (``ratelimit.headers.second_set``):
+# X-RateLimit-<name>-<figure>, the name never a figure of Kong's per-window headers.
+SECOND_SET = re.compile(
+    r"x-ratelimit-(?!limit-|remaining-)([a-z0-9]+)-(limit|remaining|reset|used)"
+)
+_SET_FIGURES = ("limit", "remaining", "reset", "used")
 
 
 def _old_or_new(scenario: Scenario, old: str, new: str, old_value: Any, new_value: Any) -> Advice:
@@ -67,6 +73,9 @@ def presence(
         if was is not None:
             figures.append(figure)
         return "ratelimit.headers.figures", (sorted(figures, key=FIGURES.index),)
+    second = SECOND_SET.fullmatch(name)
+    if second is not None:
+        return _second_set(second.group(1), second.group(2), was, plan, recorded, scenario)
     match = _PER_WINDOW.fullmatch(name)
     if match is not None:
         window = _window_of(scenario, match.group(2), plan, recorded)
@@ -89,6 +98,41 @@ def presence(
                                "ratelimit.headers.draft", False, "none")  # fmt: skip
         return "ratelimit.headers.draft", ("success",)
     return None
+
+
+def _second_set(
+    name: str,
+    figure: str,
+    was: str | None,
+    plan: Plan | None,
+    recorded: dict[str, str],
+    scenario: Scenario,
+) -> Advice:
+    """The second set of headers (``X-RateLimit-Burst-*``) one side writes: its figures where
+    the scenario has the set, else the whole set as the recorded answer shows it (its
+    window told by its limit, its reset's form by its value)."""
+    mine = scenario.ratelimit.headers.second
+    prefix = f"x-ratelimit-{name}-"
+    shown = [f for f in _SET_FIGURES if prefix + f in recorded]
+    if mine is not None and mine.name.lower() == name:
+        figures = [f for f in mine.figures if f != figure]
+        if was is not None:
+            figures.append(figure)
+        figures = sorted(figures, key=_SET_FIGURES.index)
+        return "ratelimit.headers.second_set.figures", ((figures,) if figures else ())
+    limit = recorded.get(prefix + "limit", "").strip()
+    window = None
+    if plan is not None and limit.isdigit() and plan.per_minute != plan.per_day:
+        window = {plan.per_minute: "minute", plan.day: "day"}.get(int(limit))
+    if was is None or window is None:
+        return "ratelimit.headers.second_set", ()
+    value: dict[str, Any] = {"name": name.capitalize(), "window": window}
+    if shown != ["limit", "remaining", "reset"]:
+        value["figures"] = shown
+    reset = reset_kind(recorded.get(prefix + "reset", ""))
+    if reset in ("epoch", "epoch-ms"):
+        value["reset"] = reset
+    return "ratelimit.headers.second_set", (value,)
 
 
 def _window_of(
