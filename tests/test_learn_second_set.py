@@ -34,7 +34,8 @@ ratelimit:
 """
 PROVIDER = TEAM.replace(
     "refusals: described}",
-    "refusals: described, second_set: {name: Burst, window: minute, figures: [limit, remaining, reset, used]}}",
+    "refusals: described,"
+    " second_set: {name: Burst, window: minute, figures: [limit, remaining, reset, used]}}",
 )
 DEV = [("authorization", "Bearer dev-key")]
 PRO = [("authorization", "Bearer pro-key")]
