@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -30,6 +31,7 @@ import yaml
 from mockstore import MockServer, schemas, verdicts
 from mockstore.app import create_app
 from mockstore.scenario import resolve_scenario
+from mockstore.server import tune_allocator
 from tests.support import PATIENT, auth
 
 # Modules that serving an API request does not need: imported on first use only.
@@ -182,3 +184,13 @@ def test_a_deleted_tenant_whose_control_api_was_never_called_closes() -> None:
 def test_the_openapi_document_reads_the_same_through_libyaml() -> None:
     text = resources.files("mockstore").joinpath("openapi.yaml").read_text("utf-8")
     assert schemas.openapi_document() == yaml.safe_load(text)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_the_allocator_is_tuned_without_a_child_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ctypes.util.find_library ran `ldconfig -p` in a child process at every start.
+    def no_child(*args: object, **kwargs: object) -> None:
+        raise AssertionError("tune_allocator started a process")
+
+    monkeypatch.setattr(subprocess, "Popen", no_child)
+    assert tune_allocator() is True
