@@ -49,6 +49,7 @@ NOT_AT_START = (
     # and a valid query is checked by plain code (mockstore.parameter_checks).
     "jsonschema",
     "referencing",
+    "yaml",  # nor read by PyYAML: what it parsed into is kept too
     # No WebSocket protocol, in the server nor in its probe of uvicorn (fast_answer).
     "websockets",
     # In memory, no Redis backend (mockstore.sharing_errors, shared/deadline.py).
@@ -80,6 +81,9 @@ def started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Started
     # A start after the first: the default scenario's verdict is in the cache.
     monkeypatch.setenv(verdicts.CACHE_ENV, str(tmp_path / "verdicts"))
     resolve_scenario("default").load()
+    # The OpenAPI document was parsed in this process before the cache moved: kept again.
+    source = resources.files("mockstore").joinpath("openapi.yaml").read_bytes()
+    verdicts.keep_parsed("openapi", source, schemas.openapi_document())
     command = [sys.executable, "-X", "importtime", "-m", "mockstore", "serve", "--port", "0"]
     process = subprocess.Popen(
         [*command, "--log-level", "warning"],
