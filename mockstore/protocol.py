@@ -178,8 +178,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             wait.deadline.cancel()
             wait.deadline = None
         if wait.unsent is not None:
+            # A client that hung up while its answer waited for it to read: what was
+            # charged for the unsent bytes goes back too (it was kept for good, 128 KiB
+            # a slow reader, until the connections' share was full).
             wait.unsent.cancel()
             wait.unsent = None
+            self.memory.release(MAX_UNSENT_BYTES)
         if wait.charged:
             self.memory.release(wait.charged)
             wait.charged = 0
@@ -325,15 +329,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         scope["extensions"] = self.extensions
         wait.phase = BODY
         previous = self.cycle
-        if (
-            previous is not None
-            and not previous.response_complete
-            and not (wait.queue or self._queue()).admit(head)
-        ):
+        queued = previous is not None and not previous.response_complete
+        if queued and not (wait.queue or self._queue()).admit(head):
             # uvicorn would queue it behind the one being answered: the budget says no.
             raise _QueueOverBudget
         HttpToolsProtocol.on_headers_complete(self)
         cycle = self.cycle
+        if queued and cycle is not previous:
+            wait.queue.follow(previous, cycle)  # type: ignore[union-attr]
         if cycle is not previous:
             if self.plain:
                 self._plain_cycle(cycle)
