@@ -90,7 +90,7 @@ class Answer:
     @classmethod
     def refusal(cls, error: ApiError) -> Answer:
         answer = cls(error.status, error.body(), error.headers)
-        answer.error = error
+        answer.error = error.kept()
         return answer
 
     @classmethod
@@ -98,7 +98,7 @@ class Answer:
         """An answer the scenario's HTTP semantics made in the API's place (``shaping``)."""
         if made.error is not None:
             answer = cls(made.status, made.error.body(), (*made.error.headers, *made.headers))
-            answer.error = made.error
+            answer.error = made.error.kept()
         else:
             answer = cls(made.status, b"", tuple(made.headers))
         answer.ratelimit = ratelimit
