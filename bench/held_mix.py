@@ -23,10 +23,11 @@ writes them to ``--output``. The attacked server's whole log (its stdout and
 stderr, to its last line after it stopped) is always kept in a file, named in
 the output (``--log``, else a new file in the system's temporary folder); each
 traceback in it is summarised in the results by its first and last lines (the
-log line that announced it and the exception), counted by kind. Exits 1 when the peak passes budget + allowance,
-the good client got a wrong answer, any answer was a 500, the log holds a
-traceback, or the 99th percentile passes 100 ms: the latency bound is held
-here, never in a test (the load average is printed with it).
+log line that announced it and the exception), counted by kind. Exits 1 when
+the peak passes budget + allowance, the good client got a wrong answer, any
+answer was a 500, the log holds a traceback, or the 99th percentile passes
+100 ms: the latency bound is held here, never in a test (the load average is
+printed with it).
 
 The same well-behaved client also runs, for the same seconds and at the same
 time, against a second, idle ``mockstore serve`` of the same settings: its
