@@ -189,20 +189,31 @@ def _run(
 
 def tracebacks_in(log: str) -> list[dict[str, str]]:
     """Each traceback in a log: its first line (the log line that announced it, or the
-    ``Traceback`` line itself when none did) and its last (the exception raised)."""
+    ``Traceback`` line itself when none did) and its last (the exception raised).
+
+    mockstore's log indents a traceback under its line: the frames are indented more
+    than the ``Traceback`` line, and the exception as much as it.
+    """
     lines = log.splitlines()
     found = []
     for number, line in enumerate(lines):
-        if not line.lstrip().startswith("Traceback (most recent call last)"):
+        text = line.lstrip()
+        if not text.startswith("Traceback (most recent call last)"):
             continue
-        first = lines[number - 1] if number and not lines[number - 1].startswith(" ") else line
-        last = line
+        indent = len(line) - len(text)
+        before = lines[number - 1] if number else ""
+        announced = before.strip() and len(before) - len(before.lstrip()) <= indent
+        last = text
         for after in lines[number + 1 :]:
-            if after.startswith((" ", "\t")) or not after.strip():
+            if not after.strip():
                 continue
-            last = after  # the first unindented line after the frames: the exception
+            depth = len(after) - len(after.lstrip())
+            if depth > indent:
+                continue  # a frame
+            if depth == indent:
+                last = after.strip()  # the exception
             break
-        found.append({"first": first.strip(), "last": last.strip()})
+        found.append({"first": before.strip() if announced else text, "last": last})
     return found
 
 
