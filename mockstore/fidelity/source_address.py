@@ -1,0 +1,83 @@
+"""The address the recorder reaches the upstream from: the client's own, where both are on loopback.
+
+A provider that counts callers by their address (an allowance per client address for
+callers without a key, as gateways give) sees every client of a recording proxy as
+one: the proxy's. Clients that were distinct spend one allowance, so a recording
+shows ``429`` where each client alone was answered, and calibrate would learn that as
+the provider's behaviour. A transparent proxy keeps each client's address as the
+connection's source; on one machine (a test harness, a provider and its clients on
+loopback) the recorder can do the same: it connects to a loopback upstream from the
+loopback address the client connected from (any of 127.0.0.0/8 is this host's own).
+Elsewhere the proxy's own address is the only one it has, and the upstream sees one
+caller, as behind any reverse proxy.
+
+At most ``MAX_SOURCES`` addresses get a connection pool of their own (each a few
+idle connections); later ones share the proxy's, so a client cannot make the
+recorder hold pools without bound.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+
+import httpx
+
+MAX_SOURCES = 32
+_IDLE = 4  # idle connections kept per source address
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class SourceClients:
+    """HTTP clients to one upstream, one per client address kept as the source."""
+
+    def __init__(self, upstream_host: str, make: Callable[..., httpx.AsyncClient]) -> None:
+        # ``make(transport=...)`` builds a client as the proxy's own is built.
+        self._make = make
+        self._keeps = _loopback(upstream_host)
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    def source(self, client_host: str | None) -> str | None:
+        """The address to connect from for a client at ``client_host`` (None: the proxy's)."""
+        if not self._keeps or client_host is None:
+            return None
+        try:
+            address = ipaddress.ip_address(client_host)
+        except ValueError:
+            return None
+        # IPv4 loopback only: ::1 is one address, and the proxy's own already.
+        if address.version != 4 or not address.is_loopback:
+            return None
+        return client_host
+
+    def client(self, client_host: str | None) -> httpx.AsyncClient | None:
+        """The client bound to ``client_host``'s address, or None for the proxy's shared one."""
+        source = self.source(client_host)
+        if source is None:
+            return None
+        found = self._clients.get(source)
+        if found is None:
+            if len(self._clients) >= MAX_SOURCES:
+                return None
+            transport = httpx.AsyncHTTPTransport(
+                local_address=source,
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=_IDLE),
+            )
+            found = self._clients[source] = self._make(transport=transport)
+        return found
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+
+__all__ = ["MAX_SOURCES", "SourceClients"]
