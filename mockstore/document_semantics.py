@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockstore.cors import CorsPolicy
 from mockstore.scenario.model import Scenario
 
 _REF = "#/components/schemas/Error"
@@ -162,7 +163,7 @@ def _options(item: dict[str, Any], path: str, methods: list[str], scenario: Scen
     http = scenario.http
     responses: dict[str, Any] = {}
     cors = http.cors
-    if cors is not None and any(_under(path, prefix) for prefix in cors.paths):
+    if cors is not None and CorsPolicy(cors).applies(path):
         names = ["Access-Control-Allow-Origin", "Access-Control-Allow-Methods",
                  "Access-Control-Allow-Headers", "Vary"]  # fmt: skip
         if cors.max_age is not None:

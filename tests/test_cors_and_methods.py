@@ -130,6 +130,27 @@ def test_a_preflight_only_on_its_paths() -> None:
     assert pets.status_code == 401
 
 
+@pytest.mark.parametrize(
+    ("match", "one_pet"), [("prefix", 204), ("exact", 405)], ids=["prefix", "exact"]
+)
+def test_exact_paths_leave_the_paths_under_them_out(match: str, one_pet: int) -> None:
+    # Aviary allows preflights on /v1/pets only; one pet's path is a plain OPTIONS (405).
+    scenario = BASE + f"http:\n  cors: {{paths: [/pets, '/store/{{what}}'], match: {match}}}\n"
+    with mock_server(scenario) as api, _client(api) as http:
+        pets = http.options("/pets", headers=PREFLIGHT)
+        pet = http.options("/pets/7", headers={**PREFLIGHT, **KEY})
+        listed = http.get("/pets/7", headers={**KEY, "Origin": APP})
+        store = http.options(
+            "/store/orders", headers={**PREFLIGHT, "Access-Control-Request-Method": "GET"}
+        )
+    assert pets.status_code == 204 and pets.headers["access-control-allow-origin"] == "*"
+    assert pet.status_code == one_pet
+    assert ("access-control-allow-origin" in pet.headers) is (one_pet == 204)
+    assert ("access-control-allow-origin" in listed.headers) is (match == "prefix")
+    # A {name} segment stands for any one segment in exact paths only.
+    assert store.status_code == (204 if match == "exact" else 401)
+
+
 def test_options_served_with_allow_and_in_every_allow() -> None:
     scenario = BASE + "http:\n  options: {serve: true, status: 200}\n"
     with mock_server(scenario) as api, _client(api, **KEY) as http:

@@ -49,25 +49,36 @@ def test_only_loopback_upstreams_and_ipv4_loopback_clients_keep_the_address() ->
         raise AssertionError("no client is made where no address is kept")
 
     remote = SourceClients("staging.example.com", make)
-    assert remote.source("127.0.0.2") is None and remote.client("127.0.0.2") is None
+    assert remote.source("127.0.0.2") is None and remote.take("127.0.0.2") is None
     local = SourceClients("127.0.0.1", make)
     for host in ("::1", "10.0.0.7", "not-an-address", None):
-        assert local.source(host) is None
+        assert local.source(host) is None and local.take(host) is None
     assert local.source("127.0.0.9") == "127.0.0.9"
     assert SourceClients("localhost", make).source("127.0.0.9") == "127.0.0.9"
 
 
-def test_past_the_cap_clients_share_the_proxys_connections() -> None:
-    made: list[httpx.AsyncClient] = []
+def test_past_the_cap_the_idle_pool_used_longest_ago_makes_room() -> None:
+    async def run() -> None:
+        made: list[httpx.AsyncClient] = []
 
-    def make(**transport: httpx.AsyncBaseTransport) -> httpx.AsyncClient:
-        made.append(httpx.AsyncClient(**transport))
-        return made[-1]
+        def make(**transport: httpx.AsyncBaseTransport) -> httpx.AsyncClient:
+            made.append(httpx.AsyncClient(**transport))
+            return made[-1]
 
-    sources = SourceClients("127.0.0.1", make)
-    bound = [sources.client(f"127.0.1.{n}") for n in range(MAX_SOURCES)]
-    assert all(client is not None for client in bound) and len(made) == MAX_SOURCES
-    assert sources.client("127.0.0.1") is None  # one past the cap: the shared client
-    assert sources.client("127.0.1.0") is bound[0]  # a known address keeps its own
-    asyncio.run(sources.aclose())
-    assert all(client.is_closed for client in made)
+        sources = SourceClients("127.0.0.1", make)
+        hosts = [f"127.0.1.{n}" for n in range(MAX_SOURCES)]
+        bound = [sources.take(host) for host in hosts]  # every one in flight
+        assert all(client is not None for client in bound) and len(made) == MAX_SOURCES
+        # All busy: one more address shares the proxy's client, and nothing is closed.
+        assert sources.take("127.0.2.1") is None and len(sources) == MAX_SOURCES
+        for host in hosts:
+            sources.give_back(host)
+        assert sources.take(hosts[0]) is bound[0]  # used again: now the newest
+        sources.give_back(hosts[0])
+        fresh = sources.take("127.0.2.1")  # the pool of hosts[1] makes room
+        assert fresh is made[-1] and len(sources) == MAX_SOURCES
+        assert sources.take(hosts[1]) is not bound[1]  # it was closed; a new one is made
+        await sources.aclose()
+        assert all(client.is_closed for client in made)
+
+    asyncio.run(run())

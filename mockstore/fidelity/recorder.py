@@ -272,11 +272,11 @@ class RecordingProxy:
         response_copy = _Capped(cap)
         request_id = ""
         encoding: bytes | None = None
+        peer = scope["client"][0] if scope.get("client") else None
+        bound = self._sources.take(peer)  # the client's own address, where it is kept
         try:
             try:
-                peer = scope.get("client")
-                client = self._sources.client(peer[0] if peer else None) or self.client
-                response = await client.send(request, stream=True)
+                response = await (bound or self.client).send(request, stream=True)
             except (httpx.TransportError, _ClientGone, _BodyLate) as exc:
                 if isinstance(exc, _ClientGone):
                     outcome = "client_disconnected"  # nothing to answer, and no one to tell
@@ -328,6 +328,7 @@ class RecordingProxy:
             finally:
                 await response.aclose()
         finally:
+            self._sources.give_back(peer)
             # A key the upstream refused counted for nothing: journaled as no key.
             key = alias if alias is not None and status != 401 else None
             sent = request_copy.value()

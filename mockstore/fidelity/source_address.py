@@ -11,14 +11,17 @@ loopback address the client connected from (any of 127.0.0.0/8 is this host's ow
 Elsewhere the proxy's own address is the only one it has, and the upstream sees one
 caller, as behind any reverse proxy.
 
-At most ``MAX_SOURCES`` addresses get a connection pool of their own (each a few
-idle connections); later ones share the proxy's, so a client cannot make the
-recorder hold pools without bound.
+At most ``MAX_SOURCES`` addresses hold a connection pool of their own (each a few
+idle connections); a new address takes the place of the one used longest ago that
+has no request in flight (its pool closed), and while every one is busy a client
+shares the proxy's, so a client cannot make the recorder hold pools without bound.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 
 import httpx
@@ -43,7 +46,9 @@ class SourceClients:
         # ``make(transport=...)`` builds a client as the proxy's own is built.
         self._make = make
         self._keeps = _loopback(upstream_host)
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._clients: OrderedDict[str, httpx.AsyncClient] = OrderedDict()  # oldest use first
+        self._busy: Counter[str] = Counter()  # requests in flight per address
+        self._closing: set[asyncio.Task[None]] = set()
 
     def source(self, client_host: str | None) -> str | None:
         """The address to connect from for a client at ``client_host`` (None: the proxy's)."""
@@ -58,26 +63,54 @@ class SourceClients:
             return None
         return client_host
 
-    def client(self, client_host: str | None) -> httpx.AsyncClient | None:
-        """The client bound to ``client_host``'s address, or None for the proxy's shared one."""
+    def take(self, client_host: str | None) -> httpx.AsyncClient | None:
+        """The client bound to ``client_host``'s address for one request (``give_back`` it
+        after), or None: the proxy's shared one."""
         source = self.source(client_host)
         if source is None:
             return None
         found = self._clients.get(source)
-        if found is None:
-            if len(self._clients) >= MAX_SOURCES:
-                return None
+        if found is not None:
+            self._clients.move_to_end(source)
+        elif len(self._clients) < MAX_SOURCES or self._evict():
             transport = httpx.AsyncHTTPTransport(
                 local_address=source,
                 limits=httpx.Limits(max_connections=100, max_keepalive_connections=_IDLE),
             )
             found = self._clients[source] = self._make(transport=transport)
+        else:
+            return None
+        self._busy[source] += 1
         return found
 
+    def give_back(self, client_host: str | None) -> None:
+        """The request ``take`` was for is over."""
+        source = self.source(client_host)
+        if source is not None and self._busy[source] > 0:
+            self._busy[source] -= 1
+            if not self._busy[source]:
+                del self._busy[source]
+
+    def _evict(self) -> bool:
+        """Closes the pool used longest ago with nothing in flight; False: all are busy."""
+        idle = next((source for source in self._clients if not self._busy[source]), None)
+        if idle is None:
+            return False
+        client = self._clients.pop(idle)
+        task = asyncio.get_running_loop().create_task(client.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
+        clients, self._clients = list(self._clients.values()), OrderedDict()
         for client in clients:
             await client.aclose()
+        for task in list(self._closing):
+            await task
 
 
 __all__ = ["MAX_SOURCES", "SourceClients"]

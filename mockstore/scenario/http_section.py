@@ -65,6 +65,7 @@ class Cors:
     """``http.cors`` when given: the preflight and the headers of cross-origin answers."""
 
     paths: tuple[str, ...] = tuple(_default("cors", "paths"))
+    match: str = _default("cors", "match")
     origins: tuple[str, ...] = tuple(_default("cors", "origins"))
     methods: tuple[str, ...] = tuple(_default("cors", "methods"))
     headers: tuple[str, ...] = tuple(_default("cors", "headers"))
