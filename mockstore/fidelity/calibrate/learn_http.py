@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mockstore.clock import format_time
+from mockstore.fidelity.calibrate.learn_cors import learn_cors
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import http_date
@@ -364,87 +365,12 @@ class HttpLearner:
     # -- CORS, OPTIONS, Allow, a trailing slash -------------------------------------
 
     def cors(self) -> None:
-        result, cite = self.result, self.cite
         preflights = [s for s in self.seen if self._preflight(s)]
         if not preflights:
             if self.seen:
                 self._open("http.cors: the recording has no CORS preflight (no CORS kept)")
             return
-        # A preflight is allowed by a 2xx: a gateway that writes Access-Control-Allow-Origin
-        # on its refusals too (a 429 from the limiter) has not allowed that one.
-        allowed = [
-            s
-            for s in preflights
-            if 200 <= s.status < 300 and "access-control-allow-origin" in s.headers
-        ]
-        refused = [s for s in preflights if s not in allowed]
-        if not allowed:
-            if all(s.status in (401, 404, 405) for s in refused):
-                result.confirm("http.cors")
-            else:
-                result.cannot(
-                    "every preflight of the recording was refused: which ones the provider "
-                    "allows is not shown: " + cite(refused[0])
-                )
-            return
-        shown = allowed[0]
-        value: dict[str, Any] = {}
-        origin_said = {s.headers["access-control-allow-origin"].strip() for s in allowed}
-        credentials = shown.headers.get("access-control-allow-credentials", "").lower() == "true"
-        if "*" in origin_said:
-            value["origins"] = ["*"]
-        else:
-            value["origins"] = sorted(origin_said)
-            if len(origin_said) > 1 or credentials:
-                result.estimate(
-                    "http.cors",
-                    "http.cors.origins: the origins the recording shows allowed; any other "
-                    "the provider allows is not shown",
-                )
-        methods = [
-            m.strip() for m in shown.headers.get("access-control-allow-methods", "").split(",")
-        ]
-        if [m for m in methods if m]:
-            value["methods"] = [m for m in methods if m]
-        allow_headers = shown.headers.get("access-control-allow-headers")
-        if allow_headers is not None:
-            names = [h.strip() for h in allow_headers.split(",") if h.strip()]
-            echoed = all(
-                s.headers.get("access-control-allow-headers", "").strip()
-                == (_request_header(s, "access-control-request-headers") or "").strip()
-                for s in allowed
-            )
-            distinct = {_request_header(s, "access-control-request-headers") for s in allowed}
-            value["headers"] = ["*"] if names == ["*"] or (echoed and len(distinct) > 1) else names
-        else:
-            value["headers"] = []
-        age = shown.headers.get("access-control-max-age", "").strip()
-        value["max_age"] = int(age) if age.isdigit() else None
-        value["credentials"] = credentials
-        value["preflight_status"] = shown.status
-        loud = [s for s in refused if s.condition == "cors_rejected"]
-        if loud:
-            value["rejected_status"] = loud[0].status
-            self.explained.update(s.index for s in loud)
-        exposed = next(
-            (
-                s.headers["access-control-expose-headers"]
-                for s in self.seen
-                if s.item.method != "OPTIONS" and "access-control-expose-headers" in s.headers
-            ),
-            None,
-        )
-        if exposed is not None:
-            value["expose_headers"] = [h.strip() for h in exposed.split(",") if h.strip()]
-        stage = _stage(allowed, [s for s in preflights if s.status == 401 and not s.keyed])
-        if stage is not None:
-            value["stage"] = stage[0]
-        result.set(
-            "http.cors",
-            value,
-            cite(shown, "Access-Control-Allow-Origin", "Access-Control-Allow-Methods", code=False),
-            *([cite(refused[0], code=False, note="a preflight not allowed")] if refused else []),
-        )
+        self.explained.update(learn_cors(preflights, self.seen, self.result, self.cite, _stage))
 
     def options_and_allow(self) -> None:
         result, cite = self.result, self.cite

@@ -1,0 +1,81 @@
+"""What the verdict-agreement loop (issue 25) still found calibrate unable to learn, each from a
+small recording of mockstore's own answers (``record_mock``), the provider's setting given to
+the recorded mock and asked back of calibrate: CORS on one path only, from any origin named
+back (Aviary).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mockstore.scenario import load_scenario
+from tests.fidelity_support import record_mock
+
+KEY = "sk_test_abcdefgh12345678"
+AUTH = [("authorization", f"Bearer {KEY}")]
+APP = "https://app.example.com"
+
+
+def _calibrate(har: dict[str, Any], tmp_path: Path) -> str:
+    path = tmp_path / "session.har"
+    path.write_text(json.dumps(har), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mockstore", "calibrate", "--from", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _preflight(path: str, origin: str, auth: bool = False) -> Any:
+    headers = [("origin", origin), ("access-control-request-method", "POST")]
+    return ("OPTIONS", path, "", headers + (AUTH if auth else []), b"", 0.0)
+
+
+def test_cors_on_one_path_from_any_origin_named_back(tmp_path: Path) -> None:
+    provider = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        "http:\n  cors: {paths: [/pets], match: exact, origins: ['*'], credentials: true}\n"
+    )
+    har = record_mock(
+        provider,
+        [
+            _preflight("/v1/pets", APP),
+            _preflight("/v1/pets", "https://aviary.example"),
+            _preflight("/v1/pets/1", APP, auth=True),
+        ],
+    )
+    statuses = [entry["response"]["status"] for entry in har["log"]["entries"]]
+    assert statuses == [204, 204, 405]
+    cors = load_scenario(_calibrate(har, tmp_path)).http.cors
+    assert cors is not None
+    assert (cors.origins, cors.credentials) == (("*",), True)
+    assert (cors.paths, cors.match) == (("/pets",), "exact")
+
+
+def test_origins_stay_the_ones_shown_where_another_was_refused(tmp_path: Path) -> None:
+    provider = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        f"http:\n  cors: {{origins: [{APP}, 'https://b.example'], rejected_status: 403}}\n"
+    )
+    har = record_mock(
+        provider,
+        [
+            _preflight("/v1/pets", APP),
+            _preflight("/v1/pets", "https://b.example"),
+            _preflight("/v1/pets", "https://evil.example"),
+            _preflight("/v1/pets/1", APP),
+        ],
+    )
+    statuses = [entry["response"]["status"] for entry in har["log"]["entries"]]
+    assert statuses == [204, 204, 403, 204]
+    cors = load_scenario(_calibrate(har, tmp_path)).http.cors
+    assert cors is not None and cors.origins == (APP, "https://b.example")
+    assert cors.rejected_status == 403
+    assert (cors.paths, cors.match) == (("/",), "prefix")  # no path refused: every path
