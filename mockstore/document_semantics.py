@@ -10,7 +10,7 @@ or a plain ``OPTIONS`` (204 or 200, with the ``Access-Control-*`` or ``Allow``
 headers), ``Access-Control-Allow-Origin`` on every cross-origin answer, the
 redirect of a path with a trailing slash (308 and ``Location``), a maintenance
 window's refusal (503 and ``Retry-After``), the request-id header a client may
-send, the advisory header of a create, and the computed Error fields' types.
+send, the advisory headers of a create and of a clamped limit, and the computed Error fields' types.
 
 Pure: a function of the scenario and the document being made.
 """
@@ -137,6 +137,11 @@ def _answer_headers(
     if http.unknown_fields is not None and operation == "createPet" and status == 201:
         headers[http.unknown_fields.header] = {
             "description": "When the body had fields NewPet does not name.",
+            "schema": _STRING,
+        }
+    if http.clamped_limit is not None and operation == "listPets" and status == 200:
+        headers[http.clamped_limit.header] = {
+            "description": "When limit was above its maximum and taken as it.",
             "schema": _STRING,
         }
 

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 from weakref import WeakKeyDictionary
 
 from mockstore import conditional, encoding
@@ -39,8 +40,9 @@ from mockstore.latency import Latency
 from mockstore.maintenance import Maintenance
 from mockstore.routing import compile_path
 from mockstore.scenario.model import Scenario
-from mockstore.schemas import object_fields
+from mockstore.schemas import object_fields, operations
 from mockstore.templates import fill
+from mockstore.validation import above_maximum
 
 Header = tuple[bytes, bytes]
 # The request headers the section's rules read (lower case, as ASGI spells them).
@@ -54,6 +56,8 @@ HOST = b"host"
 # The longest request id a client may have answered back.
 ECHO_LIMIT = 200
 _NEW_PET_FIELDS = frozenset(object_fields("NewPet"))
+_LIMIT = next(p for p in operations()["listPets"].parameters if p.name == "limit")
+_MAXIMUM = _LIMIT.schema["maximum"]
 _NO_BODY = frozenset({204, 304})
 
 
@@ -103,6 +107,7 @@ class HttpSemantics:
         ]
         self.trailing = http.trailing_slash
         self.advisory = http.unknown_fields
+        self.clamp_advisory = http.clamped_limit
         self.maintenance = Maintenance(scenario.maintenance) if scenario.maintenance else None
         self.latency = Latency(scenario.latency, scenario.seed) if scenario.latency else None
         form = scenario.behaviour.request_id
@@ -372,6 +377,18 @@ class HttpSemantics:
             return None
         text = fill(advisory.value, {"fields": ", ".join(unknown)})
         return (advisory.header.lower().encode("latin-1"), _latin1(text))
+
+    def clamp_header(self, operation: str | None, status: int, query: bytes) -> Header | None:
+        """The advisory header of a listing whose limit was above the maximum (and taken as
+        it: ``behaviour.limit_above_maximum: clamp``)."""
+        advisory = self.clamp_advisory
+        if advisory is None or operation != "listPets" or status != 200:
+            return None
+        for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+            if name == "limit" and above_maximum(_LIMIT, value.strip()):
+                text = fill(advisory.value, {"limit": value, "maximum": str(_MAXIMUM)})
+                return (advisory.header.lower().encode("latin-1"), _latin1(text))
+        return None
 
     def cors_headers(self, request: Request) -> list[Header]:
         """The CORS headers of an answer (not a preflight) to a cross-origin request."""

@@ -12,6 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from mockstore.fidelity import proof
+from mockstore.fidelity.drift import drift
+from mockstore.fidelity.recording import recording_of
 from mockstore.scenario import load_scenario
 from tests.fidelity_support import record_mock
 
@@ -79,3 +84,48 @@ def test_origins_stay_the_ones_shown_where_another_was_refused(tmp_path: Path) -
     assert cors is not None and cors.origins == (APP, "https://b.example")
     assert cors.rejected_status == 403
     assert (cors.paths, cors.match) == (("/",), "prefix")  # no path refused: every path
+
+
+def test_the_advisory_header_of_a_clamped_limit_is_learned_as_a_template(tmp_path: Path) -> None:
+    # Corral's Warning on a clamped limit: calibrate called it a header that changes from
+    # answer to answer, and the mock clamped silently.
+    provider = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        "behaviour: {limit_above_maximum: clamp}\n"
+        "http:\n  advisory:\n    clamped_limit:\n      header: Warning\n"
+        "      value: '299 - \"limit {limit} is above {maximum}; {maximum} used\"'\n"
+    )
+    listing = [("GET", "/v1/pets", f"limit={n}", AUTH, b"", 0.0) for n in (500, 20, 1000)]
+    har = record_mock(provider, listing)
+    warnings = [
+        next((h["value"] for h in e["response"]["headers"] if h["name"] == "warning"), None)
+        for e in har["log"]["entries"]
+    ]
+    assert warnings[1] is None and warnings[2] == '299 - "limit 1000 is above 100; 100 used"'
+    learned = load_scenario(_calibrate(har, tmp_path))
+    assert learned.behaviour.limit_above_maximum == "clamp"
+    clamped = learned.http.clamped_limit
+    assert clamped is not None and clamped.header.lower() == "warning"
+    assert clamped.value == '299 - "limit {limit} is above {maximum}; {maximum} used"'
+    assert not [rule for rule in learned.behaviour.headers if rule.name.lower() == "warning"]
+
+
+def test_drift_names_the_clamped_limits_header_and_applied_it_removes_the_difference() -> None:
+    team = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        "behaviour: {limit_above_maximum: clamp}\n"
+    )
+    provider = team + (
+        "http:\n  advisory:\n    clamped_limit:\n      header: Warning\n"
+        "      value: '299 - \"limit {limit} is above {maximum}; {maximum} used\"'\n"
+    )
+    recording = recording_of(
+        record_mock(provider, [("GET", "/v1/pets", "limit=500", AUTH, b"", 0.0)])
+    )
+    found = [d for d in drift(recording, load_scenario(team)).differences]
+    assert [(d.where, d.setting, d.proven) for d in found] == [
+        ("header warning", "http.advisory.clamped_limit", True)
+    ]
+    applied = yaml.safe_load(team)
+    applied = proof.apply(applied, found[0].setting, found[0].value[0], found[0].key)
+    assert drift(recording, load_scenario(yaml.safe_dump(applied))).differences == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qsl
 
 from mockstore.clock import format_time
 from mockstore.fidelity.attribution import Cause, Context, Exchange, cannot, named, setting
@@ -24,6 +25,7 @@ from mockstore.fidelity.calibrate.learn_maintenance import retry_form
 from mockstore.fidelity.formats import http_date
 from mockstore.routing import Router, compile_path
 from mockstore.schemas import operations
+from mockstore.validation import above_maximum
 
 CONDITIONAL = named("http.conditional.operations")
 LAST_MODIFIED = named("http.conditional.last_modified")
@@ -33,6 +35,7 @@ OPTIONS = named("http.options")
 ALLOW = named("http.allow")
 TRAILING_SLASH = named("http.trailing_slash")
 ADVISORY = named("http.advisory.unknown_fields")
+CLAMPED = named("http.advisory.clamped_limit")
 MAINTENANCE = named("maintenance")
 ECHO = named("behaviour.request_id.echo")
 ETAG = {name: named(f"behaviour.etag.{name}") for name in ("listPets", "getPet")}
@@ -47,6 +50,7 @@ SETTINGS: tuple[str, ...] = (
     ALLOW,
     TRAILING_SLASH,
     ADVISORY,
+    CLAMPED,
     MAINTENANCE,
     ECHO,
     *ETAG.values(),
@@ -54,6 +58,7 @@ SETTINGS: tuple[str, ...] = (
 
 _READS = ("listPets", "getPet")
 _ROUTER = Router(operations().values())
+_LIMIT = next(p for p in operations()["listPets"].parameters if p.name == "limit")
 _TEMPLATES = [(template, compile_path(template)) for template in _ROUTER.paths]
 
 
@@ -252,6 +257,25 @@ def header_presence(
             )
         if now is not None and advisory is not None and name == advisory.header.lower():
             return setting(ADVISORY, None)
+    limit = _clamped_limit(ex)
+    if operation == "listPets" and limit is not None:
+        if was is not None and limit in was:
+            maximum = str(_LIMIT.schema["maximum"])
+            template = was.replace(limit, "{limit}").replace(maximum, "{maximum}")
+            return setting(CLAMPED, {"header": _spelled(ex, name), "value": template})
+        clamped = http.clamped_limit
+        if now is not None and clamped is not None and name == clamped.header.lower():
+            return setting(CLAMPED, None)
+    return None
+
+
+def _clamped_limit(ex: Exchange) -> str | None:
+    """The limit a listing was asked with, where it is above the maximum (as sent)."""
+    if ex.seen is None:
+        return None
+    for name, value in parse_qsl(ex.seen.item.query, keep_blank_values=True):
+        if name == "limit" and above_maximum(_LIMIT, value.strip()):
+            return value
     return None
 
 

@@ -98,7 +98,8 @@ class TrailingSlash:
 
 @dataclass(frozen=True, slots=True)
 class AdvisoryHeader:
-    """A header advising the client (``http.advisory.unknown_fields``): name, value template."""
+    """A header advising the client (``http.advisory.unknown_fields``, ``.clamped_limit``):
+    name, value template."""
 
     header: str
     value: str
@@ -116,6 +117,7 @@ class HttpSettings:
     allow: tuple[tuple[str, str], ...] = ()
     trailing_slash: TrailingSlash = TrailingSlash()
     unknown_fields: AdvisoryHeader | None = None
+    clamped_limit: AdvisoryHeader | None = None
 
     @property
     def active(self) -> bool:
@@ -140,6 +142,8 @@ def http_settings(raw: Any) -> HttpSettings:
     conditional = raw.get("conditional") or {}
     advisory = (raw.get("advisory") or {}).get("unknown_fields")
     unknown_default = _node("advisory", "unknown_fields")["properties"]
+    clamped = (raw.get("advisory") or {}).get("clamped_limit")
+    clamped_default = _node("advisory", "clamped_limit")["properties"]
     return HttpSettings(
         conditional=Conditional(
             **{
@@ -161,6 +165,12 @@ def http_settings(raw: Any) -> HttpSettings:
             advisory.get("value", unknown_default["value"]["default"]),
         )
         if isinstance(advisory, dict)
+        else None,
+        clamped_limit=AdvisoryHeader(
+            clamped.get("header", clamped_default["header"]["default"]),
+            clamped.get("value", clamped_default["value"]["default"]),
+        )
+        if isinstance(clamped, dict)
         else None,
     )
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mockstore.clock import format_time
+from mockstore.fidelity.calibrate.learn_advisory import AdvisoryLearner
 from mockstore.fidelity.calibrate.learn_cors import learn_cors
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
@@ -101,6 +102,7 @@ class HttpLearner:
         self.cite = cite
         self.notes = notes  # list what stays open (not for calibrate's own probes)
         self.explained: set[int] = set()  # exchanges it explains that calibrate said it did not
+        self.advisories = AdvisoryLearner(seen, result, cite)
 
     def handled_headers(self) -> frozenset[str]:
         """The response headers this learner settles (no constant header stands for them):
@@ -118,10 +120,7 @@ class HttpLearner:
             # them as constants, on a preflight's 405 or 401 too.
             for s in self.seen:
                 names.update(name for name in s.headers if name.startswith("access-control-"))
-        advisory = self._advisory_header()
-        if advisory is not None:
-            names.add(advisory[0].lower())
-        return frozenset(names)
+        return frozenset(names | self.advisories.handled_headers())
 
     @staticmethod
     def _preflight(s: Seen) -> bool:
@@ -450,45 +449,8 @@ class HttpLearner:
 
     # -- advisory headers and the request-id echo ----------------------------------
 
-    def _creates_with_unknown_fields(self) -> list[Seen]:
-        return [
-            s
-            for s in self.seen
-            if s.facts.operation == "createPet" and 200 <= s.status < 300 and s.facts.unknown_fields
-        ]
-
-    def _advisory_header(self) -> tuple[str, str] | None:
-        """(name, value template) of the header a create with unknown fields gets, if any."""
-        creates = self._creates_with_unknown_fields()
-        if not creates:
-            return None
-        shown = creates[0]
-        fields = ", ".join(shown.facts.unknown_fields)
-        for name, value in shown.item.response_headers:
-            if fields and fields in value:
-                template = value.replace(fields, "{fields}")
-                if all(
-                    dict((n.lower(), v) for n, v in s.item.response_headers).get(name.lower())
-                    == template.replace("{fields}", ", ".join(s.facts.unknown_fields))
-                    for s in creates
-                ):
-                    return name, template
-        return None
-
     def advisory(self) -> None:
-        creates = self._creates_with_unknown_fields()
-        if not creates:
-            return
-        found = self._advisory_header()
-        if found is None:
-            self.result.confirm("http.advisory.unknown_fields")
-            return
-        name, template = found
-        self.result.set(
-            "http.advisory.unknown_fields",
-            {"header": name, "value": template},
-            self.cite(creates[0], name, code=False),
-        )
+        self.advisories.run()
 
     def echo(self) -> None:
         """``behaviour.request_id.echo``: which ids a client sent came back."""
