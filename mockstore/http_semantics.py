@@ -56,6 +56,8 @@ HOST = b"host"
 # The longest request id a client may have answered back.
 ECHO_LIMIT = 200
 _NEW_PET_FIELDS = frozenset(object_fields("NewPet"))
+# A W3C trace context header (version, trace id, parent id, flags): what a trace continues.
+TRACEPARENT = re.compile(r"[0-9a-fA-F]{2}-[0-9a-fA-F]{32}-[0-9a-fA-F]{16}-[0-9a-fA-F]{2}")
 _LIMIT = next(p for p in operations()["listPets"].parameters if p.name == "limit")
 _MAXIMUM = _LIMIT.schema["maximum"]
 _NO_BODY = frozenset({204, 304})
@@ -115,6 +117,7 @@ class HttpSemantics:
             re.compile(form.echo) if form.echo is not None and form.header is not None else None
         )
         self.echo_header = form.header.lower().encode("latin-1") if form.header else b""
+        self.trace = form.format == "traceparent"
         self.stages = self._stages()
         reads = {HOST}
         if self.cors is not None:
@@ -320,7 +323,14 @@ class HttpSemantics:
             text = sent.decode("ascii")
         except UnicodeDecodeError:
             return generated
-        return sent if self.echo.fullmatch(text) else generated
+        if not self.echo.fullmatch(text):
+            return generated
+        if self.trace:
+            # A trace the client started goes on: its trace id, this answer's span id.
+            if not TRACEPARENT.fullmatch(text):
+                return generated
+            return b"00-" + text[3:35].lower().encode() + generated[35:]
+        return sent
 
     def creation_seconds(self, state: object, group: str | None) -> CreationSeconds:
         """The creation seconds of one store of ``state`` (in memory)."""
