@@ -207,6 +207,15 @@ class HttpSemantics:
             and cors.applies(relative)
         ):
             return self._preflight(cors, request)
+        if (
+            cors is not None
+            and cors.settings.refuse_origins
+            and cors.settings.stage == stage
+            and (origin := headers.get(ORIGIN)) is not None
+            and not cors.allows_origin(origin)
+            and cors.applies(relative)
+        ):
+            return self._refused_origin(cors, origin)
         if self.maintenance is not None and stage in self.maintenance.stages:
             found = self.maintenance.refusal(
                 stage, request.method, relative, request.path, now, elapsed
@@ -271,6 +280,19 @@ class HttpSemantics:
             )
             return Made(rejected, answer, error=error, rule="http.cors")
         return Made(cors.settings.preflight_status, answer, rule="http.cors")
+
+    def _refused_origin(self, cors: CorsPolicy, origin: bytes) -> Made:
+        """A request (not a preflight) from an origin the provider does not allow, refused."""
+        status = cors.settings.rejected_status or 403
+        shown = origin.decode("latin-1")
+        error = ApiError(
+            "cors_rejected",
+            f"requests from the origin {shown} are not allowed",
+            status=status,
+            value=shown,
+            parameter="Origin",
+        )
+        return Made(status, [(b"vary", b"Origin")], error=error, rule="http.cors")
 
     def served(self, service: Any, routes: Any, relative: str) -> str:
         """``Allow`` of a path under this scenario ("" for a path nothing serves): the

@@ -129,3 +129,40 @@ def test_drift_names_the_clamped_limits_header_and_applied_it_removes_the_differ
     applied = yaml.safe_load(team)
     applied = proof.apply(applied, found[0].setting, found[0].value[0], found[0].key)
     assert drift(recording, load_scenario(yaml.safe_dump(applied))).differences == []
+
+
+def test_a_gateway_that_refuses_every_request_from_another_origin(tmp_path: Path) -> None:
+    # Corral answers a GET from https://evil.example as it answers its preflight: 403.
+    provider = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403, refuse_origins: true}}\n"
+    )
+    evil = "https://evil.example"
+    har = record_mock(
+        provider,
+        [
+            _preflight("/v1/pets", APP),
+            _preflight("/v1/pets", evil),
+            ("GET", "/v1/pets", "", [*AUTH, ("origin", evil)], b"", 0.0),
+            ("GET", "/v1/pets", "", [*AUTH, ("origin", APP)], b"", 0.0),
+        ],
+    )
+    statuses = [entry["response"]["status"] for entry in har["log"]["entries"]]
+    assert statuses == [204, 403, 403, 200]
+    cors = load_scenario(_calibrate(har, tmp_path)).http.cors
+    assert cors is not None and cors.origins == (APP,) and cors.rejected_status == 403
+    assert cors.refuse_origins is True
+
+
+def test_drift_names_refuse_origins_and_applied_it_removes_the_difference() -> None:
+    team = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403}}\n"
+    )
+    provider = team.replace("rejected_status: 403", "rejected_status: 403, refuse_origins: true")
+    steps = [("GET", "/v1/pets", "", [*AUTH, ("origin", "https://evil.example")], b"", 0.0)]
+    recording = recording_of(record_mock(provider, steps))
+    found = drift(recording, load_scenario(team)).differences
+    assert {(d.setting, d.proven) for d in found} == {("http.cors.refuse_origins", True)}
+    applied = proof.apply(yaml.safe_load(team), found[0].setting, found[0].value[0], found[0].key)
+    assert drift(recording, load_scenario(yaml.safe_dump(applied))).differences == []

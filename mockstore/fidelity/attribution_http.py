@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from mockstore.clock import format_time
+from mockstore.cors import CorsPolicy
 from mockstore.fidelity.attribution import Cause, Context, Exchange, cannot, named, setting
 from mockstore.fidelity.calibrate.learn_http import ECHO_PATTERNS
 from mockstore.fidelity.calibrate.learn_maintenance import retry_form
@@ -31,6 +32,7 @@ CONDITIONAL = named("http.conditional.operations")
 LAST_MODIFIED = named("http.conditional.last_modified")
 CORS = named("http.cors")
 REJECTED = named("http.cors.rejected_status")
+REFUSE_ORIGINS = named("http.cors.refuse_origins")
 OPTIONS = named("http.options")
 ALLOW = named("http.allow")
 TRAILING_SLASH = named("http.trailing_slash")
@@ -46,6 +48,7 @@ SETTINGS: tuple[str, ...] = (
     LAST_MODIFIED,
     CORS,
     REJECTED,
+    REFUSE_ORIGINS,
     OPTIONS,
     ALLOW,
     TRAILING_SLASH,
@@ -138,6 +141,18 @@ def status(ex: Exchange, ctx: Context) -> Cause | None:
             return setting(named("http.cors.stage"), "authenticated")
         if http.cors is not None:
             return setting(CORS, None)
+    origin = _request_header(ex, "origin")
+    if origin is not None and not _preflight(ex) and http.cors is not None:
+        # A gateway that refuses every request from an origin it does not allow, or not.
+        cors = CorsPolicy(http.cors)
+        if (
+            was == http.cors.rejected_status
+            and not cors.allows_origin(origin.encode("latin-1"))
+            and cors.applies(_relative(ex))
+        ):
+            return setting(REFUSE_ORIGINS, True)
+        if ex.mock_code == "cors_rejected":
+            return setting(REFUSE_ORIGINS, False)
     if ex.method == "OPTIONS" and not _preflight(ex):
         if 200 <= was < 300:
             value: dict[str, Any] = {"serve": True, "status": was}

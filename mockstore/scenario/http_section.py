@@ -74,6 +74,7 @@ class Cors:
     credentials: bool = _default("cors", "credentials")
     preflight_status: int = _default("cors", "preflight_status")
     rejected_status: int | None = _default("cors", "rejected_status")
+    refuse_origins: bool = _default("cors", "refuse_origins")
     stage: str = _default("cors", "stage")
 
 
@@ -196,6 +197,16 @@ def check_http(raw: Any, report: Report, etag: dict[str, str], base_path: str) -
                         f"{operation} has no validator to compare: give it an ETag "
                         f"(behaviour.etag.{operation}) or Last-Modified (last_modified)",
                     )
+    cors = raw.get("cors")
+    if (
+        isinstance(cors, dict)
+        and cors.get("refuse_origins") is True
+        and cors.get("rejected_status") is None
+    ):
+        report(
+            ("http", "cors", "refuse_origins"),
+            "refusing requests from origins not allowed needs rejected_status (400 or 403)",
+        )
     allow = raw.get("allow")
     if isinstance(allow, dict):
         paths = set(schemas.openapi_document()["paths"])

@@ -5,7 +5,8 @@ allowed by a 2xx with ``Access-Control-Allow-Origin``; the rest are refused. Fro
 the allowed ones: the origins (``*``, or each preflight's own named back from more
 than one origin and none refused for its origin: any origin; else the ones shown),
 methods, headers, max-age, credentials, the preflight's status; from the refused:
-a loud refusal's status, and the paths CORS stops at (a preflight on another path of
+a loud refusal's status (and whether other requests from an origin not allowed get it
+too), and the paths CORS stops at (a preflight on another path of
 the API answered as a method it does not serve: the allowed paths, exactly); the
 stage from whether a caller without a key was answered and counted.
 """
@@ -104,6 +105,10 @@ def learn_cors(
     if loud:
         value["rejected_status"] = loud[0].status
         explained.update(s.index for s in loud)
+        enforced = _refused_requests(seen, loud[0], value["origins"])
+        if enforced:
+            value["refuse_origins"] = True
+            explained.update(s.index for s in enforced)
     exposed = next(
         (
             s.headers["access-control-expose-headers"]
@@ -132,6 +137,21 @@ def learn_cors(
         *([cite(refused[0], code=False, note="a preflight not allowed")] if refused else []),
     )
     return explained
+
+
+def _refused_requests(seen: list[Seen], loud: Seen, origins: list[str]) -> list[Seen]:
+    """Requests other than preflights, from an origin not allowed, refused as a preflight from
+    one is (its status and code): a gateway that enforces its origin list on every request."""
+    if "*" in origins:
+        return []
+    refused = []
+    for s in seen:
+        origin = _request_header(s, "origin")
+        if s.item.method == "OPTIONS" or origin is None or origin in origins:
+            continue
+        if s.status == loud.status and s.code is not None and s.code == loud.code:
+            refused.append(s)
+    return refused
 
 
 def _reflects_any(reflected: set[str], said: set[str], refused: list[Seen]) -> bool:
