@@ -7,6 +7,7 @@ back (Aviary).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,28 @@ def test_drift_names_refuse_origins_and_applied_it_removes_the_difference() -> N
     assert {(d.setting, d.proven) for d in found} == {("http.cors.refuse_origins", True)}
     applied = proof.apply(yaml.safe_load(team), found[0].setting, found[0].value[0], found[0].key)
     assert drift(recording, load_scenario(yaml.safe_dump(applied))).differences == []
+
+
+def test_a_trace_context_is_learned_as_the_request_id_continued(tmp_path: Path) -> None:
+    # Aviary's traceparent: calibrate found no request id header and left traces out.
+    echo = "00-(?!0{32})[0-9a-fA-F]{32}-[0-9a-fA-F]{16}-[0-9a-fA-F]{2}"
+    provider = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\nbehaviour:\n"
+        f"  request_id: {{header: traceparent, format: traceparent, echo: '{echo}'}}\n"
+        "  error_fields: [{name: traceId, generate: trace_id}]\n"
+    )
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    sent = [
+        [("traceparent", f"00-{trace}-00f067aa0ba902b7-01")],
+        [],
+        [("traceparent", "client-test-0001")],
+        [("traceparent", f"00-{'0' * 32}-00f067aa0ba902b7-01")],
+    ]
+    har = record_mock(provider, [("GET", "/v1/pets/987", "", AUTH + h, b"", 0.0) for h in sent])
+    learned = load_scenario(_calibrate(har, tmp_path)).behaviour
+    form = learned.request_id
+    assert (form.header, form.format) == ("traceparent", "traceparent")
+    assert form.echo is not None
+    assert re.fullmatch(form.echo, f"00-{trace}-00f067aa0ba902b7-01")
+    assert not re.fullmatch(form.echo, f"00-{'0' * 32}-00f067aa0ba902b7-01")
+    assert [(f.name, f.generate) for f in learned.error_fields] == [("traceId", "trace_id")]

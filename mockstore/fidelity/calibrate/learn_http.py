@@ -33,7 +33,7 @@ from mockstore.fidelity.calibrate.learn_advisory import AdvisoryLearner
 from mockstore.fidelity.calibrate.learn_cors import learn_cors
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
-from mockstore.fidelity.formats import http_date
+from mockstore.fidelity.formats import http_date, trace_of
 from mockstore.routing import Router, compile_path
 from mockstore.schemas import operations
 
@@ -48,6 +48,14 @@ ECHO_PATTERNS = (
     "[A-Za-z0-9._-]{8,64}",
     "[A-Za-z0-9._:-]{1,128}",
     "[\\x21-\\x7e]{1,200}",
+)
+
+# The trace contexts a provider continues: any well-formed one but a zero trace or parent id
+# (the W3C's invalid ones), or any well-formed one at all.
+TRACE_PATTERNS = (
+    "00-(?!0{32})[0-9a-fA-F]{32}-(?!0{16})[0-9a-fA-F]{16}-[0-9a-fA-F]{2}",
+    "[0-9a-fA-F]{2}-(?!0{32})[0-9a-fA-F]{32}-[0-9a-fA-F]{16}-[0-9a-fA-F]{2}",
+    "[0-9a-fA-F]{2}-[0-9a-fA-F]{32}-[0-9a-fA-F]{16}-[0-9a-fA-F]{2}",
 )
 
 # Ids of every kind a client sends (calibrate's probes, the tests' client session), so which
@@ -459,13 +467,21 @@ class HttpLearner:
         if not isinstance(name, str):
             return
         lowered = name.lower()
+        # A trace context goes on with a span of the provider's: the trace id is what comes back.
+        trace = result.value("behaviour.request_id.format") == "traceparent"
+        patterns = TRACE_PATTERNS if trace else ECHO_PATTERNS
         back, refused = [], []
         for s in self.seen:
             sent = _request_header(s, lowered)
             answered = s.headers.get(lowered)
             if sent is None or answered is None:
                 continue
-            (back if answered == sent else refused).append((sent, s))
+            kept = (
+                trace_of(sent) is not None and trace_of(sent) == trace_of(answered)
+                if trace
+                else answered == sent
+            )
+            (back if kept else refused).append((sent, s))
         if not back and not refused:
             self._open(f"behaviour.request_id.echo: no request of the recording sends {name}")
             return
@@ -480,7 +496,7 @@ class HttpLearner:
             return
         fitting = [
             pattern
-            for pattern in ECHO_PATTERNS
+            for pattern in patterns
             if all(re.fullmatch(pattern, sent) for sent, _ in back)
             and not any(re.fullmatch(pattern, sent) for sent, _ in refused)
         ]
@@ -544,4 +560,4 @@ def _operation(template: str) -> str | None:
     return None
 
 
-__all__ = ["CLIENT_IDS", "ECHO_PATTERNS", "HttpLearner"]
+__all__ = ["CLIENT_IDS", "ECHO_PATTERNS", "TRACE_PATTERNS", "HttpLearner"]
