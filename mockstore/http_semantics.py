@@ -278,6 +278,7 @@ class HttpSemantics:
                 value=origin,
                 parameter="Origin",
             )
+            error.code = cors.settings.code  # the provider's own (condition cors_rejected)
             return Made(rejected, answer, error=error, rule="http.cors")
         return Made(cors.settings.preflight_status, answer, rule="http.cors")
 
@@ -292,6 +293,7 @@ class HttpSemantics:
             value=shown,
             parameter="Origin",
         )
+        error.code = cors.settings.code
         return Made(status, [(b"vary", b"Origin")], error=error, rule="http.cors")
 
     def served(self, service: Any, routes: Any, relative: str) -> str:

@@ -136,7 +136,8 @@ def test_a_gateway_that_refuses_every_request_from_another_origin(tmp_path: Path
     # Corral answers a GET from https://evil.example as it answers its preflight: 403.
     provider = (
         f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
-        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403, refuse_origins: true}}\n"
+        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403, refuse_origins: true,"
+        " code: corsOriginDenied}\n"
     )
     evil = "https://evil.example"
     har = record_mock(
@@ -152,7 +153,7 @@ def test_a_gateway_that_refuses_every_request_from_another_origin(tmp_path: Path
     assert statuses == [204, 403, 403, 200]
     cors = load_scenario(_calibrate(har, tmp_path)).http.cors
     assert cors is not None and cors.origins == (APP,) and cors.rejected_status == 403
-    assert cors.refuse_origins is True
+    assert cors.refuse_origins is True and cors.code == "corsOriginDenied"
 
 
 def test_drift_names_refuse_origins_and_applied_it_removes_the_difference() -> None:
@@ -192,3 +193,20 @@ def test_a_trace_context_is_learned_as_the_request_id_continued(tmp_path: Path) 
     assert re.fullmatch(form.echo, f"00-{trace}-00f067aa0ba902b7-01")
     assert not re.fullmatch(form.echo, f"00-{'0' * 32}-00f067aa0ba902b7-01")
     assert [(f.name, f.generate) for f in learned.error_fields] == [("traceId", "trace_id")]
+
+
+def test_drift_names_the_cors_refusals_own_code() -> None:
+    # Corral refuses a preflight from another origin with 403 corsOriginDenied: drift called
+    # the code unexplained (cors_rejected had no code setting).
+    team = (
+        f"version: 1\nkeys: [{{key: {KEY}, plan: pro}}]\n"
+        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403}}\n"
+    )
+    provider = team.replace("rejected_status: 403", "rejected_status: 403, code: corsOriginDenied")
+    recording = recording_of(record_mock(provider, [_preflight("/v1/pets", "https://x.example")]))
+    found = drift(recording, load_scenario(team)).differences
+    assert [(d.where, d.setting, d.proven) for d in found] == [
+        ("body.code", "http.cors.code", True)
+    ]
+    applied = proof.apply(yaml.safe_load(team), found[0].setting, found[0].value[0], found[0].key)
+    assert drift(recording, load_scenario(yaml.safe_dump(applied))).differences == []

@@ -263,7 +263,8 @@ def test_a_plain_options_rule_leaves_preflights_to_cors() -> None:
 def test_a_gateway_that_enforces_its_origins_refuses_other_requests_too() -> None:
     # Corral answers a GET from https://evil.example 403 corsOriginDenied, before the key.
     scenario = BASE + (
-        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403, refuse_origins: true}}\n"
+        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403, refuse_origins: true,"
+        " code: corsOriginDenied}\n"
     )
     with mock_server(scenario) as api, _client(api) as http:
         foreign = http.get("/pets", headers={**KEY, "Origin": "https://evil.example"})
@@ -271,7 +272,7 @@ def test_a_gateway_that_enforces_its_origins_refuses_other_requests_too() -> Non
         allowed = http.get("/pets", headers={**KEY, "Origin": APP})
         same_site = http.get("/pets", headers=KEY)  # no Origin: not a cross-origin request
     for answer in (foreign, keyless):
-        assert answer.status_code == 403 and answer.json()["code"] == "cors_rejected"
+        assert answer.status_code == 403 and answer.json()["code"] == "corsOriginDenied"
         assert (
             answer.json()["status"] == 403 and "access-control-allow-origin" not in answer.headers
         )

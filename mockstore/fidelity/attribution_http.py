@@ -33,6 +33,7 @@ LAST_MODIFIED = named("http.conditional.last_modified")
 CORS = named("http.cors")
 REJECTED = named("http.cors.rejected_status")
 REFUSE_ORIGINS = named("http.cors.refuse_origins")
+CORS_CODE = named("http.cors.code")  # named by attribution.error_code
 OPTIONS = named("http.options")
 ALLOW = named("http.allow")
 TRAILING_SLASH = named("http.trailing_slash")
@@ -49,6 +50,7 @@ SETTINGS: tuple[str, ...] = (
     CORS,
     REJECTED,
     REFUSE_ORIGINS,
+    CORS_CODE,
     OPTIONS,
     ALLOW,
     TRAILING_SLASH,

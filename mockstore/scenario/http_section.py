@@ -75,6 +75,7 @@ class Cors:
     preflight_status: int = _default("cors", "preflight_status")
     rejected_status: int | None = _default("cors", "rejected_status")
     refuse_origins: bool = _default("cors", "refuse_origins")
+    code: str = _default("cors", "code")
     stage: str = _default("cors", "stage")
 
 

@@ -13,6 +13,7 @@ stage from whether a caller without a key was answered and counted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,8 @@ from mockstore.routing import Router, compile_path
 from mockstore.schemas import operations
 
 Cite = Callable[..., str]
+# An Error code a scenario can state (the schema's $defs/error_code).
+_CODE = re.compile(r"[!-~]+( [!-~]+)*")
 Stage = Callable[[list[Seen], list[Seen]], tuple[str, Seen] | None]
 _TEMPLATES = [(t, compile_path(t)) for t in Router(operations().values()).paths]
 
@@ -104,6 +107,8 @@ def learn_cors(
     loud = [s for s in refused if s.condition == "cors_rejected"]
     if loud:
         value["rejected_status"] = loud[0].status
+        if loud[0].code is not None and _CODE.fullmatch(loud[0].code):
+            value["code"] = loud[0].code
         explained.update(s.index for s in loud)
         enforced = _refused_requests(seen, loud[0], value["origins"])
         if enforced:
