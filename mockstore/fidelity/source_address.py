@@ -6,8 +6,9 @@ one: the proxy's. Clients that were distinct spend one allowance, so a recording
 shows ``429`` where each client alone was answered, and calibrate would learn that as
 the provider's behaviour. A transparent proxy keeps each client's address as the
 connection's source; on one machine (a test harness, a provider and its clients on
-loopback) the recorder can do the same: it connects to a loopback upstream from the
-loopback address the client connected from (any of 127.0.0.0/8 is this host's own).
+loopback) the recorder can do the same: it connects to an upstream on an IPv4 loopback
+address from the loopback address the client connected from (any of 127.0.0.0/8 is this
+host's own).
 Elsewhere the proxy's own address is the only one it has, and the upstream sees one
 caller, as behind any reverse proxy.
 
@@ -31,12 +32,13 @@ _IDLE = 4  # idle connections kept per source address
 
 
 def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+    """An IPv4 loopback address (a name such as localhost may resolve to ::1, which an IPv4
+    source cannot reach)."""
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    return address.version == 4 and address.is_loopback
 
 
 class SourceClients:
