@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,10 @@ from mockstore.fidelity.drift import drift
 from mockstore.fidelity.recording import recording_of
 from mockstore.scenario import load_scenario
 from tests.fidelity_support import record_mock
+from tests.upstream import new_key
+from tests.upstream.counting import counted
+from tests.upstream.profiled_http import CorsChoice, HttpChoices
+from tests.upstream.profiles import GATEWAY
 
 KEY = "sk_test_abcdefgh12345678"
 AUTH = [("authorization", f"Bearer {KEY}")]
@@ -210,3 +215,23 @@ def test_drift_names_the_cors_refusals_own_code() -> None:
     ]
     applied = proof.apply(yaml.safe_load(team), found[0].setting, found[0].value[0], found[0].key)
     assert drift(recording, load_scenario(yaml.safe_dump(applied))).differences == []
+
+
+def test_probes_from_two_origins_show_a_provider_that_allows_any(tmp_path: Path) -> None:
+    # With one probe origin, a provider naming back any origin looked like one allowing only
+    # https://app.example.com (Aviary's clients call from https://aviary.example).
+    cors = CorsChoice(origins=("*",), credentials=True, max_age=600)
+    profile = replace(GATEWAY, http=HttpChoices(cors=cors))
+    key = new_key()
+    out = tmp_path / "probed.yaml"
+    with counted("profiled", {key: "growth"}, profile=profile) as served:
+        done = subprocess.run(
+            [sys.executable, "-m", "mockstore", "calibrate", "--target", served.url,
+             "--key", key, "--out", str(out)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        writes = served.counting.writes
+    assert done.returncode == 0, done.stderr
+    assert writes == 0
+    learned = load_scenario(out.read_text(), str(out)).http.cors
+    assert learned is not None and (learned.origins, learned.credentials) == (("*",), True)
