@@ -128,7 +128,7 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
         if route.operation is None and route.method and route.path:
             _route_path(document, route, scenario)
     if scenario.ratelimit != DEFAULT_LIMITS:
-        describe_limiter(document, scenario.ratelimit)
+        describe_limiter(document, scenario.ratelimit, scenario.plans.values())
     for rule in scenario.faults:
         if rule.reply is not None:
             _fault_answers(document, rule, scenario)

@@ -103,7 +103,9 @@ class Limiter:
             rule_for(limits.day, limits.time_zone),
         )
         # The rules of each plan's windows (a plan may count one over a length of its own).
-        self.rules_of = PlanRules(limits, self.rules).of
+        self._plan_rules = PlanRules(limits, self.rules)
+        self.rules_of = self._plan_rules.of
+        self.admit = self._plan_rules.admit  # a plan issued at run time
         self.attempts = limits.counts == "attempts"
         self._consecutive = ban.trigger == "consecutive"
         headers = limits.headers
