@@ -32,6 +32,7 @@ import anyio.to_thread
 from starlette.types import Receive, Scope, Send
 
 from mockstore import shaping, sharing, transport
+from mockstore.body_reserve import BodyReserve
 from mockstore.errors import ApiError
 from mockstore.faults import Needs, Outcome, RequestFacts, parse_query, rule_header_names
 from mockstore.headers import Header, ResponseHeaders
@@ -89,7 +90,7 @@ class Answer:
     @classmethod
     def refusal(cls, error: ApiError) -> Answer:
         answer = cls(error.status, error.body(), error.headers)
-        answer.error = error
+        answer.error = error.kept()
         return answer
 
     @classmethod
@@ -97,7 +98,7 @@ class Answer:
         """An answer the scenario's HTTP semantics made in the API's place (``shaping``)."""
         if made.error is not None:
             answer = cls(made.status, made.error.body(), (*made.error.headers, *made.headers))
-            answer.error = made.error
+            answer.error = made.error.kept()
         else:
             answer = cls(made.status, b"", tuple(made.headers))
         answer.ratelimit = ratelimit
@@ -235,7 +236,9 @@ class PetStoreAPI:
     ``body_timeout`` is how long a request body may take to arrive, from the
     first read (the server's ``--timeout-body``). ``connections`` is the share
     of the memory budget that bodies being read and large answers being
-    written draw on (507 ``memory_budget`` when it has no room).
+    written draw on (507 ``memory_budget`` when it has no room); ``bodies``
+    keeps every connection the first bytes of its request body
+    (``body_reserve``), the rest drawing on ``connections``.
     """
 
     def __init__(
@@ -243,10 +246,12 @@ class PetStoreAPI:
         runtime: Runtime,
         body_timeout: float = Limits().body_timeout,
         connections: Account | None = None,
+        bodies: BodyReserve | None = None,
     ) -> None:
         self.runtime = runtime
         self.body_timeout = body_timeout
         self.connections = connections
+        self.bodies = bodies
         self._compiled: Compiled | None = None
 
     def _compiled_for(self, scenario: Scenario) -> Compiled:
@@ -412,8 +417,11 @@ class PetStoreAPI:
         chunks: list[bytes] = []
         size = 0
         # What the body holds while it arrives is charged to the memory budget
-        # (many slow uploads at once would hold their bodies for the body timeout).
+        # (many slow uploads at once would hold their bodies for the body timeout):
+        # its first bytes to what is kept for every connection, the rest shared.
         connections = self.connections
+        bodies = self.bodies
+        charge = None if bodies is None else bodies.charge()
         charged = 0
         try:
             async with asyncio.timeout(self.body_timeout):
@@ -425,7 +433,10 @@ class PetStoreAPI:
                     size += len(chunk)
                     if size > limit:
                         raise service.body_too_large()
-                    if connections is not None:
+                    if charge is not None:
+                        if not charge.take(len(chunk)):
+                            raise _over_budget(bodies.connections, "this request body")  # type: ignore[union-attr]
+                    elif connections is not None:
                         if not connections.reserve(len(chunk)):
                             raise _over_budget(connections, "this request body")
                         charged += len(chunk)
@@ -441,6 +452,8 @@ class PetStoreAPI:
             ) from None
         finally:
             ex.request_body = b"".join(chunks)
+            if charge is not None:
+                charge.release()
             if charged:
                 connections.release(charged)  # type: ignore[union-attr]
 

@@ -269,6 +269,9 @@ async def finish(
     advisory = semantics.advisory_header(operation, status, ex.request_body)
     if advisory is not None:
         added.append(advisory)
+    clamped = semantics.clamp_header(operation, status, request.query)
+    if clamped is not None:
+        added.append(clamped)
     added.extend(semantics.cors_headers(request))
     error = answer.error
     if error is not None and error.condition == "method_not_allowed":

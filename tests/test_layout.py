@@ -46,6 +46,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.limits",
         "mockstore.maintenance",
         "mockstore.memory",
+        "mockstore.body_reserve",
         "mockstore.document",
         "mockstore.document_semantics",
         "mockstore.document_collections",

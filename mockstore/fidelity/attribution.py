@@ -640,6 +640,10 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
     behaviour = ctx.behaviour
     if rate_header(name) or name == "retry-after":
         banned = ex.mock_condition == "key_banned"
+        if name == "ratelimit-policy":
+            own = rate_advice.plan_lengths(was, now, ex.plan, ctx.scenario)
+            if own is not None:  # the plan counts over windows of its own lengths
+                return setting(KEY_PLAN if ex.key is not None else ANONYMOUS_PLAN, own)
         advice = rate_advice.value(name, was, now, banned, ex.plan, ctx.scenario)
         if advice is not None:
             return setting(_named(advice[0]), *advice[1])
@@ -729,6 +733,12 @@ def error_code(ex: Exchange, was: Any, ctx: Context) -> Cause:
     if rc == "rate_limited" and mc == "key_banned":
         return _allowance(ex, ctx)
     condition = rc if rc in ERROR_CODE else mc
+    cors = ctx.scenario.http.cors
+    if rc == "cors_rejected" and cors is not None and ex.mock_code == cors.code:
+        # A refused preflight's code is the CORS section's own.
+        if not isinstance(was, str) or not was:
+            return cannot("error-body-shape")
+        return setting(named("http.cors.code"), was)
     if condition not in ERROR_CODE:
         return cannot("unexplained")
     if rc == mc and rc in ctx.split:
