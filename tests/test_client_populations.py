@@ -805,6 +805,21 @@ OBEYING_EXAMPLES.append(
         phase=up(30145.7008485794),
     )
 )
+# Drawn by the slow variant once episodes began at a drawn phase (here a minute's turn): a
+# manual clock's 429 names 00:01:00 by Retry-After (an HTTP-date) and 60 s by the draft
+# RateLimit header; the client read the date against its own clock and advanced the
+# clock 59.999 s after 0.001 s asleep. The verdict took the seconds (a tie, and False
+# sorted first) and judged the wait on either clock alone: 0.001 s too early.
+_TIE = replace(_ISSUE, start=None, draft=True)
+OBEYING_EXAMPLES.append(
+    Episode(
+        variant=_TIE,
+        clients=[Client("retry-after-vs-own", "advance", ("list", "list"), 1, 0.05, 0.001)],
+        events=[],
+        in_tenant=False,
+        loaded=[_TIE],
+    )
+)
 MUTATED_EXAMPLES = [
     Episode(
         variant=variant,
