@@ -87,9 +87,11 @@ def reproduce(profile: Profile) -> dict[str, Any]:
         har, calibrated = work / "session.har", work / "calibrated.yaml"
         with counted("profiled", {main: "tester", tight: small}, profile=profile) as upstream:
             with recorder(upstream.url, "--out", str(har)) as proxy:
+                collections = profile.semantics.collections
                 client_session(
-                    proxy.url, main, tight, oversize=profile.semantics.max_body_bytes + 100
-                )
+                    proxy.url, main, tight, oversize=profile.semantics.max_body_bytes + 100,
+                    edges=True, page_parameter=collections.parameter,
+                )  # fmt: skip
                 assert proxy.stop() == 0
             calibration = _mockstore(
                 "calibrate", "--from", str(har), "--target", upstream.url,

@@ -137,7 +137,12 @@ class Tour:
         headers = response.headers
         limits = profile.rate_limits
         gateway = limits.gateway
-        if not valid and not gateway.anonymous_limited:
+        if not valid and not gateway.anonymous_limited and gateway.uncounted == "zero":
+            # A gateway that limits keys only, telling a caller without one it has nothing.
+            for name in ("X-RateLimit-Limit", "X-RateLimit-Remaining"):
+                assert headers[name] == "0", (name, dict(headers))
+            assert headers["X-RateLimit-Reset"]
+        elif not valid and not gateway.anonymous_limited:
             # A gateway that limits keys only: a caller without one sees no figures.
             for name in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):
                 assert name not in headers, (name, dict(headers))
@@ -159,7 +164,12 @@ class Tour:
         else:
             value = headers[request_id.name]
             assert value.startswith(request_id.prefix)
-            shape = {"counter": r"[0-9]{6,}", "uuid": UUID.pattern, "hex": r"[0-9a-f]{32}"}
+            shape = {
+                "counter": r"[0-9]{6,}",
+                "uuid": UUID.pattern,
+                "hex": r"[0-9a-f]{32}",
+                "alphanumeric": f"[A-Za-z0-9]{{{request_id.length}}}",
+            }
             assert re.fullmatch(shape[request_id.format], value[len(request_id.prefix) :])
         self.check_constant_headers(response, op)
         # The spec: every refusal is an Error whose status is the HTTP status.
@@ -397,8 +407,8 @@ async def walk_refusals(tour: Tour) -> None:
         {"name": 7, "categoryId": 1},
         {"categoryId": 1},
         {"name": "Rex"},
-        *([{"name": "Rex", "categoryId": "1"}] if numbers != "lenient" else []),
-        *([{"name": "Rex", "categoryId": 1.0}] if numbers == "strict" else []),
+        *([{"name": "Rex", "categoryId": "1"}] if numbers not in ("lenient", "digits") else []),
+        *([{"name": "Rex", "categoryId": 1.0}] if numbers in ("strict", "digits") else []),
         {"name": "Rex", "categoryId": 1.5},
         {"name": "Rex", "categoryId": True},
         {"name": "Rex", "categoryId": 2**63},
@@ -410,9 +420,15 @@ async def walk_refusals(tour: Tour) -> None:
         response = await send("POST", "/v1/pets", op="createPet", json=body)
         refused(response, "invalid_body")
     response = await send(
-        "POST", "/v1/pets", op="createPet", content=b'{"name":"Rex","categoryId":1}'
+        "POST", "/v1/pets", op="createPet", content=b'{"name":"Untyped","categoryId":1}'
     )
-    refused(response, "unsupported_media_type")
+    if profile.semantics.missing_content_type == "json":
+        # The gateway read it as JSON: created as any other (kept for the listings below).
+        assert response.status_code == 201, response.text
+        stored, default = response.json(), profile.semantics.default_status
+        tour.created.append({**stored, "status": default} if default else stored)
+    else:
+        refused(response, "unsupported_media_type")
     response = await send(
         "POST",
         "/v1/pets",
@@ -504,11 +520,16 @@ async def walk_semantics(tour: Tour) -> None:
         {"name": "Ziggy", "categoryId": -3, "status": "sold"},
         {"name": "", "categoryId": 0, "status": "pending"},
         {"name": "N" * 70, "categoryId": 7},
+        {"name": "\u00e9" * 30, "categoryId": 7},
     ):
         response = await send("POST", "/v1/pets", op="createPet", json=body)
         longest = collections.name_max_length
-        if (least is not None and body["categoryId"] < least) or (
-            longest is not None and len(body["name"]) > longest
+        name = body["name"]
+        size = len(name.encode()) if collections.name_unit == "bytes" else len(name)
+        if (
+            (least is not None and body["categoryId"] < least)
+            or (longest is not None and size > longest)
+            or (collections.blank_name == "refuse" and not name.strip())
         ):
             tour.refused(response, "field_constraint")
             continue
@@ -656,6 +677,10 @@ async def walk_rate_limits(tour: Tour, plan_name: str | None) -> None:
         tour.limits(response, blocking_limit, 0, blocking_end)
         tour.retry_after(response, limits.retry_after, blocking_end)
 
+    if not limits.ban.enabled:
+        # A provider that never bans: refused on, for as long as the window is spent.
+        tour.refused(await send(), "rate_limited")
+        return seen("ban: none, refused on")
     # Kept going: banned, and told until when.
     ban_end = tour.clock.now + limits.ban.duration_seconds
     response = await send()
@@ -709,7 +734,7 @@ async def walk_ban_trigger(tour: Tour, plan_name: str) -> None:
     for _ in range(plan.per_minute - 1):
         assert (await send()).status_code == 200
     tour.refused(await send(), "rate_limited")
-    counted = ban.trigger == "within" and next_minute - start < ban.within_seconds
+    counted = ban.enabled and ban.trigger == "within" and next_minute - start < ban.within_seconds
     tour.refused(await send(), "key_banned" if counted else "rate_limited")
     seen(f"ban trigger: checked, {ban.trigger}, {'counted' if counted else 'not counted'}")
 

@@ -66,7 +66,9 @@ import hashlib
 import json
 import math
 import re
+import secrets
 import socket
+import string
 import sys
 import time
 import types
@@ -289,11 +291,13 @@ class Refusals:
 @dataclass(frozen=True)
 class RequestIdHeader:
     """The request-id header: its name and how its value is made (after ``prefix``):
-    ``counter`` (six digits and up, from 1), ``uuid`` (UUID4), ``hex`` (32 hex digits)."""
+    ``counter`` (six digits and up, from 1), ``uuid`` (UUID4), ``hex`` (32 hex digits),
+    ``alphanumeric`` (``length`` random letters and digits, as Stripe's ``req_`` ids)."""
 
     name: str = "X-Request-Id"
-    format: Literal["counter", "uuid", "hex"] = "counter"
+    format: Literal["counter", "uuid", "hex", "alphanumeric"] = "counter"
     prefix: str = "req-"
+    length: int = 24
 
 
 @dataclass(frozen=True)
@@ -325,7 +329,8 @@ class Headers:
     (whatever their status). ``location`` on 201: ``none``, ``path``
     (``/v1/pets/7``) or ``url`` (absolute). ``etag`` and ``cache_control`` map a
     read operation to its ``ETag`` kind (``strong``/``weak``) and its
-    ``Cache-Control`` value, sent on its 200 answers.
+    ``Cache-Control`` value, sent on its 200 answers. An ETag is the first
+    ``etag_digits`` hex digits of the body's ``etag_digest``.
     """
 
     always: HeaderMap = ()
@@ -337,6 +342,8 @@ class Headers:
     etag: tuple[tuple[ReadOperation, Literal["strong", "weak"]], ...] = ()
     cache_control: tuple[tuple[ReadOperation, str], ...] = ()
     deprecation: DeprecationHeaders = DeprecationHeaders()
+    etag_digest: Literal["sha256", "sha1", "md5"] = "sha256"
+    etag_digits: int = 32
 
 
 @dataclass(frozen=True)
@@ -352,13 +359,15 @@ class BanPolicy:
     """When a bucket that keeps sending after 429 is banned, and for how long.
 
     ``within``: ``rejections`` 429s within ``within_seconds``; ``consecutive``:
-    ``rejections`` 429s with no admitted request between them.
+    ``rejections`` 429s with no admitted request between them. ``enabled`` false:
+    never banned (refused for as long as it sends over the allowance).
     """
 
     trigger: Literal["within", "consecutive"] = "within"
     rejections: int = 10
     within_seconds: int = 60
     duration_seconds: int = 600
+    enabled: bool = True
 
 
 @dataclass(frozen=True)
@@ -381,7 +390,10 @@ class Gateway:
     headers (``draft``: on ``all`` answers or 2xx ones only, ``policies`` naming
     each window). X-RateLimit-Reset is when the described window is whole again.
     ``not_counted``: the classes of answers that give back what their request took
-    (after the answer is written: its own figures still count it).
+    (after the answer is written: its own figures still count it). ``uncounted``:
+    what a caller the gateway does not limit is told (``anonymous_limited`` false):
+    ``none``, no figures; ``zero``, an allowance of nothing (limit and remaining 0,
+    the reset now).
     """
 
     minute_algorithm: Algorithm = "fixed"
@@ -400,6 +412,7 @@ class Gateway:
         ("day", "day"),
     )
     not_counted: tuple[Literal["4xx", "5xx"], ...] = ()
+    uncounted: Literal["none", "zero"] = "none"
 
     def gives_back(self, status: int) -> bool:
         return f"{status // 100}xx" in self.not_counted
@@ -475,7 +488,9 @@ class Semantics:
     ``max_body_bytes``: the largest createPet body accepted (inclusive).
     ``default_status`` of a pet created without one (None: no ``status`` field).
     ``collections``: pages, orders by a field, filters in any case, numbers, limits
-    (``tests/upstream/profiled_collections.py``).
+    (``tests/upstream/profiled_collections.py``). ``missing_content_type``: a create
+    body sent without ``Content-Type`` is ``refuse``d (unsupported_media_type) or read
+    as ``json``, as gateways that default the media type do.
     """
 
     limit_above_maximum: Literal["refuse", "clamp"] = "refuse"
@@ -486,6 +501,7 @@ class Semantics:
     default_status: PetStatus | None = None
     pets: tuple[SeedPet, ...] = ()
     collections: Collections = field(default_factory=Collections)
+    missing_content_type: Literal["refuse", "json"] = "refuse"
 
 
 @dataclass(frozen=True)
@@ -707,6 +723,7 @@ def _problems(profile: Profile) -> list[str]:
             "$.headers.request_id.prefix",
             "not a visible ASCII value",
         )
+        need(8 <= request_id.length <= 64, "$.headers.request_id.length", "from 8 to 64")
     # A name is in `always`, or in classes and operations, never both, so every
     # answer carries each header once.
     always: set[str] = set(managed)
@@ -740,6 +757,13 @@ def _problems(profile: Profile) -> list[str]:
         need(
             len(set(operations)) == len(operations), f"$.headers.{name}", "an operation named twice"
         )
+    longest = {"sha256": 64, "sha1": 40, "md5": 32}.get(headers.etag_digest)
+    need(longest is not None, "$.headers.etag_digest", "sha256, sha1 or md5")
+    need(
+        8 <= headers.etag_digits <= (longest or 64),
+        "$.headers.etag_digits",
+        "from 8 to the digest's own length",
+    )
     deprecation = headers.deprecation
     need(
         SUNSET_DAY <= deprecation.sunset < SUNSET_DAY + DAY,
@@ -1238,6 +1262,8 @@ class RateLimiter:
 
     def _reject(self, bucket: Bucket, now: float) -> None:
         ban = self._limits.ban
+        if not ban.enabled:
+            return
         if ban.trigger == "within":
             bucket.rejections.append(now)
             while bucket.rejections and bucket.rejections[0] <= now - ban.within_seconds:
@@ -1518,7 +1544,9 @@ class ProfiledPetStore:
         headers: list[tuple[str, str]] = []
         if made.body is not None:
             headers.append(("Content-Type", self.profile.headers.content_type))
-        if rated:
+        if rated and not exchange.verdict.limit:
+            headers += self._uncounted_headers(exchange.now)
+        elif rated:
             verdict = exchange.verdict
             headers += [
                 ("X-RateLimit-Limit", str(verdict.limit)),
@@ -1635,6 +1663,9 @@ class ProfiledPetStore:
             return f"{spec.prefix}{self._request_count:06d}"
         if spec.format == "uuid":
             return f"{spec.prefix}{uuid.uuid4()}"
+        if spec.format == "alphanumeric":
+            letters = string.ascii_letters + string.digits
+            return spec.prefix + "".join(secrets.choice(letters) for _ in range(spec.length))
         return f"{spec.prefix}{uuid.uuid4().hex}"
 
     # -- operations
@@ -1642,10 +1673,16 @@ class ProfiledPetStore:
     def _list_pets(self, request: Request) -> Answer:
         query = request.query_params
         limit = LIMIT_DEFAULT
-        raw_limit = query.get("limit")
-        read = (
-            collection.number(raw_limit, self.profile.semantics.collections) if raw_limit else None
-        )
+        collections = self.profile.semantics.collections
+        try:
+            raw_limit = collection.given(query.getlist("limit"), collections)
+        except LookupError:
+            raise Refused("bad_limit", "limit given more than once") from None
+        try:
+            status = collection.given(query.getlist("status"), collections)
+        except LookupError:
+            raise Refused("bad_status_filter", "status given more than once") from None
+        read = collection.number(raw_limit, collections) if raw_limit else None
         if raw_limit is not None and read is not None and read >= 0:
             raw_limit = str(read)
         if raw_limit is not None:
@@ -1666,8 +1703,6 @@ class ProfiledPetStore:
                 limit = LIMIT_MAX
             else:
                 limit = int(digits)
-        status = query.get("status")
-        collections = self.profile.semantics.collections
         if status is not None and collections.status_case_insensitive:
             status = status.lower()
         if status is not None and status not in STATUSES:
@@ -1706,6 +1741,8 @@ class ProfiledPetStore:
         if not body:
             raise Refused("missing_body", "a NewPet JSON body is required")
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if not media and semantics.missing_content_type == "json":
+            media = "application/json"  # the gateway defaults the media type
         if media != "application/json":
             raise Refused(
                 "unsupported_media_type",
@@ -1807,6 +1844,8 @@ class ProfiledPetStore:
         headers = [("Content-Type", profile.headers.content_type)]
         if verdict.limit:
             headers += self._rate_headers(verdict, now, answer.status)
+        else:
+            headers += self._uncounted_headers(now)
         if verdict.retry_at is not None and answer.condition in ("rate_limited", "key_banned"):
             form = (
                 limits.retry_after
@@ -1832,7 +1871,8 @@ class ProfiledPetStore:
                 path = str(request.base_url).rstrip("/") + path
             headers.append(("Location", path))
         if answer.status == 200 and operation in self._etag:
-            digest = hashlib.sha256(body).hexdigest()[:32]
+            digest = hashlib.new(profile.headers.etag_digest, body).hexdigest()
+            digest = digest[: profile.headers.etag_digits]
             headers.append(
                 ("ETag", f'W/"{digest}"' if self._etag[operation] == "weak" else f'"{digest}"')
             )
@@ -1883,6 +1923,28 @@ class ProfiledPetStore:
                 state_text.append(f'"{names[state.name]}";r={state.left};t={wait}')
             headers.append(("RateLimit-Policy", ", ".join(policy)))
             headers.append(("RateLimit", ", ".join(state_text)))
+        return headers
+
+    def _uncounted_headers(self, now: float) -> list[tuple[str, str]]:
+        """What a caller the gateway does not limit is told: nothing, or an allowance of
+        nothing whole at once (``Gateway.uncounted``)."""
+        limits = self.profile.rate_limits
+        gateway = limits.gateway
+        if gateway.uncounted == "none":
+            return []
+        headers = []
+        for figure in gateway.figures:
+            if figure == "reset":
+                if limits.reset == "delta":
+                    decimals = gateway.reset_decimals
+                    reset = f"{0:.{decimals}f}"
+                else:
+                    reset = self._reset(now, now)
+                headers.append(("X-RateLimit-Reset", reset))
+            elif figure == "resource":
+                headers.append(("X-RateLimit-Resource", gateway.resource))
+            else:
+                headers.append((f"X-RateLimit-{figure.capitalize()}", "0"))
         return headers
 
     def _reset(self, instant: float, now: float) -> str:

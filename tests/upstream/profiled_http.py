@@ -88,6 +88,8 @@ class HttpChoices:
     """Every HTTP choice of the provider's front (see the module docstring)."""
 
     conditional: tuple[ReadOperation, ...] = ()
+    # How If-None-Match compares: weak (RFC 9110) or strong (a W/ tag never matches).
+    comparison: Literal["weak", "strong"] = "weak"
     last_modified: tuple[ReadOperation, ...] = ()
     pets_modified: int = 1767225600  # 2026-01-01T00:00:00Z
     encodings: tuple[Literal["gzip", "deflate"], ...] = ()
@@ -321,13 +323,15 @@ class Front:
             shown = pets if isinstance(pets, list) else [pets]
             modified = self.last_modified(shown, now)
             out.append(("Last-Modified", formatdate(modified, usegmt=True)))
-            if operation in choices.conditional and _not_modified(headers, out, modified):
+            if operation in choices.conditional and _not_modified(
+                headers, out, modified, choices.comparison
+            ):
                 status, body = 304, b""
         elif (
             status == 200
             and method in ("GET", "HEAD")
             and operation in choices.conditional
-            and _not_modified(headers, out, None)
+            and _not_modified(headers, out, None, choices.comparison)
         ):
             status, body = 304, b""
         if (
@@ -380,7 +384,7 @@ class Front:
 
 
 def _not_modified(
-    headers: dict[str, str], out: list[tuple[str, str]], modified: int | None
+    headers: dict[str, str], out: list[tuple[str, str]], modified: int | None, comparison: str
 ) -> bool:
     tag = next((value for name, value in out if name.lower() == "etag"), None)
     match = headers.get("if-none-match")
@@ -389,6 +393,9 @@ def _not_modified(
             return True
         if tag is None:
             return False
+        if comparison == "strong":
+            # Both tags strong and the same: a weak one never matches.
+            return not tag.startswith("W/") and any(t.strip() == tag for t in match.split(","))
         wanted = tag.removeprefix("W/")
         return any(t.strip().removeprefix("W/") == wanted for t in match.split(","))
     since = headers.get("if-modified-since")

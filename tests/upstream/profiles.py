@@ -143,6 +143,8 @@ EXTRA_FIELD_NAMES = (
     "errorId",
     "retryable",
 )
+ETAG_DIGITS = (16, 32, 40, 64)
+DIGEST_DIGITS = {"sha256": 64, "sha1": 40, "md5": 32}
 PLAN_NAMES = ("free", "pro", "business", "enterprise", "starter", "trial", "basic", "team")
 ALGORITHMS = ("fixed", "sliding_log", "sliding_window", "token_bucket", "leaky_bucket")
 FIGURES = ("limit", "remaining", "reset", "used", "resource")
@@ -246,8 +248,9 @@ def _headers(draw: st.DrawFn) -> Headers:
             st.builds(
                 RequestIdHeader,
                 st.sampled_from(REQUEST_ID_NAMES),
-                st.sampled_from(["counter", "uuid", "hex"]),
+                st.sampled_from(["counter", "uuid", "hex", "alphanumeric"]),
                 st.sampled_from(["", "req-", "req_", "r-"]),
+                st.sampled_from([14, 24, 32]),
             ),
         )
     )
@@ -281,6 +284,8 @@ def _headers(draw: st.DrawFn) -> Headers:
                 (name, draw(_header_values))
             )
     etag = draw(st.dictionaries(st.sampled_from(READS), st.sampled_from(["strong", "weak"])))
+    digest = draw(st.sampled_from(["sha256", "sha1", "md5"]))
+    digits = draw(st.sampled_from([d for d in ETAG_DIGITS if d <= DIGEST_DIGITS[digest]]))
     cache_control = draw(st.dictionaries(st.sampled_from(READS), st.sampled_from(CACHE_CONTROLS)))
     links = draw(st.lists(st.sampled_from(LINKS), max_size=3, unique=True))
     deprecation = DeprecationHeaders(
@@ -307,6 +312,8 @@ def _headers(draw: st.DrawFn) -> Headers:
         etag=tuple(etag.items()),  # type: ignore[arg-type]
         cache_control=tuple(cache_control.items()),  # type: ignore[arg-type]
         deprecation=deprecation,
+        etag_digest=digest,  # type: ignore[arg-type]
+        etag_digits=digits,
     )
 
 
@@ -342,6 +349,7 @@ def _gateway(draw: st.DrawFn, reset: str) -> Gateway:
             ("day", draw(st.sampled_from(POLICY_NAMES["day"]))),
         ),
         not_counted=draw(st.sampled_from([(), (), ("4xx",), ("5xx",), ("4xx", "5xx")])),
+        uncounted=draw(st.sampled_from(["none", "zero"])),
     )
 
 
@@ -368,6 +376,7 @@ def _rate_limits(draw: st.DrawFn, banned_status: int, refused_status: int) -> Ra
             rejections=draw(st.integers(2, 5)),
             within_seconds=draw(st.sampled_from([1, 5, 10, 30, 60, 120])),
             duration_seconds=draw(st.sampled_from([1, 5, 30, 60, 300, 600])),
+            enabled=draw(st.sampled_from([True, True, True, False])),
         ),
         minute_seconds=minute,
         day_seconds=draw(st.one_of(st.just(DAY), st.integers(2, 30).map(lambda k: k * minute))),
@@ -392,7 +401,7 @@ def _collections(draw: st.DrawFn) -> Collections:
     links = (
         () if style == "limit" else tuple(draw(st.permutations(rels))[: draw(st.integers(0, 4))])
     )
-    return Collections(
+    return Collections(  # type: ignore[arg-type]
         pagination=style,
         page_parameter="" if style == "limit" else draw(st.sampled_from(PAGE_PARAMETERS)),
         links=links,  # type: ignore[arg-type]
@@ -403,11 +412,40 @@ def _collections(draw: st.DrawFn) -> Collections:
         order_case_insensitive=draw(st.booleans()),
         status_case_insensitive=draw(st.booleans()),
         default_on_read=draw(st.booleans()),
-        numbers_body=draw(st.sampled_from(["strict", "schema", "lenient"])),
+        numbers_body=draw(st.sampled_from(["strict", "schema", "lenient", "digits"])),
         numbers_query=draw(st.sampled_from(["strict", "lenient"])),
         name_max_length=draw(st.sampled_from([None, 32, 50, 64, 100])),
         category_minimum=draw(st.sampled_from([None, 0, 1])),
+        name_unit=draw(st.sampled_from(["characters", "bytes"])),
+        blank_name=draw(st.sampled_from(["allow", "refuse"])),
+        page_headers=draw(_page_headers()) if style == "page" else (),
+        repeated=draw(st.sampled_from(["refuse", "first", "last"])),
     )
+
+
+# Page headers under the names of two families of APIs (GitLab's, Yii's and Laravel-style).
+PAGE_HEADER_NAMES = (
+    {
+        "page": "X-Page",
+        "per_page": "X-Per-Page",
+        "total_pages": "X-Total-Pages",
+        "next_page": "X-Next-Page",
+        "prev_page": "X-Prev-Page",
+    },
+    {
+        "page": "X-Pagination-Current-Page",
+        "per_page": "X-Pagination-Per-Page",
+        "total_pages": "X-Pagination-Page-Count",
+    },
+)
+
+
+@st.composite
+def _page_headers(draw: st.DrawFn) -> tuple[tuple[str, str], ...]:
+    """Which page figures a provider that pages by number states, and under which names."""
+    names = draw(st.sampled_from(PAGE_HEADER_NAMES))
+    figures = draw(st.lists(st.sampled_from(sorted(names)), unique=True))
+    return tuple((figure, names[figure]) for figure in figures)
 
 
 @st.composite
@@ -436,6 +474,7 @@ def _semantics(draw: st.DrawFn) -> Semantics:
         default_status=draw(st.one_of(st.none(), st.sampled_from(STATUSES))),  # type: ignore[arg-type]
         pets=tuple(pets),
         collections=draw(_collections()),
+        missing_content_type=draw(st.sampled_from(["refuse", "json"])),
     )
 
 
@@ -492,6 +531,7 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
     messages = draw(st.dictionaries(st.sampled_from(sorted(MESSAGES)), st.just(""), max_size=4))
     return HttpChoices(
         conditional=conditional,  # type: ignore[arg-type]
+        comparison=draw(st.sampled_from(["weak", "strong"])),
         last_modified=dated,  # type: ignore[arg-type]
         pets_modified=draw(st.integers(DEPRECATED_FROM, DEPRECATED_UNTIL)),
         encodings=tuple(draw(st.lists(st.sampled_from(["gzip", "deflate"]), unique=True))),  # type: ignore[arg-type]
