@@ -1,0 +1,45 @@
+"""What the random provider profiles found (``tests/test_fidelity_property.py``), each held.
+
+Each test is the smallest recording of a drawn provider that broke the loop (record,
+calibrate, drift), made with an in-process mock whose scenario states the provider's
+choice (``tests/fidelity_support.record_mock``): what calibrate learns from it must be
+a scenario that validates, and drift from it must find nothing a setting could remove.
+"""
+
+from __future__ import annotations
+
+from mockstore.fidelity.calibrate.learn import learn
+from mockstore.fidelity.calibrate.options import Options
+from mockstore.fidelity.calibrate.writer import render_scenario
+from mockstore.fidelity.drift import drift
+from mockstore.fidelity.recording import recording_of
+from mockstore.scenario import load_scenario
+from tests.fidelity_support import AUTH, KEY, record_mock
+
+PROVIDER = f"""\
+version: 1
+clock: {{start: 2026-03-01T12:00:30Z, mode: manual}}
+keys:
+  - {{key: {KEY}, plan: {{per_minute: 4, per_day: 50}}}}
+"""
+
+
+def _calibrated(provider: str, steps: list) -> tuple[dict, str]:
+    har = record_mock(provider, steps)
+    learned = learn(recording_of(har, "drawn.har"))
+    return har, render_scenario(learned, Options(None, (), recording="drawn.har"), sent=0)
+
+
+def test_a_refusal_without_retry_after_from_a_provider_that_never_bans() -> None:
+    # Drawn: a gateway refusing with 403 and no Retry-After, and no ban however long a
+    # client sends on. Calibrate wrote retry_after: none and left the ban's form "same",
+    # so the unseen ban (mockstore's 429) had none either: the scenario did not validate.
+    provider = PROVIDER + (
+        "ban: {enabled: false}\nratelimit: {refusal: {status: 403}, headers: {retry_after: none}}\n"
+    )
+    har, text = _calibrated(provider, [("GET", "/v1/pets", "", AUTH, b"", 0.5)] * 13)
+    statuses = [e["response"]["status"] for e in har["log"]["entries"]]
+    assert statuses == [200] * 4 + [403] * 9
+    scenario = load_scenario(text, "<learned>")
+    assert scenario.ratelimit.headers.retry_after == "none"
+    assert [d.to_dict() for d in drift(har, scenario).differences] == []
