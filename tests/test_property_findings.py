@@ -8,13 +8,15 @@ a scenario that validates, and drift from it must find nothing a setting could r
 
 from __future__ import annotations
 
+import json
+
 from mockstore.fidelity.calibrate.learn import learn
 from mockstore.fidelity.calibrate.options import Options
 from mockstore.fidelity.calibrate.writer import render_scenario
 from mockstore.fidelity.drift import drift
 from mockstore.fidelity.recording import recording_of
 from mockstore.scenario import load_scenario
-from tests.fidelity_support import AUTH, KEY, record_mock
+from tests.fidelity_support import AUTH, JSON_BODY, KEY, record_mock
 
 PROVIDER = f"""\
 version: 1
@@ -42,4 +44,29 @@ def test_a_refusal_without_retry_after_from_a_provider_that_never_bans() -> None
     assert statuses == [200] * 4 + [403] * 9
     scenario = load_scenario(text, "<learned>")
     assert scenario.ratelimit.headers.retry_after == "none"
+    assert [d.to_dict() for d in drift(har, scenario).differences] == []
+
+
+def test_names_refused_for_their_bytes_with_no_body_refused_for_its_size() -> None:
+    # Drawn: names limited to 32 UTF-8 bytes, and the session's oversized body lost to the
+    # provider's reset. The largest name refused was taken for a field's limit (no body
+    # that small is refused for its size), but the smaller ones answered alike were taken
+    # for the body's size: the mock accepted 30 'é' (drift: behaviour.max_body_bytes 85).
+    provider = PROVIDER + (
+        "collections: {constraints: {name: {max_length: 32, unit: bytes}}}\n"
+        "behaviour: {error_codes: {field_constraint: OUT_OF_RANGE}}\n"
+    )
+    bodies = [
+        {"name": "Sir Reginald Fluffington", "categoryId": 4},
+        {"name": "N" * 70, "categoryId": 4},
+        {"name": "\u00e9" * 30, "categoryId": 2},
+        {"name": "\u00e9" * 45, "categoryId": 2},
+    ]
+    steps = [
+        ("POST", "/v1/pets", "", JSON_BODY, json.dumps(body, ensure_ascii=False).encode(), 16.0)
+        for body in bodies
+    ]
+    har, text = _calibrated(provider, steps)
+    assert [e["response"]["status"] for e in har["log"]["entries"]] == [201, 400, 400, 400]
+    scenario = load_scenario(text, "<learned>")
     assert [d.to_dict() for d in drift(har, scenario).differences] == []
