@@ -484,8 +484,10 @@ def _constraints(seen: list[Seen]) -> None:
     for s in guessed:
         unlike = reference is not None and (s.status, s.code) != (reference.status, reference.code)
         # With no body refused for its size to compare with (its answer lost to a reset
-        # connection, say), a small one is taken for a field's limit: no provider limits
-        # bodies to a few hundred bytes.
-        small = (reference is None or reference is s) and s.facts.body_size < _SMALL_BODY
+        # connection, say, or the largest refused a small one itself), a small one is taken
+        # for a field's limit: no provider limits bodies to a few hundred bytes.
+        small = (
+            reference is None or reference.facts.body_size < _SMALL_BODY
+        ) and s.facts.body_size < _SMALL_BODY
         if s.facts.body_size <= largest or unlike or small:
             s.condition = "field_constraint"
