@@ -677,6 +677,7 @@ GATEWAY = Profile(
             draft="success",
             policies=(("minute", "burst"), ("day", "daily")),
             not_counted=("5xx",),
+            uncounted="zero",
         ),
     ),
     semantics=Semantics(
@@ -703,7 +704,11 @@ GATEWAY = Profile(
             numbers_body="lenient",
             numbers_query="lenient",
             name_max_length=64,
+            name_unit="bytes",
+            blank_name="refuse",
+            repeated="first",
         ),
+        missing_content_type="json",
     ),
 )
 
@@ -716,6 +721,8 @@ LEGACY = Profile(
         content_type="application/json;charset=UTF-8",
         location="path",
         etag=(("listPets", "weak"),),
+        etag_digest="md5",
+        etag_digits=16,
         deprecation=DeprecationHeaders(
             since=1704067200,
             deprecation="true",
@@ -795,9 +802,12 @@ LEGACY = Profile(
             links=("first", "prev", "next", "last"),
             link_urls="absolute",
             total_header="X-Total",
+            page_headers=(("page", "X-Page"), ("total_pages", "X-Total-Pages")),
             numbers_body="strict",
             category_minimum=1,
+            repeated="refuse",
         ),
+        missing_content_type="json",
     ),
 )
 
