@@ -176,12 +176,14 @@ def _edges(
     send: Callable[..., httpx.Response], auth: dict[str, str], pet_id: int, page_parameter: str
 ) -> None:
     """The edges of a provider's forms a client meets: a create sent without Content-Type,
-    names long in UTF-8 bytes but not in characters and a blank one, a limit given twice,
+    names long in UTF-8 bytes but not in characters, a blank one and one of a letter, a
+    large category, a limit given twice,
     If-None-Match with the read's own tag in both its forms, pages walked by the number a
     page header states."""
     send("POST", "/pets", content=b'{"name": "Plain", "categoryId": 2}', headers=auth)
-    for name in ("\u00e9" * 30, "\u00e9" * 45, "   "):
+    for name in ("\u00e9" * 30, "\u00e9" * 45, "   ", "Q"):
         send("POST", "/pets", json={"name": name, "categoryId": 2}, headers=auth)
+    send("POST", "/pets", json={"name": "Big", "categoryId": 100_000}, headers=auth)
     send("GET", "/pets?limit=2&limit=1", headers=auth)
     for target in (f"/pets/{pet_id}", "/pets?limit=2"):
         tag = send("GET", target, headers=auth).headers.get("etag")

@@ -521,14 +521,18 @@ async def walk_semantics(tour: Tour) -> None:
         {"name": "", "categoryId": 0, "status": "pending"},
         {"name": "N" * 70, "categoryId": 7},
         {"name": "\u00e9" * 30, "categoryId": 7},
+        {"name": "Big", "categoryId": 100_000},
     ):
         response = await send("POST", "/v1/pets", op="createPet", json=body)
         longest = collections.name_max_length
         name = body["name"]
         size = len(name.encode()) if collections.name_unit == "bytes" else len(name)
+        most, shortest = collections.category_maximum, collections.name_min_length
         if (
             (least is not None and body["categoryId"] < least)
+            or (most is not None and body["categoryId"] > most)
             or (longest is not None and size > longest)
+            or (shortest is not None and size < shortest)
             or (collections.blank_name == "refuse" and not name.strip())
         ):
             tour.refused(response, "field_constraint")
@@ -675,10 +679,16 @@ async def walk_rate_limits(tour: Tour, plan_name: str | None) -> None:
     if plan.per_day == allowed:
         spent.append((day_end, True, plan.per_day))
     blocking_end, _, blocking_limit = max(spent)
+    # What a 429's figures describe: the window that blocks, or the one always described.
+    shown = (blocking_limit, 0, blocking_end)
+    if limits.refusal_figures == "described" and limits.describe == "minute":
+        shown = (plan.per_minute, plan.per_minute - allowed, minute_end)
+    elif limits.refusal_figures == "described" and limits.describe == "day" and plan.per_day:
+        shown = (plan.per_day, plan.per_day - allowed, day_end)
     for _ in range(limits.ban.rejections):
         response = await send()
         tour.refused(response, "rate_limited")
-        tour.limits(response, blocking_limit, 0, blocking_end)
+        tour.limits(response, *shown)
         tour.retry_after(response, limits.retry_after, blocking_end)
 
     if not limits.ban.enabled:
@@ -774,7 +784,8 @@ async def walk_day(tour: Tour, plan_name: str) -> None:
             tour.clock.now = minute_end
     response = await tour.send("GET", "/v1/pets", auth=auth, op="listPets", fresh=False)
     tour.refused(response, "rate_limited")
-    tour.limits(response, plan.per_day, 0, day_end)
+    if limits.refusal_figures == "blocking" or limits.describe != "minute":
+        tour.limits(response, plan.per_day, 0, day_end)
     tour.retry_after(response, limits.retry_after, day_end)
     seen(f"day: spent, described by {limits.describe}")
 

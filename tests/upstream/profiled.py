@@ -431,7 +431,9 @@ class RateLimits:
     (``minute``, ``day`` or ``tightest``: fewest remaining, the minute on a tie).
     ``retry_after`` / ``retry_after_banned``: ``seconds`` (whole, rounded up),
     ``decimal`` (``retry_after_decimals`` digits, rounded up), ``http-date`` or
-    ``none`` (only where the refusal is not answered 429).
+    ``none`` (only where the refusal is not answered 429). ``refusal_figures``: the
+    window a 429's ``X-RateLimit-*`` describe, the one that blocks (``blocking``) or the
+    one ``describe`` names (``described``; with ``tightest``, the one that blocks).
 
     ``gateway``: how the gateway in front of the service counts and announces them.
 
@@ -452,6 +454,7 @@ class RateLimits:
     retry_after: Literal["seconds", "decimal", "http-date", "none"] = "seconds"
     retry_after_banned: Literal["seconds", "decimal", "http-date", "none"] = "seconds"
     ban: BanPolicy = BanPolicy()
+    refusal_figures: Literal["blocking", "described"] = "blocking"
     minute_seconds: int = 60
     day_seconds: int = DAY
     gateway: Gateway = Gateway()
@@ -1229,10 +1232,12 @@ class RateLimiter:
         name, _, _, _, retry_at = max(refused, key=lambda check: (check[4], check[0] == "day"))
         self._reject(bucket, now)
         windows = self._windows(counters, now)
-        blocking = next(state for state in windows if state.name == name)
+        shown = next(state for state in windows if state.name == name)
+        if limits.refusal_figures == "described" and limits.describe != "tightest":
+            # The figures of the window the provider always describes, whichever blocks.
+            shown = next((state for state in windows if state.name == limits.describe), shown)
         return Verdict(
-            "rate_limited", blocking.limit, blocking.left, blocking.full_at, name, retry_at,
-            windows,
+            "rate_limited", shown.limit, shown.left, shown.full_at, name, retry_at, windows,
         )  # fmt: skip
 
     def give_back(self, bucket_id: Hashable, plan: Plan, now: float) -> None:

@@ -44,8 +44,9 @@ class Collections:
     (``7.0`` too), ``lenient`` (``"7"`` too), ``digits`` (JSON integers and ``"7"``;
     ``7.0`` refused); ``numbers_query``: ``lenient`` reads ``limit=7.0``.
     ``name_max_length`` (counted in ``name_unit``: characters or UTF-8 bytes),
-    ``blank_name`` (a name of white space only: ``allow`` or ``refuse``),
-    ``category_minimum``: limits beyond the spec. ``page_headers``: with pages by
+    ``name_min_length`` (in the same unit), ``blank_name`` (a name of white space
+    only: ``allow`` or ``refuse``), ``category_minimum``, ``category_maximum``: limits
+    beyond the spec. ``page_headers``: with pages by
     number, GitLab's headers (``page``, ``per_page``, ``total_pages``, ``next_page``,
     ``prev_page``) under the provider's names. ``repeated``: a listing's query
     parameter given twice is refused (its condition), or its ``first`` or ``last``
@@ -66,6 +67,8 @@ class Collections:
     name_max_length: int | None = None
     category_minimum: int | None = None
     name_unit: Literal["characters", "bytes"] = "characters"
+    name_min_length: int | None = None
+    category_maximum: int | None = None
     blank_name: Literal["allow", "refuse"] = "allow"
     page_headers: tuple[tuple[PageFigure, str], ...] = ()
     repeated: Literal["refuse", "first", "last"] = "last"
@@ -262,8 +265,14 @@ def check(fields: dict[str, Any], collections: Collections, refuse: Refuse) -> N
         size, unit = len(name), "characters"
     if longest is not None and size > longest:
         raise refuse("field_constraint", f"name must be at most {longest} {unit}")
+    shortest = collections.name_min_length
+    if shortest is not None and size < shortest:
+        raise refuse("field_constraint", f"name must be at least {shortest} {unit}")
     if collections.blank_name == "refuse" and not name.strip():
         raise refuse("field_constraint", "name must not be blank")
     least = collections.category_minimum
     if least is not None and fields["categoryId"] < least:
         raise refuse("field_constraint", f"categoryId must be at least {least}")
+    most = collections.category_maximum
+    if most is not None and fields["categoryId"] > most:
+        raise refuse("field_constraint", f"categoryId must be at most {most}")

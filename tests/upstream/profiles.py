@@ -378,6 +378,7 @@ def _rate_limits(draw: st.DrawFn, banned_status: int, refused_status: int) -> Ra
             duration_seconds=draw(st.sampled_from([1, 5, 30, 60, 300, 600])),
             enabled=draw(st.sampled_from([True, True, True, False])),
         ),
+        refusal_figures=draw(st.sampled_from(["blocking", "described"])),
         minute_seconds=minute,
         day_seconds=draw(st.one_of(st.just(DAY), st.integers(2, 30).map(lambda k: k * minute))),
     )
@@ -417,6 +418,8 @@ def _collections(draw: st.DrawFn) -> Collections:
         name_max_length=draw(st.sampled_from([None, 32, 50, 64, 100])),
         category_minimum=draw(st.sampled_from([None, 0, 1])),
         name_unit=draw(st.sampled_from(["characters", "bytes"])),
+        name_min_length=draw(st.sampled_from([None, None, 2, 3])),
+        category_maximum=draw(st.sampled_from([None, None, 1000, 65_535])),
         blank_name=draw(st.sampled_from(["allow", "refuse"])),
         page_headers=draw(_page_headers()) if style == "page" else (),
         repeated=draw(st.sampled_from(["refuse", "first", "last"])),
@@ -550,7 +553,11 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
         latency=draw(
             st.one_of(
                 st.just(()),
-                st.just((LatencyChoice(None, (("p0", 1), ("p50", 2), ("p100", 4))),)),
+                st.sampled_from([None, "listPets", "createPet"]).map(
+                    lambda operation: (
+                        LatencyChoice(operation, (("p0", 1), ("p50", 2), ("p100", 4))),
+                    )
+                ),
             )
         ),
         messages=tuple((condition, MESSAGES[condition]) for condition in sorted(messages)),
@@ -770,6 +777,7 @@ LEGACY = Profile(
         retry_after="http-date",
         retry_after_banned="none",
         ban=BanPolicy("within", 4, 20, 45),
+        refusal_figures="described",
         gateway=Gateway(
             minute_algorithm="token_bucket",
             day_algorithm="leaky_bucket",
