@@ -378,7 +378,11 @@ def _rate_limits(draw: st.DrawFn, banned_status: int, refused_status: int) -> Ra
             duration_seconds=draw(st.sampled_from([1, 5, 30, 60, 300, 600])),
             enabled=draw(st.sampled_from([True, True, True, False])),
         ),
-        refusal_figures=draw(st.sampled_from(["blocking", "described"])),
+        # A 403 or 503 that says requests are left (the described window's) is told from
+        # a maintenance page or a ban by nothing a recording shows: described with 429s only.
+        refusal_figures=draw(
+            st.sampled_from(["blocking", "described"] if refused_status == 429 else ["blocking"])
+        ),
         minute_seconds=minute,
         day_seconds=draw(st.one_of(st.just(DAY), st.integers(2, 30).map(lambda k: k * minute))),
     )
