@@ -177,7 +177,7 @@ def _edges(
 ) -> None:
     """The edges of a provider's forms a client meets: a create sent without Content-Type,
     names long in UTF-8 bytes but not in characters, a blank one and one of a letter, a
-    large category, a limit given twice,
+    large category, a limit given twice, a preflight and a cross-origin read of the orders,
     If-None-Match with the read's own tag in both its forms, pages walked by the number a
     page header states."""
     send("POST", "/pets", content=b'{"name": "Plain", "categoryId": 2}', headers=auth)
@@ -185,6 +185,10 @@ def _edges(
         send("POST", "/pets", json={"name": name, "categoryId": 2}, headers=auth)
     send("POST", "/pets", json={"name": "Big", "categoryId": 100_000}, headers=auth)
     send("GET", "/pets?limit=2&limit=1", headers=auth)
+    send("OPTIONS", "/store/orders", headers={
+        **auth, "Origin": APP, "Access-Control-Request-Method": "GET"
+    })  # fmt: skip
+    send("GET", "/store/orders", headers={**auth, "Origin": APP})
     for target in (f"/pets/{pet_id}", "/pets?limit=2"):
         tag = send("GET", target, headers=auth).headers.get("etag")
         if tag:

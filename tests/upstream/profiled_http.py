@@ -59,6 +59,7 @@ class CorsChoice:
     preflight_status: int = 204
     rejected_status: int | None = None  # None: the preflight status without Allow-*
     stage: Stage = "gateway"
+    paths: tuple[str, ...] = ("/",)  # the path prefixes (under /v1) CORS applies to
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ class Front:
         if (
             cors is not None
             and cors.stage == stage
+            and any(_under(relative, prefix) for prefix in cors.paths)
             and method == "OPTIONS"
             and "origin" in headers
             and "access-control-request-method" in headers
@@ -224,7 +226,10 @@ class Front:
                 body = {"code": window.code, "message": message, "status": window.status}
                 return Made(window.status, [("Retry-After", retry)], body, "maintenance")
         preflight = (
-            cors is not None and "origin" in headers and "access-control-request-method" in headers
+            cors is not None
+            and any(_under(relative, prefix) for prefix in cors.paths)
+            and "origin" in headers
+            and "access-control-request-method" in headers
         )
         if choices.options == stage and method == "OPTIONS" and not preflight:
             allow = allow_of(relative)
@@ -347,10 +352,12 @@ class Front:
         cors = choices.cors
         origin = headers.get("origin")
         preflight = method == "OPTIONS" and "access-control-request-method" in headers
+        relative = path[len("/v1") :] if path.startswith("/v1/") else path
         if (
             cors is not None
             and origin is not None
             and not preflight
+            and any(_under(relative, prefix) for prefix in cors.paths)
             and ("*" in cors.origins or origin.lower() in {o.lower() for o in cors.origins})
         ):
             named = cors.credentials or "*" not in cors.origins

@@ -512,6 +512,7 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
                 preflight_status=st.sampled_from([200, 204]),
                 rejected_status=st.sampled_from([None, 400, 403]),
                 stage=_STAGES,
+                paths=st.sampled_from([("/",), ("/pets",)]),
             ),
         )
     )
