@@ -70,3 +70,30 @@ def test_names_refused_for_their_bytes_with_no_body_refused_for_its_size() -> No
     assert [e["response"]["status"] for e in har["log"]["entries"]] == [201, 400, 400, 400]
     scenario = load_scenario(text, "<learned>")
     assert [d.to_dict() for d in drift(har, scenario).differences] == []
+
+
+def test_cors_on_some_paths_only_is_learned() -> None:
+    # Drawn: CORS on /pets only. A preflight to /store/orders was answered as any OPTIONS
+    # (Allow, no Access-Control-*); calibrate wrote CORS for every path, and drift called
+    # each header the mock added "value-not-shown", though http.cors.paths states it.
+    provider = PROVIDER + (
+        "http:\n"
+        "  cors: {paths: [/pets], origins: ['https://app.example.com'], methods: [GET, POST]}\n"
+        "  options: {serve: true}\n"
+    )
+    preflight = [
+        *AUTH,
+        ("origin", "https://app.example.com"),
+        ("access-control-request-method", "GET"),
+    ]
+    steps = [
+        ("OPTIONS", "/v1/pets", "", preflight, b"", 1.0),
+        ("OPTIONS", "/v1/store/orders", "", preflight, b"", 1.0),
+        ("GET", "/v1/store/orders", "", [*AUTH, ("origin", "https://app.example.com")], b"", 1.0),
+    ]
+    har, text = _calibrated(provider, steps)
+    answers = [e["response"] for e in har["log"]["entries"]]
+    told = [{h["name"].lower() for h in a["headers"]} for a in answers]
+    assert ["access-control-allow-origin" in names for names in told] == [True, False, False]
+    scenario = load_scenario(text, "<learned>")
+    assert [d.to_dict() for d in drift(har, scenario).differences] == []
