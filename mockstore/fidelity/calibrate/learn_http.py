@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mockstore.clock import format_time
+from mockstore.fidelity.calibrate.cors_paths import cors_paths
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import http_date
@@ -439,6 +440,9 @@ class HttpLearner:
         stage = _stage(allowed, [s for s in preflights if s.status == 401 and not s.keyed])
         if stage is not None:
             value["stage"] = stage[0]
+        paths = cors_paths([s.path for s in allowed], [(s.path, s.status) for s in refused])
+        if paths is not None:
+            value["paths"] = paths
         result.set(
             "http.cors",
             value,
@@ -448,11 +452,15 @@ class HttpLearner:
 
     def options_and_allow(self) -> None:
         result, cite = self.result, self.cite
+        # A preflight to a path CORS does not cover is answered as a plain OPTIONS is.
         plain = [
             s
             for s in self.seen
             if s.item.method == "OPTIONS"
-            and not _request_header(s, "access-control-request-method")
+            and (
+                not _request_header(s, "access-control-request-method")
+                or ("allow" in s.headers and "access-control-allow-origin" not in s.headers)
+            )
         ]
         served = [s for s in plain if 200 <= s.status < 300 and "allow" in s.headers]
         if served:
