@@ -324,7 +324,12 @@ class Tour:
             value = body[extra.name]
             if extra.kind == "details":
                 assert isinstance(value, list)
-                assert all(set(item) == {"field", "issue"} for item in value)
+                shape = (
+                    {"pointer", "reason"}
+                    if self.profile.refusals.details_item == "pointer_reason"
+                    else {"field", "issue"}
+                )
+                assert all(set(item) == shape for item in value)
                 continue
             if extra.kind == "constant":
                 assert value == extra.value

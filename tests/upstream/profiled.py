@@ -281,6 +281,9 @@ class Refusals:
     # before_auth: an unknown path (404) or method (405) is answered before the key
     # is checked; after_auth: a caller without a valid key gets 401 on any path.
     routing: Literal["after_auth", "before_auth"] = "after_auth"
+    # The shape of each ``details`` item: {"field", "issue"}, or {"pointer", "reason"}
+    # (a JSON Pointer into the body, as RFC 9457's validation extensions write it).
+    details_item: Literal["field_issue", "pointer_reason"] = "field_issue"
 
     def of(self, condition: str) -> Refusal:
         refusal = getattr(self, condition)
@@ -1837,7 +1840,10 @@ class ProfiledPetStore:
                 if given is not None:
                     body[extra.name] = given
             elif extra.kind == "details":
-                body[extra.name] = subject[2] if subject is not None else []
+                items = subject[2] if subject is not None else []
+                if refusals.details_item == "pointer_reason":
+                    items = [{"pointer": "/" + i["field"], "reason": i["issue"]} for i in items]
+                body[extra.name] = items
         return Answer(refusal.status, body, list(refused.headers), refused.condition)
 
     def _headers(

@@ -237,6 +237,7 @@ def _refusals(draw: st.DrawFn) -> Refusals:
         extra_fields=tuple(extras),
         www_authenticate=challenge,
         routing=draw(st.sampled_from(["after_auth", "before_auth"])),
+        details_item=draw(st.sampled_from(["field_issue", "pointer_reason"])),
     )
 
 
