@@ -2,7 +2,18 @@
 
 ``profiles()`` draws a ``Profile`` from the whole space: every choice is drawn
 on its own, except where two depend on each other (a ban answered 429 must carry
-``Retry-After``; a header appears once per answer). Error codes are identifiers
+``Retry-After``; a header appears once per answer; page headers need pages by
+number; a 429's figures of the described window only with 429s). The space spans
+each section of the scenario schema a provider can differ in: the limiter
+(algorithms, clock or first-request windows, a time zone, what counts, refunds by
+class, anonymous callers limited or told figures of 0, refusal statuses, every
+header form, bans or none), HTTP semantics (ETags by digest and length, weak or
+strong comparison, ``Last-Modified``, codings, CORS on some paths, ``OPTIONS``,
+trailing slashes, request ids of every form and their echo, advisory headers),
+collections (pages, links, totals, page headers, order, filters, defaults,
+numbers, name and category constraints, repeated parameters, a create without
+``Content-Type``), maintenance, latency and Error bodies (codes, statuses,
+templates, computed fields, ``details[]`` shapes). Error codes are identifiers
 in the profile's case (lower or upper), picked from words providers use or made
 up; each status is one a provider plausibly answers for its condition
 (``PLAUSIBLE_STATUSES``). Allowances are small (at most 6 a minute, 30 a day) so
