@@ -416,6 +416,8 @@ class Gateway:
     )
     not_counted: tuple[Literal["4xx", "5xx"], ...] = ()
     uncounted: Literal["none", "zero"] = "none"
+    # The day's fixed windows: as the minute's (RateLimits.windows), or their own.
+    day_windows: Literal["same", "clock", "first_request"] = "same"
 
     def gives_back(self, status: int) -> bool:
         return f"{status // 100}xx" in self.not_counted
@@ -464,6 +466,11 @@ class RateLimits:
 
     def plan(self, name: str) -> Plan | None:
         return dict(self.plans).get(name)
+
+    def aligned(self, window: Literal["minute", "day"]) -> bool:
+        """Whether ``window``'s fixed windows start on the clock (else at a first request)."""
+        form = self.gateway.day_windows if window == "day" else "same"
+        return (self.windows if form == "same" else form) == "clock"
 
 
 @dataclass(frozen=True)
@@ -1184,11 +1191,11 @@ class RateLimiter:
         bucket = self._buckets.get(bucket_id)
         if bucket is None:
             limits = self._limits
-            aligned = limits.windows == "clock"
             zone = limits.gateway.time_zone
+            minute, day = limits.aligned("minute"), limits.aligned("day")
             bucket = self._buckets[bucket_id] = Bucket(
-                new_counter(limits.gateway.minute_algorithm, limits.minute_seconds, aligned, zone),
-                new_counter(limits.gateway.day_algorithm, limits.day_seconds, aligned, zone),
+                new_counter(limits.gateway.minute_algorithm, limits.minute_seconds, minute, zone),
+                new_counter(limits.gateway.day_algorithm, limits.day_seconds, day, zone),
             )
         return bucket
 

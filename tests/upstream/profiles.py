@@ -362,6 +362,7 @@ def _gateway(draw: st.DrawFn, reset: str) -> Gateway:
         ),
         not_counted=draw(st.sampled_from([(), (), ("4xx",), ("5xx",), ("4xx", "5xx")])),
         uncounted=draw(st.sampled_from(["none", "zero"])),
+        day_windows=draw(st.sampled_from(["same", "same", "clock", "first_request"])),
     )
 
 
