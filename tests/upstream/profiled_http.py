@@ -70,7 +70,7 @@ class MaintenanceChoice:
     status: int = 503
     code: str = "maintenance"
     message: str = "{path} is under maintenance until {until}"
-    retry_after: Literal["seconds", "decimal", "http-date"] = "http-date"
+    retry_after: Literal["seconds", "decimal", "http-date", "none"] = "http-date"
     stage: Stage = "gateway"
     opens_after_seconds: int = 0
     lasts_seconds: int = 7200
@@ -224,7 +224,8 @@ class Front:
                 else:
                     retry = formatdate(math.ceil(closes), usegmt=True)
                 body = {"code": window.code, "message": message, "status": window.status}
-                return Made(window.status, [("Retry-After", retry)], body, "maintenance")
+                told = [("Retry-After", retry)] if window.retry_after != "none" else []
+                return Made(window.status, told, body, "maintenance")
         preflight = (
             cors is not None
             and any(_under(relative, prefix) for prefix in cors.paths)

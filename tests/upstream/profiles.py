@@ -544,7 +544,7 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
                         "{method} {path}: back at {until}",
                     ]
                 ),
-                retry_after=st.sampled_from(["seconds", "decimal", "http-date"]),
+                retry_after=st.sampled_from(["seconds", "decimal", "http-date", "none"]),
                 stage=_STAGES,
             ),
         )
