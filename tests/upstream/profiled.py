@@ -1562,12 +1562,8 @@ class ProfiledPetStore:
         if rated and not exchange.verdict.limit:
             headers += self._uncounted_headers(exchange.now)
         elif rated:
-            verdict = exchange.verdict
-            headers += [
-                ("X-RateLimit-Limit", str(verdict.limit)),
-                ("X-RateLimit-Remaining", str(verdict.remaining)),
-                ("X-RateLimit-Reset", self._reset(verdict.resets_at, exchange.now)),
-            ]
+            # The gateway's figures, in every form it writes them, as on any answer.
+            headers += self._rate_headers(exchange.verdict, exchange.now, made.status)
         headers += made.headers
         if self.profile.headers.request_id is not None:
             headers.append((self.profile.headers.request_id.name, exchange.request_id))
