@@ -97,3 +97,27 @@ def test_cors_on_some_paths_only_is_learned() -> None:
     assert ["access-control-allow-origin" in names for names in told] == [True, False, False]
     scenario = load_scenario(text, "<learned>")
     assert [d.to_dict() for d in drift(har, scenario).differences] == []
+
+
+def test_a_maintenance_page_without_retry_after_is_a_window() -> None:
+    # Drawn: /store under maintenance, refused 503 with no Retry-After, before the gateway
+    # answers anything else (an OPTIONS too). Calibrate took the GET's 503 for listOrders'
+    # own refusal and the OPTIONS' for nothing it knew: the mock served that OPTIONS (200).
+    provider = PROVIDER + (
+        "maintenance:\n"
+        "  - {paths: [/store], from: '2026-03-01T12:00:00Z', status: 503, code: maintenance,\n"
+        "     retry_after: none, message: 'Down for maintenance'}\n"
+        "http: {options: {serve: true, status: 200, stage: gateway}}\n"
+    )
+    steps = [
+        ("OPTIONS", "/v1/pets", "", AUTH, b"", 1.0),
+        ("GET", "/v1/store/orders", "", AUTH, b"", 1.0),
+        ("OPTIONS", "/v1/store/orders", "", AUTH, b"", 1.0),
+        ("GET", "/v1/store/orders", "", AUTH, b"", 1.0),
+    ]
+    har, text = _calibrated(provider, steps)
+    answers = [e["response"] for e in har["log"]["entries"]]
+    assert [a["status"] for a in answers] == [200, 503, 503, 503]
+    assert all("retry-after" not in {h["name"].lower() for h in a["headers"]} for a in answers)
+    scenario = load_scenario(text, "<learned>")
+    assert [d.to_dict() for d in drift(har, scenario).differences] == []
