@@ -306,6 +306,20 @@ def _conditions(seen: list[Seen]) -> None:
             continue
         s.condition = _condition(s, fetched)
     _constraints(seen)
+    _silent_maintenance(seen)
+
+
+def _silent_maintenance(seen: list[Seen]) -> None:
+    """A maintenance page that says nothing of its end (no ``Retry-After``): one 5xx Error,
+    the same status and code, answered to requests of different methods on one path (a
+    GET and an OPTIONS, say): a refusal of the path's state, not of what either asked."""
+    pages: dict[tuple[str, int, str | None], set[str]] = {}
+    for s in seen:
+        if s.status >= 500 and s.is_error and "retry-after" not in s.headers:
+            pages.setdefault((s.path, s.status, s.code), set()).add(s.item.method)
+    for s in seen:
+        if len(pages.get((s.path, s.status, s.code), ())) > 1:
+            s.condition = "maintenance"
 
 
 def _rate_conditions(seen: list[Seen]) -> None:
