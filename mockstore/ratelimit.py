@@ -24,11 +24,19 @@ NO_DAY = 10**15
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """An account plan's allowance: requests per minute and per day."""
+    """An account plan's allowance: requests per minute and per day.
+
+    ``minute_seconds`` and ``day_seconds``: the length of the window each allowance
+    is counted in where the plan has one of its own (a scenario's
+    ``plans.<name>.minute_seconds``); 0: the scenario's (``ratelimit.minute.seconds``).
+    Only the general limiter (``mockstore.limiter``) counts a plan with one.
+    """
 
     name: str
     per_minute: int
     per_day: int = NO_DAY  # NO_DAY: no day allowance
+    minute_seconds: int = 0
+    day_seconds: int = 0
 
     @property
     def has_day(self) -> bool:

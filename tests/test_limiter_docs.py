@@ -85,6 +85,20 @@ def test_github_states_used_and_resource_and_refuses_with_403(example: Served) -
     assert refused.headers["retry-after"] == "3600"
 
 
+@pytest.mark.parametrize("example", ["per-plan.yaml"], indirect=True)
+def test_each_plan_counts_over_its_own_window(example: Served) -> None:
+    hobby = [example.get("hobby-key") for _ in range(5)]
+    assert hobby[0].headers["ratelimit-policy"] == '"burst";q=5;w=5, "daily";q=100;w=86400'
+    studio = example.get("studio-key")
+    assert studio.headers["ratelimit-policy"] == '"burst";q=300;w=60, "daily";q=10000;w=86400'
+    refused = example.get("hobby-key")
+    # The window of 5 s turns at 12:00:35; its 5 requests weigh 4 or less from 12:00:36.
+    assert (refused.status_code, refused.headers["retry-after"]) == (429, "6")
+    example.advance(6)
+    assert example.get("hobby-key").status_code == 200
+    assert example.get("studio-key").headers["x-ratelimit-remaining"] == "298"
+
+
 @pytest.mark.parametrize("example", ["kong.yaml"], indirect=True)
 def test_kongs_sliding_counter_and_its_per_window_headers(example: Served) -> None:
     answers = [example.get("kong-consumer") for _ in range(10)]

@@ -4,7 +4,8 @@
 state in memory runs and the Lua of the request script that a shared state
 (``serve --state redis://``) runs in one atomic step. Hypothesis draws a
 limiter (each window's length and algorithm, the time zone, what counts, the
-ban), a plan and a sequence of requests from a few callers at instants that
+ban), two plans (the second may count its windows over lengths of its own) and a
+sequence of requests from a few callers at instants that
 only move forward (some at once, some a hair apart, some a window apart), and
 sends each request to both: to ``Limiter.check`` and to the request script
 on a real ``redis-server`` started on a free loopback port. Every field of
@@ -75,12 +76,16 @@ def windows(draw: st.DrawFn, lengths: tuple[int, ...]) -> Window:
 
 
 @st.composite
-def limiters(draw: st.DrawFn) -> tuple[Limits, BanPolicy, Plan]:
+def limiters(draw: st.DrawFn) -> tuple[Limits, BanPolicy, list[Plan]]:
+    # A second plan may count its windows over lengths of its own (plans.<name>.minute_seconds,
+    # day_seconds): caller 1 is on it, beside callers on the scenario's lengths.
+    own = draw(st.one_of(st.none(), st.tuples(st.sampled_from(SHORT), st.sampled_from(LONG))))
     limits = Limits(
         minute=draw(windows(SHORT)),
         day=draw(windows(LONG)),
         time_zone=draw(st.sampled_from(ZONES)),
         counts=draw(st.sampled_from(["served", "attempts"])),
+        lengths_per_plan=own is not None,
     )
     ban = BanPolicy(
         after_rejections=draw(st.integers(1, 6)),
@@ -88,9 +93,12 @@ def limiters(draw: st.DrawFn) -> tuple[Limits, BanPolicy, Plan]:
         duration_seconds=draw(st.sampled_from([0.0, 2.5, 30.0])),
         trigger=draw(st.sampled_from(["within", "consecutive"])),
     )
-    minute = draw(st.integers(1, 6))
-    day = draw(st.one_of(st.none(), st.integers(1, 20)))
-    return limits, ban, Plan("p", minute, day if day is not None else 10**15)
+    plans = []
+    for name, lengths in (("p", (0, 0)), ("q", own or (0, 0))):
+        minute = draw(st.integers(1, 6))
+        day = draw(st.one_of(st.none(), st.integers(1, 20)))
+        plans.append(Plan(name, minute, day if day is not None else 10**15, *lengths))
+    return limits, ban, plans
 
 
 # Steps between requests: at once, a hair, a fraction, about a window, a long gap.
@@ -123,7 +131,7 @@ PREFIX = "t:0:"
 )
 def test_python_and_lua_decide_every_request_alike(
     server: Any,
-    drawn: tuple[Limits, BanPolicy, Plan],
+    drawn: tuple[Limits, BanPolicy, list[Plan]],
     sent: list[Any],
     offset: float,
     used: list[tuple[int, int]],
@@ -131,7 +139,7 @@ def test_python_and_lua_decide_every_request_alike(
     client, script, control, refund = server
     client.flushdb()
     client.set("g", "1")
-    limits, ban, plan = drawn
+    limits, ban, plans = drawn
     wall_clock = [START + offset]
     limiter = Limiter(limits, ban, wall=lambda: wall_clock[0])
     now = START + offset
@@ -139,6 +147,7 @@ def test_python_and_lua_decide_every_request_alike(
     # as a shared state writes them (the Python limiter's bucket, stored).
     preloads = []
     for who, (minute, day) in enumerate(used):
+        plan = plans[who % 2]
         limiter.preload(f"b{who}", now, min(minute, plan.per_minute), day, plan)
         preloads.append(
             general.preload(limiter, f"b{who}", now, min(minute, plan.per_minute), day, plan)
@@ -151,7 +160,7 @@ def test_python_and_lua_decide_every_request_alike(
             wall_clock[0] = now
         else:
             wall_clock[0] += 1.0
-        bucket = f"b{who}"
+        bucket, plan = f"b{who}", plans[who % 2]
         expected = limiter.check(bucket, plan, now)
         keys, args = general.request(
             limiter, [PREFIX + "b:" + bucket, PREFIX + "r:" + bucket], PREFIX, bucket, plan, now
@@ -170,7 +179,7 @@ def test_python_and_lua_decide_every_request_alike(
             assert refund(keys=["g", keys[1], keys[4], keys[5]], args=back) == b"ok"
     # What Redis holds reads back as the bucket memory holds: the same standing.
     for who in range(3):
-        bucket = f"b{who}"
+        bucket, plan = f"b{who}", plans[who % 2]
         fields = {
             name.decode(): value for name, value in client.hgetall(PREFIX + "b:" + bucket).items()
         }

@@ -640,6 +640,10 @@ def header_value(name: str, ex: Exchange, was: str, now: str, ctx: Context) -> C
     behaviour = ctx.behaviour
     if rate_header(name) or name == "retry-after":
         banned = ex.mock_condition == "key_banned"
+        if name == "ratelimit-policy":
+            own = rate_advice.plan_lengths(was, now, ex.plan, ctx.scenario)
+            if own is not None:  # the plan counts over windows of its own lengths
+                return setting(KEY_PLAN if ex.key is not None else ANONYMOUS_PLAN, own)
         advice = rate_advice.value(name, was, now, banned, ex.plan, ctx.scenario)
         if advice is not None:
             return setting(_named(advice[0]), *advice[1])

@@ -25,6 +25,12 @@ from mockstore.scenario.model import Behaviour, Scenario
 
 Advice = tuple[str, tuple[Any, ...]]
 _PER_WINDOW = re.compile(r"x-ratelimit-(limit|remaining)-([a-z0-9]+)")
+# A second set of figures for one window (``ratelimit.headers.second_set``):
+# X-RateLimit-<name>-<figure>, the name never a figure of Kong's per-window headers.
+SECOND_SET = re.compile(
+    r"x-ratelimit-(?!limit-|remaining-)([a-z0-9]+)-(limit|remaining|reset|used)"
+)
+_SET_FIGURES = ("limit", "remaining", "reset", "used")
 
 
 def _old_or_new(scenario: Scenario, old: str, new: str, old_value: Any, new_value: Any) -> Advice:
@@ -67,6 +73,9 @@ def presence(
         if was is not None:
             figures.append(figure)
         return "ratelimit.headers.figures", (sorted(figures, key=FIGURES.index),)
+    second = SECOND_SET.fullmatch(name)
+    if second is not None:
+        return _second_set(second.group(1), second.group(2), was, plan, recorded, scenario)
     match = _PER_WINDOW.fullmatch(name)
     if match is not None:
         window = _window_of(scenario, match.group(2), plan, recorded)
@@ -89,6 +98,41 @@ def presence(
                                "ratelimit.headers.draft", False, "none")  # fmt: skip
         return "ratelimit.headers.draft", ("success",)
     return None
+
+
+def _second_set(
+    name: str,
+    figure: str,
+    was: str | None,
+    plan: Plan | None,
+    recorded: dict[str, str],
+    scenario: Scenario,
+) -> Advice:
+    """The second set of headers (``X-RateLimit-Burst-*``) one side writes: its figures where
+    the scenario has the set, else the whole set as the recorded answer shows it (its
+    window told by its limit, its reset's form by its value)."""
+    mine = scenario.ratelimit.headers.second
+    prefix = f"x-ratelimit-{name}-"
+    shown = [f for f in _SET_FIGURES if prefix + f in recorded]
+    if mine is not None and mine.name.lower() == name:
+        figures = [f for f in mine.figures if f != figure]
+        if was is not None:
+            figures.append(figure)
+        figures = sorted(figures, key=_SET_FIGURES.index)
+        return "ratelimit.headers.second_set.figures", ((figures,) if figures else ())
+    limit = recorded.get(prefix + "limit", "").strip()
+    window = None
+    if plan is not None and limit.isdigit() and plan.per_minute != plan.per_day:
+        window = {plan.per_minute: "minute", plan.day: "day"}.get(int(limit))
+    if was is None or window is None:
+        return "ratelimit.headers.second_set", ()
+    value: dict[str, Any] = {"name": name.capitalize(), "window": window}
+    if shown != ["limit", "remaining", "reset"]:
+        value["figures"] = shown
+    reset = reset_kind(recorded.get(prefix + "reset", ""))
+    if reset in ("epoch", "epoch-ms"):
+        value["reset"] = reset
+    return "ratelimit.headers.second_set", (value,)
 
 
 def _window_of(
@@ -143,6 +187,45 @@ def value(
             if mine.get(window) != policy:
                 return f"ratelimit.headers.policies.{window}", (policy,)
     return None
+
+
+def plan_lengths(was: str, now: str, plan: Plan | None, scenario: Scenario) -> dict | None:
+    """A draft ``RateLimit-Policy`` whose policies state the plan's allowances over other
+    window lengths (``w``) than the mock's: the plan, inline, with the recorded lengths as
+    its own (``minute_seconds``, ``day_seconds``; a gateway whose plans each have a window
+    of their own), or None when the lengths agree or the quotas do not."""
+    if plan is None:
+        return None
+    recorded, mine = _lengths_of(was, plan), _lengths_of(now, plan)
+    limits = scenario.ratelimit
+    figures: dict[str, Any] = {"per_minute": plan.per_minute}
+    if plan.has_day:
+        figures["per_day"] = plan.per_day
+    changed = False
+    for window, default, own in (
+        ("minute", limits.minute.seconds, plan.minute_seconds),
+        ("day", limits.day.seconds, plan.day_seconds),
+    ):
+        seconds = recorded.get(window)
+        if seconds is not None and seconds != mine.get(window) and 1 <= seconds <= 86_400:
+            own, changed = seconds, True
+        if own and own != default:
+            figures[f"{window}_seconds"] = own
+    return figures if changed else None
+
+
+def _lengths_of(policy: str, plan: Plan) -> dict[str, int]:
+    """Each window's length (``w``) in a draft policy, the window told by its quota."""
+    lengths: dict[str, int] = {}
+    for _, params in sf_list(policy) or []:
+        q, w = params.get("q", ""), params.get("w", "")
+        if not (q.isdigit() and w.isdigit()) or plan.per_minute == plan.per_day:
+            continue
+        if int(q) == plan.per_minute:
+            lengths["minute"] = int(w)
+        elif plan.has_day and int(q) == plan.per_day:
+            lengths["day"] = int(w)
+    return lengths
 
 
 def _names(policy: str, plan: Plan | None) -> dict[str, str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from mockstore.limiter.model import Announcement, Limits, a_success
+from mockstore.limiter.rules import plan_lengths
 from mockstore.ratelimit import Decision, Plan
 
 Header = tuple[bytes, bytes]
@@ -67,11 +68,17 @@ class Announcer:
         self._per_window = [
             (window, suffix.lower().encode("latin-1")) for window, suffix in headers.per_window
         ]
+        self._limits = limits
         self._seconds = {"minute": limits.minute.seconds, "day": limits.day.seconds}
         self._names = {window: name.encode("latin-1") for window, name in headers.policies}
         banned = headers.retry_after_banned
         self._banned_form = headers.retry_after if banned == "same" else banned
         self._zero = headers.uncounted == "zero"
+        self._second = headers.second
+        self._second_names = [
+            headers.second.header(figure).lower().encode("latin-1")
+            for figure in (headers.second.figures if headers.second is not None else ())
+        ]
 
     def write(
         self, decision: Decision, plan: Plan, now: float, offset: float, ratelimit: int | bool
@@ -130,10 +137,39 @@ class Announcer:
                 continue
             out.append((b"x-ratelimit-limit-" + suffix, b"%d" % limit))
             out.append((b"x-ratelimit-remaining-" + suffix, b"%d" % left))
+        if self._second is not None:
+            self._write_second(out, decision, plan, now, offset)
+
+    def _write_second(
+        self, out: list[Header], decision: Decision, plan: Plan, now: float, offset: float
+    ) -> None:
+        """The second set of headers (``ratelimit.headers.second_set``): its window's figures
+        (during a ban, nothing left until it ends, as every window says then)."""
+        second, names = self._second, self._second_names
+        assert second is not None
+        if second.window == "minute":
+            limit, left, reset = plan.per_minute, decision.minute_remaining, decision.minute_reset
+        elif plan.has_day:
+            limit, left, reset = plan.per_day, decision.day_remaining, decision.day_reset
+        else:
+            return  # a plan without a day allowance: no day to describe
+        for figure, name in zip(second.figures, names, strict=True):
+            if figure == "limit":
+                out.append((name, b"%d" % limit))
+            elif figure == "remaining":
+                out.append((name, b"%d" % left))
+            elif figure == "used":
+                out.append((name, b"%d" % (limit - left)))
+            else:
+                out.append((name, self._reset(second.reset, 0, reset, now, offset)))
 
     def reset(self, instant: float, now: float, offset: float) -> bytes:
         """``X-RateLimit-Reset`` for a window that is whole again at ``instant``."""
-        form, decimals = self.headers.reset, self.headers.reset_decimals
+        return self._reset(self.headers.reset, self.headers.reset_decimals, instant, now, offset)
+
+    @staticmethod
+    def _reset(form: str, decimals: int, instant: float, now: float, offset: float) -> bytes:
+        """A reset in ``form`` with ``decimals`` for a window whole again at ``instant``."""
         if form == "delta":
             if not decimals:  # two instants of the scenario clock: no wall-clock noise to drop
                 return b"%d" % max(0, math.ceil(instant - now))
@@ -165,6 +201,10 @@ class Announcer:
         windows = [("minute", plan.per_minute, decision.minute_remaining, decision.minute_reset)]
         if plan.has_day:
             windows.append(("day", plan.per_day, decision.day_remaining, decision.day_reset))
+        seconds = self._seconds
+        if plan.minute_seconds or plan.day_seconds:  # a plan's own lengths (the policy's w)
+            minute, day = plan_lengths(self._limits, plan)
+            seconds = {"minute": minute, "day": day}
         policy, state = [], []
         for window, limit, left, reset in windows:
             name = self._names[window]
@@ -172,6 +212,6 @@ class Announcer:
                 wait = decision.retry_after
             else:
                 wait = max(0, math.ceil(reset - now))
-            policy.append(b'"%b";q=%d;w=%d' % (name, limit, self._seconds[window]))
+            policy.append(b'"%b";q=%d;w=%d' % (name, limit, seconds[window]))
             state.append(b'"%b";r=%d;t=%d' % (name, left, wait))
         return [(b"ratelimit-policy", b", ".join(policy)), (b"ratelimit", b", ".join(state))]

@@ -29,19 +29,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mockstore.limiter.buckets import LEAKY_BUCKET_LUA, TOKEN_BUCKET_LUA, LeakyBucket, TokenBucket
-from mockstore.limiter.counters import FIXED_LUA, SLIDING_WINDOW_LUA, FixedWindow, SlidingWindow
-from mockstore.limiter.grid import Grid
-from mockstore.limiter.log import LOG_CHUNK, LOG_ENTRY_BYTES, SLIDING_LOG_LUA, SlidingLog
-from mockstore.limiter.model import (
-    FIXED,
-    LEAKY_BUCKET,
-    SLIDING_LOG,
-    SLIDING_WINDOW,
-    TOKEN_BUCKET,
-    Limits,
-    Window,
-)
+from mockstore.limiter.buckets import LEAKY_BUCKET_LUA, TOKEN_BUCKET_LUA
+from mockstore.limiter.counters import FIXED_LUA, SLIDING_WINDOW_LUA
+from mockstore.limiter.log import LOG_CHUNK, LOG_ENTRY_BYTES, SLIDING_LOG_LUA
+from mockstore.limiter.model import Limits
+from mockstore.limiter.rules import PlanRules, Rule, rule_for
 from mockstore.memory import Account
 from mockstore.ratelimit import (
     BAN_LUA,
@@ -54,25 +46,9 @@ from mockstore.ratelimit import (
     escalate,
 )
 
-Rule = FixedWindow | SlidingWindow | SlidingLog | TokenBucket | LeakyBucket
 # What a bucket costs in memory before any log (its object, its states, its dict slot).
 BUCKET_BYTES = 512
 _NAMES = ("minute", "day")
-
-
-def rule_for(window: Window, time_zone: str) -> Rule:
-    """The rule that counts ``window`` (its grid in ``time_zone`` where it lies on the clock)."""
-    seconds = window.seconds
-    if window.algorithm == FIXED:
-        return FixedWindow(seconds, Grid(seconds, time_zone) if window.gridded else None)
-    if window.algorithm == SLIDING_WINDOW:
-        return SlidingWindow(seconds, Grid(seconds, time_zone))
-    if window.algorithm == SLIDING_LOG:
-        return SlidingLog(seconds)
-    if window.algorithm == TOKEN_BUCKET:
-        return TokenBucket(seconds)
-    assert window.algorithm == LEAKY_BUCKET, window.algorithm
-    return LeakyBucket(seconds)
 
 
 class Bucket:
@@ -126,6 +102,8 @@ class Limiter:
             rule_for(limits.minute, limits.time_zone),
             rule_for(limits.day, limits.time_zone),
         )
+        # The rules of each plan's windows (a plan may count one over a length of its own).
+        self.rules_of = PlanRules(limits, self.rules).of
         self.attempts = limits.counts == "attempts"
         self._consecutive = ban.trigger == "consecutive"
         headers = limits.headers
@@ -174,7 +152,7 @@ class Limiter:
         bucket = self._buckets.get(bucket_id)
         if bucket is None:
             return
-        minute, day = self.rules
+        minute, day = self.rules_of(plan)
         minute.uncount(bucket.minute, now, plan.per_minute)
         if plan.has_day:
             day.uncount(bucket.day, now, plan.per_day)
@@ -189,7 +167,7 @@ class Limiter:
 
     def _slots(self, bucket: Bucket, plan: Plan, now: float) -> list[tuple[Rule, Any, int]]:
         """(rule, state, allowance) of each window the plan has, rolled to ``now``."""
-        minute, day = self.rules
+        minute, day = self.rules_of(plan)
         slots: list[tuple[Rule, Any, int]] = [(minute, bucket.minute, plan.per_minute)]
         if plan.has_day:
             slots.append((day, bucket.day, plan.per_day))
@@ -327,7 +305,7 @@ class Limiter:
         bucket = Bucket(self.rules)
         day_used = max(day_used, minute_used)
         for rule, state, used, quota in zip(
-            self.rules,
+            self.rules_of(plan),
             (bucket.minute, bucket.day),
             (minute_used, day_used),
             (plan.per_minute, plan.per_day),
@@ -563,7 +541,7 @@ def script_arguments(
     """
     args: list[str | int | float] = ["a" if limiter.attempts else "s"]
     quotas = (None, None) if plan is None else (plan.per_minute, plan.day)
-    for rule, quota in zip(limiter.rules, quotas, strict=True):
+    for rule, quota in zip(limiter.rules_of(plan), quotas, strict=True):
         grid = rule.grid
         args.extend([rule.kind, rule.seconds, "" if quota is None else quota])
         if grid is None:

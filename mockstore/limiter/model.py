@@ -57,6 +57,23 @@ class Window:
 
 
 @dataclass(frozen=True, slots=True)
+class SecondSet:
+    """A second set of rate-limit headers, ``X-RateLimit-<name>-<Figure>``, describing
+    ``window`` whatever ``X-RateLimit-*`` describe (Menagerie's ``X-RateLimit-Burst-*`` for
+    the minute beside the day's): ``figures`` of limit, remaining, reset and used, the
+    reset as ``epoch`` seconds, ``epoch-ms`` or ``delta`` (whole seconds, rounded up)."""
+
+    name: str
+    window: str
+    figures: tuple[str, ...] = ("limit", "remaining", "reset")
+    reset: str = "delta"
+
+    def header(self, figure: str) -> str:
+        """The header that states ``figure`` (``X-RateLimit-Burst-Limit``)."""
+        return f"X-RateLimit-{self.name}-{figure.capitalize()}"
+
+
+@dataclass(frozen=True, slots=True)
 class Announcement:
     """What the headers of an answer say about the allowance, and in which form.
 
@@ -76,7 +93,8 @@ class Announcement:
     draft ``RateLimit-Policy`` and ``RateLimit`` headers on ``none``, ``all``
     or ``success`` (2xx) answers, under ``policies`` ((window, name) pairs).
     ``uncounted``: what a caller the limiter does not count is told: ``none`` (no
-    figures) or ``zero`` (an allowance of 0, the reset now).
+    figures) or ``zero`` (an allowance of 0, the reset now). ``second``: a second set
+    of headers describing one window (``SecondSet``), or None.
     """
 
     figures: tuple[str, ...] = ("limit", "remaining", "reset")
@@ -92,6 +110,7 @@ class Announcement:
     draft: str = "none"
     policies: tuple[tuple[str, str], ...] = (("minute", "minute"), ("day", "day"))
     uncounted: str = "none"  # or "zero": a caller not counted is told an allowance of 0
+    second: SecondSet | None = None  # X-RateLimit-<name>-* describing one window
 
     @property
     def classic(self) -> bool:
@@ -105,6 +124,7 @@ class Announcement:
             and self.draft in ("none", "all")
             and self.policies == (("minute", "minute"), ("day", "day"))
             and self.uncounted == "none"
+            and self.second is None
         )
 
     def policy(self, window: str) -> str:
@@ -127,7 +147,9 @@ class Limits:
     ``per_address`` (callers without a valid key are counted per client address
     on the scenario's anonymous plan) or ``none`` (never counted: answered 401
     with no rate-limit headers). ``not_counted``: the statuses, and classes of
-    them, whose answers give back what their request took.
+    them, whose answers give back what their request took. ``lengths_per_plan``:
+    some plan counts a window over a length of its own (``Plan.minute_seconds``,
+    ``day_seconds``), keeping the window's algorithm, alignment and time zone.
     """
 
     minute: Window = Window(60)
@@ -138,6 +160,7 @@ class Limits:
     headers: Announcement = Announcement()
     # Statuses (304) and classes of them ("5xx") whose answers give back what they took.
     not_counted: tuple[int | str, ...] = ()
+    lengths_per_plan: bool = False
 
     def gives_back(self, status: int) -> bool:
         """Whether an answer of ``status`` gives back what its request took."""
@@ -163,6 +186,7 @@ class Limits:
             # Callers not counted at all: the general limiter's script numbers their
             # requests in Redis without counting them (the classic one counts everyone).
             and self.anonymous == "per_address"
+            and not self.lengths_per_plan
         ):
             return minute.align
         return None

@@ -24,6 +24,11 @@ _FIGURE_HEADERS = {
     "used": "X-RateLimit-Used",
     "resource": "X-RateLimit-Resource",
 }
+_UNITS = {
+    "epoch": "Unix time in seconds",
+    "epoch-ms": "Unix time in milliseconds",
+    "delta": "seconds from now",
+}
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -53,6 +58,13 @@ def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
                                 "description": f"The {window} window's {figure.lower()}.",
                                 "schema": {"type": "integer"},
                             }
+                second = headers.second
+                for figure in second.figures if second is not None and counted else ():
+                    listed[second.header(figure)] = {
+                        "description": f"The {second.window} window's {figure}"
+                        + (f" ({_UNITS[second.reset]})." if figure == "reset" else "."),
+                        "schema": {"type": "integer"},
+                    }
                 success = status.isdigit() and a_success(int(status))
                 draft = headers.draft == "all" or (headers.draft == "success" and success)
                 if counted and draft:
@@ -65,11 +77,7 @@ def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
 def _components(components: dict[str, Any], limits: Limits) -> None:
     headers = limits.headers
     reset = components["X-RateLimit-Reset"]
-    unit = {
-        "epoch": "Unix time in seconds",
-        "epoch-ms": "Unix time in milliseconds",
-        "delta": "seconds from now",
-    }[headers.reset]
+    unit = _UNITS[headers.reset]
     decimals = headers.reset_decimals if headers.reset != "epoch-ms" else 0
     precision = f", with {decimals} decimal(s)" if decimals else ""
     reset["description"] = (

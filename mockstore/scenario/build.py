@@ -19,9 +19,9 @@ from typing import Any
 from mockstore import schemas
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
-from mockstore.ratelimit import BUILTIN_PLANS, NO_DAY, BanPolicy, Plan
+from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
 from mockstore.scenario.collections import build_collections, scenario_pets
-from mockstore.scenario.limits import build_limits, limiter_headers, with_refusal
+from mockstore.scenario.limits import build_limits, limiter_headers, plan_of, with_refusal
 from mockstore.scenario.loader import (
     Marks,
     Problem,
@@ -330,7 +330,7 @@ class _Builder:
         if isinstance(raw_plans, dict):
             for name, raw in raw_plans.items():
                 if self.clean(("plans", name)):
-                    plans[name] = Plan(name, raw["per_minute"], raw.get("per_day", NO_DAY))
+                    plans[name] = plan_of(name, raw)
                 else:
                     # Refused by the schema, but named: keys using it are not "unknown".
                     plans[name] = Plan(name, 1, 1)
@@ -370,9 +370,7 @@ class _Builder:
             plan_value = raw["plan"]
             if isinstance(plan_value, dict):
                 plan_name = f"custom:{key}"
-                plans[plan_name] = Plan(
-                    plan_name, plan_value["per_minute"], plan_value.get("per_day", NO_DAY)
-                )
+                plans[plan_name] = plan_of(plan_name, plan_value)
             plan = plans[plan_name]
             used = raw.get("used", {})
             minute, day = used.get("minute", 0), used.get("day", used.get("minute", 0))

@@ -26,6 +26,7 @@ from mockstore.limiter.model import (
     SLIDING_LOG,
     Announcement,
     Limits,
+    SecondSet,
     Window,
 )
 from mockstore.ratelimit import NO_DAY, Plan
@@ -83,6 +84,17 @@ def _value(reader: Reader, path: Path) -> Any:
     return reader.get(path)
 
 
+def plan_of(name: str, raw: dict[str, Any]) -> Plan:
+    """A plan as a scenario states it (under ``plans``, or inline in a key), checked."""
+    return Plan(
+        name,
+        raw["per_minute"],
+        raw.get("per_day", NO_DAY),
+        raw.get("minute_seconds", 0),
+        raw.get("day_seconds", 0),
+    )
+
+
 def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None) -> Limits:
     """The scenario's ``Limits``, noting what the schema cannot check on ``reader``."""
     zone = reader.get(("ratelimit", "time_zone"))
@@ -105,6 +117,7 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
             )
         if window.algorithm == SLIDING_LOG:
             _check_log(reader, plans, name, allowance)
+        _check_plan_lengths(reader, plans, window, name)
         windows.append(window)
     headers = Announcement(
         figures=tuple(reader.get(("ratelimit", "headers", "figures"))),
@@ -123,6 +136,7 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
         retry_after_decimals=reader.get(("ratelimit", "headers", "retry_after_decimals")),
         uncounted=reader.get(("ratelimit", "headers", "uncounted")),
         draft=_value(reader, ("ratelimit", "headers", "draft")),
+        second=_second_set(reader),
         policies=tuple(
             (name, reader.get(("ratelimit", "headers", "policies", name)))
             for name in ("minute", "day")
@@ -137,7 +151,31 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
         anonymous=reader.get(("ratelimit", "anonymous")),
         headers=headers,
         not_counted=tuple(reader.get(("ratelimit", "not_counted"))),
+        lengths_per_plan=any(
+            own_length(plan, "minute", windows[0]) or own_length(plan, "day", windows[1])
+            for plan in plans.values()
+        ),
     )
+
+
+def _second_set(reader: Reader) -> SecondSet | None:
+    """``ratelimit.headers.second_set``, where the file states one."""
+    where: Path = ("ratelimit", "headers", "second_set")
+    name, window = reader.get((*where, "name"), None), reader.get((*where, "window"), None)
+    if name is None or window is None:
+        return None  # not stated, or refused by the schema
+    return SecondSet(
+        name,
+        window,
+        tuple(reader.get((*where, "figures"))),
+        reader.get((*where, "reset")),
+    )
+
+
+def own_length(plan: Plan, name: str, window: Window) -> bool:
+    """Whether ``plan`` counts window ``name`` over a length other than the scenario's."""
+    seconds = plan.minute_seconds if name == "minute" else plan.day_seconds
+    return bool(seconds) and seconds != window.seconds
 
 
 def with_refusal(reader: Reader, behaviour: Behaviour) -> Behaviour:
@@ -166,6 +204,10 @@ def limiter_headers(reader: Reader) -> dict[str, str]:
         if isinstance(suffix, str):
             for figure in ("limit", "remaining"):
                 written[f"x-ratelimit-{figure}-{suffix.lower()}"] = "ratelimit.headers.per_window"
+    second = _second_set(reader)
+    if second is not None:
+        for figure in ("limit", "remaining", "reset", "used"):
+            written[second.header(figure).lower()] = "ratelimit.headers.second_set"
     return written
 
 
@@ -190,6 +232,37 @@ def _check_log(reader: Reader, plans: dict[str, Plan], window: str, allowance: s
             f"allows {figure:,} a {window} window, more than the {MAX_LOG:,} a log may hold "
             "(use sliding_window, or a smaller allowance)",
         )
+
+
+def _check_plan_lengths(reader: Reader, plans: dict[str, Plan], window: Window, name: str) -> None:
+    """A plan's own length of a window on the clock's grid divides the day, as the window's."""
+    if not window.gridded:
+        return
+    setting = f"{name}_seconds"
+    for plan in plans.values():
+        seconds = plan.minute_seconds if name == "minute" else plan.day_seconds
+        if not seconds or DAY_SECONDS % seconds == 0:
+            continue
+        where: Path = ("plans", plan.name, setting)
+        if plan.name.startswith("custom:"):
+            index = _key_index(reader.data, plan.name.removeprefix("custom:"))
+            where = ("keys", index, "plan", setting) if index is not None else ("keys",)
+        reader.problem(
+            where,
+            f"a {window.algorithm} window on the clock's grid divides the day: {seconds} s "
+            f"does not (try {_dividing(seconds)})",
+        )
+
+
+def _key_index(data: dict[str, Any], key: str) -> int | None:
+    """Where the file lists ``key`` among its keys."""
+    keys = data.get("keys")
+    if not isinstance(keys, list):
+        return None
+    return next(
+        (i for i, raw in enumerate(keys) if isinstance(raw, dict) and raw.get("key") == key),
+        None,
+    )
 
 
 def _check_headers(reader: Reader, headers: Announcement, ban_status: int | None) -> None:
@@ -220,6 +293,17 @@ def _check_headers(reader: Reader, headers: Announcement, ban_status: int | None
     if len(set(suffixes)) < len(suffixes):
         reader.problem(
             ("ratelimit", "headers", "per_window"), "the two windows need different names"
+        )
+    second = headers.second
+    if second is not None and any(
+        second.header(figure).lower() == f"x-ratelimit-{kind}-{suffix.lower()}"
+        for figure in second.figures
+        for kind in ("limit", "remaining")
+        for _, suffix in headers.per_window
+    ):
+        reader.problem(
+            ("ratelimit", "headers", "second_set", "name"),
+            "names a header per_window writes too: choose another name",
         )
     names = [name for _, name in headers.policies]
     if len(set(names)) < len(names):

@@ -26,13 +26,15 @@ A setting that the older ``behaviour`` settings cannot say replaces the one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
 
 from mockstore.fidelity.calibrate.rate_figures import (
     Sample,
+    plan_figures,
     policy_windows,
     quota_of,
     quotas_of,
@@ -42,8 +44,8 @@ from mockstore.fidelity.calibrate.rate_forms import learn_forms
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import sf_list
-from mockstore.limiter.limiter import Rule, rule_for
 from mockstore.limiter.model import DAY_SECONDS, Window
+from mockstore.limiter.rules import Rule, rule_for
 
 # Between the recorder's instant and the provider's: the figures may differ by this much,
 # or by an exchange's latency where it was longer (the provider answered within it).
@@ -72,6 +74,8 @@ class Fit:
     first: Sample | None  # the first answer it did not reproduce
     shown: int  # the answers whose figures it was held to
     given_back: tuple[str, ...] = ()  # classes of answers that give back what they took
+    # Plans (their group, ``_groups``) that count this window over a length of their own.
+    lengths: dict[str, int] = field(default_factory=dict)
 
 
 def learn_limiter(seen: list[Seen], result: Calibration, cite: Any) -> None:
@@ -90,7 +94,9 @@ def learn_limiter(seen: list[Seen], result: Calibration, cite: Any) -> None:
     chosen: dict[str, Fit] = {}
     for counts in ("served", "attempts"):
         for back in given_back:
-            fits = {name: _fit(name, samples, quotas, counts, back) for name in ("minute", "day")}
+            fits = {
+                name: _fit_plans(name, samples, quotas, counts, back) for name in ("minute", "day")
+            }
             found = {name: fit for name, fit in fits.items() if fit is not None}
             if not chosen or sum(f.misfits for f in found.values()) < sum(
                 f.misfits for f in chosen.values()
@@ -189,14 +195,16 @@ def _fit(
     quotas: dict[str, tuple[int, int | None]],
     counts: str,
     given_back: tuple[str, ...] = (),
+    variant: tuple[str, str] | None = None,
 ) -> Fit | None:
-    """The first candidate for window ``name`` that reproduces the most answers."""
+    """The first candidate for window ``name`` that reproduces the most answers (of one
+    algorithm and alignment, ``variant``, where it is given)."""
     shown = sum(1 for members in samples.values() for s in members if name in s.windows)
     if not shown:
         return None
     best: Fit | None = None
     for length in _lengths(name, samples, quotas):
-        for algorithm, align in _VARIANTS:
+        for algorithm, align in _VARIANTS if variant is None else (variant,):
             window = Window(length, algorithm, align)
             if window.gridded and DAY_SECONDS % length:
                 continue
@@ -207,6 +215,87 @@ def _fit(
                 if best.misfits == 0:
                     return best
     return best
+
+
+def _fit_plans(
+    name: str,
+    samples: dict[str, list[Sample]],
+    quotas: dict[str, tuple[int, int | None]],
+    counts: str,
+    given_back: tuple[str, ...] = (),
+) -> Fit | None:
+    """``_fit``'s rule, or, where no one length reproduces every plan's answers, one rule with a
+    length per plan (Kong's per-consumer windows: 5 per 5 s for one plan, per minute for the
+    others) when that reproduces more of them: the same algorithm, alignment and time zone
+    for every plan, each plan's length the one that fits its callers' answers best."""
+    whole = _fit(name, samples, quotas, counts, given_back)
+    if whole is None or not whole.misfits:
+        return whole
+    groups = _groups(samples, quotas)
+    if len(groups) < 2:
+        return whole
+    best: dict[str, Fit] | None = None
+    for algorithm, align in _VARIANTS:
+        fits = {}
+        for group, members in groups.items():
+            fit = _fit(name, members, quotas, counts, given_back, (algorithm, align))
+            if fit is not None:
+                fits[group] = fit
+        if not fits or len({f.zone for f in fits.values()}) > 1:
+            continue  # one time zone for the scenario
+        if best is None or _misfits(fits) < _misfits(best):
+            best = fits
+        if not _misfits(best):
+            break
+    if best is None or _misfits(best) >= whole.misfits:
+        return whole
+    # The scenario's length is the one most answers were held to (mockstore's own on a tie).
+    held: Counter[int] = Counter()
+    for fit in best.values():
+        held[fit.window.seconds] += fit.shown
+    main = max(held, key=lambda seconds: (held[seconds], seconds == _DEFAULT_SECONDS[name]))
+    own = {group: f.window.seconds for group, f in best.items() if f.window.seconds != main}
+    if not own:
+        return whole
+    like = max(best.values(), key=lambda f: (f.window.seconds == main, f.shown))
+    first = next((f.first for f in best.values() if f.first is not None), None)
+    return Fit(
+        like.window,
+        like.zone,
+        counts,
+        _misfits(best),
+        first,
+        sum(f.shown for f in best.values()),
+        given_back,
+        own,
+    )
+
+
+def _misfits(fits: dict[str, Fit]) -> int:
+    return sum(fit.misfits for fit in fits.values())
+
+
+ANONYMOUS = "anonymous"
+
+
+def plan_group(bucket: str, keyed: bool, quotas: dict[str, tuple[int, int | None]]) -> str:
+    """The plan a caller is on, as far as calibrate knows plans: callers without a key are
+    on the anonymous plan, keys by the allowances learned for them."""
+    if not keyed:
+        return ANONYMOUS
+    minute, day = quota_of(bucket, quotas)
+    return f"{minute}/{day}"
+
+
+def _groups(
+    samples: dict[str, list[Sample]], quotas: dict[str, tuple[int, int | None]]
+) -> dict[str, dict[str, list[Sample]]]:
+    """The callers' answers by the plan they are on."""
+    groups: dict[str, dict[str, list[Sample]]] = {}
+    for bucket, members in samples.items():
+        group = plan_group(bucket, members[0].seen.keyed, quotas)
+        groups.setdefault(group, {})[bucket] = members
+    return groups
 
 
 def _replay(
@@ -240,6 +329,9 @@ def _replay(
             rule.roll(state, now, grid.at(now) if grid is not None else None)
             if sample.verdict == "key_banned":
                 continue  # nothing counts during a ban
+            if _uncounted(sample, name, rule, state, now, quota, slack):
+                held += 1  # its figures are this window's as it stood: reproduced
+                continue
             wrong = False
             # The provider's instant lies within the exchange's latency after the recorder's.
             skew = max(SKEW, (sample.seen.item.latency or 0.0) + 0.05)
@@ -269,6 +361,26 @@ def _replay(
             if sample.verdict == "allowed" and f"{sample.seen.status // 100}xx" in given_back:
                 rule.uncount(state, now, quota)  # after its answer, which still counts it
     return Fit(window, zone, counts, misfits, first, held, given_back)
+
+
+# Answers a gateway may give before its limiter counts (a route it does not serve, a CORS
+# refusal, a refusal no rule explains): whether they count is the http section's and the
+# routes' to say, not the limiter's, so each is held to what its figures show.
+_BEFORE_COUNTING = frozenset({"unknown_path", "method_not_allowed", "cors_rejected", "unexplained"})
+
+
+def _uncounted(
+    sample: Sample, name: str, rule: Rule, state: Any, now: float, quota: int, slack: int
+) -> bool:
+    """Whether ``sample`` is an answer the provider gave before counting it: one of
+    ``_BEFORE_COUNTING`` whose figures show this window as it stood before the request."""
+    if sample.verdict != "allowed" or sample.seen.condition not in _BEFORE_COUNTING:
+        return False
+    shown = sample.windows.get(name)
+    if shown is None or shown.remaining is None:
+        return False
+    left, _ = rule.figures(state, now, quota)
+    return abs(shown.remaining - left) <= slack
 
 
 def _near(at: float, retry: float | None, sample: Sample, name: str, skew: float) -> bool:
@@ -304,6 +416,7 @@ def _write(
         result.set("ratelimit.not_counted", list(back), _evidence(fit, samples, name, cite))
     classic = (
         not back
+        and not any(fit.lengths for fit in chosen.values())
         and len(aligns) <= 1
         and all(
             fit.window.seconds == _DEFAULT_SECONDS[name]
@@ -336,6 +449,8 @@ def _write(
             result.set(f"ratelimit.{name}.align", window.align, evidence)
         if fit.counts == "attempts":
             result.set("ratelimit.counts", "attempts", evidence)
+        if fit.lengths:
+            _write_lengths(name, fit, quotas, result, evidence)
         _alternatives(fit, samples, quotas, name, result)
     zones = sorted({fit.zone for fit in chosen.values() if fit.window.gridded} - {"UTC"})
     if zones:
@@ -345,6 +460,39 @@ def _write(
             f"ratelimit.time_zone: the recording shows {zones[0]}'s offset on one day; a zone "
             "with daylight saving time would turn its day at another hour part of the year"
         )
+
+
+def _write_lengths(
+    name: str,
+    fit: Fit,
+    quotas: dict[str, tuple[int, int | None]],
+    result: Calibration,
+    evidence: str,
+) -> None:
+    """Each plan's own length of window ``name`` on its plan: the keys' (an inline plan) and
+    the anonymous plan (``plans.anonymous``), written as the allowances learned for them."""
+    setting = f"{name}_seconds"
+    note = f"{setting}: {{}} s, where the other plans count {fit.window.seconds} s; {evidence}"
+    for key in result.keys:
+        seconds = fit.lengths.get(plan_group(key.alias, True, quotas))
+        if seconds is not None and key.alias in quotas:
+            key.plan = {**_inline(key.plan), setting: seconds}
+            key.evidence.append(note.format(seconds))
+    anonymous = result.anonymous
+    seconds = fit.lengths.get(ANONYMOUS)
+    if anonymous is not None and seconds is not None and "" in quotas:
+        anonymous.value = {**_inline(anonymous.value), setting: seconds}
+        anonymous.evidence.append(note.format(seconds))
+
+
+def _inline(plan: Any) -> dict[str, Any]:
+    """A plan as an inline ``{per_minute, per_day}`` (a built-in's figures where it is named)."""
+    if isinstance(plan, dict):
+        return dict(plan)
+    figures = plan_figures(plan)
+    assert figures is not None, plan
+    minute, day = figures
+    return {"per_minute": minute, **({"per_day": day} if day is not None else {})}
 
 
 def _evidence(fit: Fit, samples: dict[str, list[Sample]], name: str, cite: Any) -> str:
@@ -380,6 +528,8 @@ def _alternatives(
             f"misses {fit.misfits} of {fit.shown}"
         )
         return
+    if fit.lengths:
+        return  # each plan's length was the only one of its algorithm tried against the rest
     alike = []
     for algorithm, align in _VARIANTS:
         window = Window(fit.window.seconds, algorithm, align)

@@ -18,9 +18,27 @@ from typing import Any
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
 from mockstore.fidelity.formats import decimals, http_date, reset_kind, retry_after_kind, sf_list
+from mockstore.fidelity.rate_advice import SECOND_SET
 from mockstore.ratelimit import BUILTIN_PLANS
 
 PER_WINDOW = re.compile(r"x-ratelimit-(limit|remaining)-([a-z0-9]+)")
+
+
+def second_sets(headers: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Each second set an answer's headers (lower-case names) carry: name -> figure -> value."""
+    found: dict[str, dict[str, str]] = {}
+    for name, value in headers.items():
+        match = SECOND_SET.fullmatch(name)
+        if match is not None:
+            found.setdefault(match.group(1), {})[match.group(2)] = value.strip()
+    return found
+
+
+def window_of(limit: str | None, minute: int, day: int | None) -> str | None:
+    """The window whose allowance ``limit`` states (None: neither, or both)."""
+    if limit is None or not limit.isdigit() or minute == day:
+        return None
+    return "minute" if int(limit) == minute else "day" if int(limit) == day else None
 
 
 @dataclass
@@ -130,6 +148,8 @@ def _read_figures(sample: Sample, quota: tuple[int, int | None]) -> None:
             shown.blocking = sample.verdict == "rate_limited" and left == 0
     _read_draft(sample, minute, day)
     _read_per_window(sample, minute, day)
+    if sample.verdict != "key_banned":
+        _read_second_sets(sample, minute, day)
     value = headers.get("retry-after")
     if value is not None:
         kind = retry_after_kind(value)
@@ -199,6 +219,31 @@ def policy_windows(
     return named
 
 
+def _read_second_sets(sample: Sample, minute: int, day: int | None) -> None:
+    """What a second set of headers (``X-RateLimit-Burst-*``) shows of the window whose
+    allowance its limit states: requests left, and when it is whole again."""
+    s, now = sample.seen, sample.now
+    for figures in second_sets(s.headers).values():
+        window = window_of(figures.get("limit"), minute, day)
+        if window is None:
+            continue
+        shown = sample.windows.setdefault(window, Shown())
+        left = figures.get("remaining", "")
+        if shown.remaining is None and left.isdigit():
+            shown.remaining = int(left)
+        raw = figures.get("reset")
+        if shown.reset is None and raw is not None and _number(raw) is not None:
+            kind, value = reset_kind(raw), float(raw)
+            precision = 10.0 ** -decimals(raw)
+            if kind == "epoch":
+                shown.reset, shown.precision = value - s.header_offset, precision
+            elif kind == "epoch-ms":
+                shown.reset, shown.precision = value / 1000 - s.header_offset, 0.001
+            elif kind == "delta":
+                shown.reset, shown.precision = now + value, precision
+        shown.blocking = shown.blocking or (sample.verdict == "rate_limited" and left == "0")
+
+
 def _read_per_window(sample: Sample, minute: int, day: int | None) -> None:
     headers = sample.seen.headers
     limits: dict[str, int] = {}
@@ -240,6 +285,15 @@ def allowances_shown(members: list[Seen]) -> tuple[tuple[int | None, int | None]
         )  # fmt: skip
         if len(values) == 2:
             return (values[0], values[1]), s
+    # A second set of headers (X-RateLimit-Burst-*) beside X-RateLimit-*: two allowances,
+    # the smaller the minute's.
+    for s in members:
+        main = s.headers.get("x-ratelimit-limit", "").strip()
+        for figures in second_sets(s.headers).values():
+            other = figures.get("limit", "")
+            if main.isdigit() and other.isdigit() and int(main) != int(other):
+                low, high = sorted((int(main), int(other)))
+                return (low, high), s
     return None
 
 

@@ -18,10 +18,13 @@ from mockstore.fidelity.calibrate.rate_figures import (
     policy_windows,
     quota_of,
     quotas_of,
+    second_sets,
+    window_of,
 )
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
-from mockstore.fidelity.formats import decimals, retry_after_kind, sf_list
+from mockstore.fidelity.formats import decimals, reset_kind, retry_after_kind, sf_list
+from mockstore.fidelity.rate_advice import SECOND_SET
 from mockstore.limiter.model import a_success
 
 _BAN_STATUS = 429  # ban.status's default: a ban no recording showed is answered 429
@@ -59,6 +62,7 @@ def learn_forms(seen: list[Seen], result: Calibration, cite: Any) -> None:
             result.cannot(f"X-RateLimit-Resource names more than one resource: {sorted(resources)}")
     _anonymous(seen, result, cite)
     _per_window(seen, result, cite)
+    _second_set(seen, result, cite)
     _reset_decimals(seen, result, cite)
     _retry_forms(seen, result, cite)
     _draft(seen, result, cite)
@@ -118,6 +122,43 @@ def _per_window(seen: list[Seen], result: Calibration, cite: Any) -> None:
         path = f"ratelimit.headers.per_window.{window}"
         if not result.settled(path):
             result.set(path, header[len("x-ratelimit-limit-") :], cite(s, header, code=False))
+
+
+_SET_FIGURES = ("limit", "remaining", "reset", "used")
+
+
+def _second_set(seen: list[Seen], result: Calibration, cite: Any) -> None:
+    """A second set of rate-limit headers (``X-RateLimit-Burst-*``): its name, the window its
+    limit states the allowance of, the figures it carries and its reset's form."""
+    quotas = quotas_of(result)
+    for s in seen:
+        minute, day = quota_of(s.bucket if s.keyed else "", quotas)
+        for name, figures in second_sets(s.headers).items():
+            window = window_of(figures.get("limit"), minute, day)
+            if window is None:
+                continue
+            carried = {
+                figure for other in seen for figure in second_sets(other.headers).get(name, {})
+            }
+            header = next(h for h, _ in s.item.response_headers if SECOND_SET.fullmatch(h.lower())
+                          and h.lower().startswith(f"x-ratelimit-{name}-"))  # fmt: skip
+            evidence = cite(s, header, code=False)
+            where = "ratelimit.headers.second_set"
+            written = header.split("-")[2]  # as the provider wrote it, else Capitalised
+            result.set(f"{where}.name", written.capitalize() if written.islower() else written,
+                       evidence)  # fmt: skip
+            result.set(f"{where}.window", window, evidence)
+            ordered = [figure for figure in _SET_FIGURES if figure in carried]
+            if ordered != ["limit", "remaining", "reset"]:
+                result.set(f"{where}.figures", ordered, evidence)
+            resets = [
+                reset_kind(other.headers[f"x-ratelimit-{name}-reset"])
+                for other in seen
+                if f"x-ratelimit-{name}-reset" in other.headers
+            ]
+            if resets and resets[0] not in ("delta", "invalid"):
+                result.set(f"{where}.reset", resets[0], evidence)
+            return  # one second set: the first whose window the figures tell
 
 
 def _reset_decimals(seen: list[Seen], result: Calibration, cite: Any) -> None:
