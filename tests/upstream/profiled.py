@@ -418,6 +418,15 @@ class Gateway:
     uncounted: Literal["none", "zero"] = "none"
     # The day's fixed windows: as the minute's (RateLimits.windows), or their own.
     day_windows: Literal["same", "clock", "first_request"] = "same"
+    # A second set of headers, X-RateLimit-<name>-Limit/-Remaining/-Reset/-Used, for the
+    # minute whatever the others describe (Menagerie's Burst); None: no such set.
+    second_set: str | None = None
+    second_set_figures: tuple[Literal["limit", "remaining", "reset", "used"], ...] = (
+        "limit",
+        "remaining",
+        "reset",
+    )
+    second_set_reset: Literal["epoch", "epoch_ms", "delta"] = "delta"
 
     def gives_back(self, status: int) -> bool:
         return f"{status // 100}xx" in self.not_counted
@@ -1917,6 +1926,23 @@ class ProfiledPetStore:
             else:
                 headers.append(("X-RateLimit-Resource", limits.gateway.resource))
         states = {state.name: state for state in verdict.windows}
+        second = states.get("minute") if limits.gateway.second_set else None
+        if second is not None:
+            form = limits.gateway.second_set_reset
+            reset = {
+                "epoch": str(math.ceil(second.full_at)),
+                "epoch_ms": str(math.ceil(second.full_at * 1000)),
+                "delta": str(max(0, math.ceil(second.full_at - now))),
+            }[form]
+            told = {
+                "limit": str(second.limit),
+                "remaining": str(second.left),
+                "reset": reset,
+                "used": str(second.limit - second.left),
+            }
+            for figure in limits.gateway.second_set_figures:
+                name = f"X-RateLimit-{limits.gateway.second_set}-{figure.capitalize()}"
+                headers.append((name, told[figure]))
         for window, name in limits.gateway.per_window:
             state = states.get(window)
             if state is not None:

@@ -363,6 +363,11 @@ def _gateway(draw: st.DrawFn, reset: str) -> Gateway:
         not_counted=draw(st.sampled_from([(), (), ("4xx",), ("5xx",), ("4xx", "5xx")])),
         uncounted=draw(st.sampled_from(["none", "zero"])),
         day_windows=draw(st.sampled_from(["same", "same", "clock", "first_request"])),
+        second_set=draw(st.sampled_from([None, None, "Burst", "Minute"])),
+        second_set_figures=draw(
+            st.sampled_from([("limit", "remaining", "reset"), ("limit", "remaining", "used")])
+        ),
+        second_set_reset=draw(st.sampled_from(["epoch", "epoch_ms", "delta"])),
     )
 
 
@@ -808,6 +813,9 @@ LEGACY = Profile(
             draft="all",
             policies=(("minute", "default"), ("day", "quota")),
             not_counted=("4xx",),
+            second_set="Burst",
+            second_set_figures=("limit", "remaining", "used"),
+            second_set_reset="epoch_ms",
         ),
     ),
     semantics=Semantics(
