@@ -121,3 +121,19 @@ def test_a_maintenance_page_without_retry_after_is_a_window() -> None:
     assert all("retry-after" not in {h["name"].lower() for h in a["headers"]} for a in answers)
     scenario = load_scenario(text, "<learned>")
     assert [d.to_dict() for d in drift(har, scenario).differences] == []
+
+
+def test_a_second_set_reset_is_no_request_id() -> None:
+    # Drawn: a second set of rate-limit headers named Minute, its reset an epoch second
+    # (X-RateLimit-Minute-Reset: 1795969962), beside X-Amzn-RequestId. The reset's numbers
+    # looked like a counter's ids: calibrate took it for the request id header.
+    provider = PROVIDER + (
+        "ratelimit: {headers: {second_set: {name: Minute, window: minute, reset: epoch}}}\n"
+        "behaviour: {request_id: {header: X-Amzn-RequestId, format: hex, prefix: r-}}\n"
+    )
+    har, text = _calibrated(provider, [("GET", "/v1/pets", "", AUTH, b"", 61.0)] * 3)
+    names = {h["name"].lower() for h in har["log"]["entries"][0]["response"]["headers"]}
+    assert {"x-ratelimit-minute-reset", "x-amzn-requestid"} <= names
+    scenario = load_scenario(text, "<learned>")
+    assert (scenario.behaviour.request_id.header or "").lower() == "x-amzn-requestid"
+    assert [d.to_dict() for d in drift(har, scenario).differences] == []
