@@ -137,3 +137,36 @@ def test_a_second_set_reset_is_no_request_id() -> None:
     scenario = load_scenario(text, "<learned>")
     assert (scenario.behaviour.request_id.header or "").lower() == "x-amzn-requestid"
     assert [d.to_dict() for d in drift(har, scenario).differences] == []
+
+
+def test_the_drafts_window_length_is_the_one_written() -> None:
+    # Drawn: a token bucket of 1000 a minute and a plan of 3 a minute and 9 an hour, the
+    # draft headers stating each window's w. The 1000 barely drawn read as full under a 1 s
+    # window too: calibrate wrote minute.seconds 1 and a length per plan, against w=60.
+    provider = f"""\
+version: 1
+clock: {{start: 2026-03-01T12:00:30Z, mode: manual}}
+keys:
+  - {{key: {KEY}, plan: {{per_minute: 1000}}}}
+  - {{key: tight-key, plan: {{per_minute: 3, per_day: 9}}}}
+ratelimit:
+  minute: {{algorithm: token_bucket}}
+  day: {{seconds: 3600}}
+  headers: {{draft: all}}
+"""
+    tight = [("authorization", "Bearer tight-key")]
+    steps = [
+        *[("GET", "/v1/pets", "", AUTH, b"", 0.2)] * 6,
+        *[("GET", "/v1/pets", "", tight, b"", 0.2)] * 5,
+        *[("GET", "/v1/pets", "", AUTH, b"", 0.2)] * 3,
+    ]
+    har, text = _calibrated(provider, steps)
+    policies = {
+        h["value"]
+        for e in har["log"]["entries"]
+        for h in e["response"]["headers"]
+        if h["name"].lower() == "ratelimit-policy"
+    }
+    assert any("w=3600" in p for p in policies) and any("w=60" in p for p in policies)
+    scenario = load_scenario(text, "<learned>")
+    assert [d.to_dict() for d in drift(har, scenario).differences] == []
