@@ -1,7 +1,7 @@
 """Issues 19 and 27's hostile paths all at once, with a well-behaved client measured alongside.
 
     .venv/bin/python bench/held_mix.py [--seconds 60] [--budget 128MiB]
-        [--output bench/results/held_mix.json] [--no-probe]
+        [--output bench/results/held_mix.json] [--log FILE] [--no-probe]
     PYTHONPATH=/work/main .venv/bin/python bench/held_mix.py   # another tree (main's)
 
 The clients of ``tests/held_attacks.py``'s ``HeldMix``: issue 19's soak
@@ -19,10 +19,15 @@ bounded in count and time; everything goes to 127.0.0.1.
 Prints the peak resident memory (VmHWM) against the budget plus the
 documented allowance (160 MiB), the good client's latencies (median, 99th
 percentile, worst), answers by kind, 500s and tracebacks in the server's log;
-writes them to ``--output``. Exits 1 when the peak passes budget + allowance,
-the good client got a wrong answer, any answer was a 500, the log holds a
-traceback, or the 99th percentile passes 100 ms: the latency bound is held
-here, never in a test (the load average is printed with it).
+writes them to ``--output``. The attacked server's whole log (its stdout and
+stderr, to its last line after it stopped) is always kept in a file, named in
+the output (``--log``, else a new file in the system's temporary folder); each
+traceback in it is summarised in the results by its first and last lines (the
+log line that announced it and the exception), counted by kind. Exits 1 when
+the peak passes budget + allowance, the good client got a wrong answer, any
+answer was a 500, the log holds a traceback, or the 99th percentile passes
+100 ms: the latency bound is held here, never in a test (the load average is
+printed with it).
 
 The same well-behaved client also runs, for the same seconds and at the same
 time, against a second, idle ``mockstore serve`` of the same settings: its
@@ -43,6 +48,7 @@ import statistics
 import sys
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +71,11 @@ def main() -> int:
     parser.add_argument("--budget", default="128MiB")
     parser.add_argument("--output", default=str(ROOT / "bench" / "results" / "held_mix.json"))
     parser.add_argument("--no-probe", action="store_true", help="no event-loop probe")
+    parser.add_argument("--log", help="where the attacked server's log goes (default: a temp file)")
     args = parser.parse_args()
+    if args.log is None:
+        handle, args.log = tempfile.mkstemp(prefix="held_mix-", suffix=".log")
+        os.close(handle)
     budget = parse_size(args.budget)
     print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
     env = {"MOCKSTORE_SCENARIO_YAML": SCENARIO, "MOCKSTORE_MEMORY_BUDGET": str(budget)}
@@ -104,13 +114,17 @@ def _run(
             reference.stop.set()
             beside.join(120)
         health = httpx.get(server.url + "/__mockstore/health", timeout=60).status_code
-        log = server.log()
+    # Read once the server stopped and its output was drained: a traceback logged as it
+    # stopped is kept too.
+    log = server.log()
+    Path(args.log).write_text(log + "\n")
     probe = json.loads(probe_file.read_text()) if probe_file.exists() else None
     load = os.getloadavg()[0]
     ordered = sorted(mix.good.latencies) or [0.0]
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     errors_500 = sum(count for kind, count in result.statuses.items() if "500" in kind.split())
-    tracebacks = log.count("Traceback")
+    found = tracebacks_in(log)
+    tracebacks = len(found)
     print(f"load average after: {load:.2f}")
     print(result.summary())
     print(
@@ -122,6 +136,9 @@ def _run(
         "reference, the same client against an idle server meanwhile: " + reference.good.summary()
     )
     print(f"500 answers: {errors_500}; tracebacks in the server's log: {tracebacks}")
+    for kind, count in Counter((t["first"], t["last"]) for t in found).most_common():
+        print(f"  {count} x {kind[0]!r} ... {kind[1]!r}")
+    print(f"the attacked server's log: {args.log}")
     if probe is not None:
         print(f"the attacked server's event loop, lag of a 5 ms tick: {probe['loop_lag']}")
         print(f"its garbage collections: {probe['gc']}")
@@ -137,6 +154,13 @@ def _run(
                 "errors": dict(result.errors),
                 "answers_500": errors_500,
                 "tracebacks": tracebacks,
+                "traceback_kinds": [
+                    {"first": first, "last": last, "count": count}
+                    for (first, last), count in Counter(
+                        (t["first"], t["last"]) for t in found
+                    ).most_common()
+                ],
+                "server_log": str(args.log),
                 "good_client": _latencies(mix.good.latencies, mix.good.wrong),
                 "reference_client": _latencies(reference.good.latencies, reference.good.wrong),
                 "load_average_after": round(load, 2),
@@ -161,6 +185,36 @@ def _run(
     for reason in failed:
         print(f"FAILED: {reason}")
     return 1 if failed else 0
+
+
+def tracebacks_in(log: str) -> list[dict[str, str]]:
+    """Each traceback in a log: its first line (the log line that announced it, or the
+    ``Traceback`` line itself when none did) and its last (the exception raised).
+
+    mockstore's log indents a traceback under its line: the frames are indented more
+    than the ``Traceback`` line, and the exception as much as it.
+    """
+    lines = log.splitlines()
+    found = []
+    for number, line in enumerate(lines):
+        text = line.lstrip()
+        if not text.startswith("Traceback (most recent call last)"):
+            continue
+        indent = len(line) - len(text)
+        before = lines[number - 1] if number else ""
+        announced = before.strip() and len(before) - len(before.lstrip()) <= indent
+        last = text
+        for after in lines[number + 1 :]:
+            if not after.strip():
+                continue
+            depth = len(after) - len(after.lstrip())
+            if depth > indent:
+                continue  # a frame
+            if depth == indent:
+                last = after.strip()  # the exception
+            break
+        found.append({"first": before.strip() if announced else text, "last": last})
+    return found
 
 
 def _latencies(latencies: list[float], wrong: list[str]) -> dict[str, object]:

@@ -247,3 +247,47 @@ def test_a_stage_table_takes_the_markers_own_cost_out() -> None:
     assert figures["loop"] == figures["total"] - figures["receive"] - figures["app"]
     assert figures["gc"] == 30
     assert set(STAGES) <= set(figures)
+
+
+# The attacked server's log of a held_mix run on main (uvloop's error for a write after
+# the client left, logged by the app, then uvicorn's line), with a chained one after it.
+HELD_MIX_LOG = """\
+mockstore 0.1.0 serving http://127.0.0.1:45803/v1
+2026-11-29T15:42:31.479+00:00 error unexpected error answering GET /v1/pets/1 (no answer)
+    Traceback (most recent call last):
+      File "/work/mockstore/fast_answer.py", line 87, in send_answer
+        transport.writelines(
+      File "uvloop/handles/handle.pyx", line 159, in uvloop.loop.UVHandle._ensure_alive
+    RuntimeError: unable to perform operation on <TCPTransport closed=True>; the handler is closed
+2026-11-29T15:42:31.480+00:00 error ASGI callable returned without completing response.
+Traceback (most recent call last):
+  File "x.py", line 1, in <module>
+KeyError: 'a'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "x.py", line 3, in <module>
+ValueError: b
+"""
+
+
+def test_held_mix_finds_each_traceback_with_its_first_and_last_lines() -> None:
+    import held_mix
+
+    found = held_mix.tracebacks_in(HELD_MIX_LOG)
+    assert found == [
+        {
+            "first": "2026-11-29T15:42:31.479+00:00 error unexpected error answering "
+            "GET /v1/pets/1 (no answer)",
+            "last": "RuntimeError: unable to perform operation on <TCPTransport closed=True>; "
+            "the handler is closed",
+        },
+        {
+            "first": "2026-11-29T15:42:31.480+00:00 error ASGI callable returned without "
+            "completing response.",
+            "last": "KeyError: 'a'",
+        },
+        {"first": "Traceback (most recent call last):", "last": "ValueError: b"},
+    ]
+    assert held_mix.tracebacks_in("no traceback here\n") == []

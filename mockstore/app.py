@@ -19,6 +19,7 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from mockstore.api import PetStoreAPI
+from mockstore.body_reserve import BodyReserve
 from mockstore.clock import REAL_TIME, Clock, Timebase
 from mockstore.control import ControlAPI
 from mockstore.errors import error_body
@@ -241,7 +242,10 @@ class MockstoreApp(AppShell):
             )
         super().__init__(
             PetStoreAPI(
-                self.runtime, body_timeout=limits.body_timeout, connections=budget.connections
+                self.runtime,
+                body_timeout=limits.body_timeout,
+                connections=budget.connections,
+                bodies=BodyReserve(budget.connections, budget.bodies, limits.max_connections),
             ),
             ControlAPI(
                 self.runtime,

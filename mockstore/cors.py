@@ -30,6 +30,15 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + "/")
 
 
+def _exactly(path: str, template: str) -> bool:
+    """Whether ``path`` is ``template``, a ``{name}`` segment standing for any one segment."""
+    asked, wanted = path.rstrip("/").split("/"), template.rstrip("/").split("/")
+    return len(asked) == len(wanted) and all(
+        w == a or (w.startswith("{") and w.endswith("}") and a != "")
+        for a, w in zip(asked, wanted, strict=True)
+    )
+
+
 class CorsPolicy:
     """One scenario's ``http.cors``, compiled."""
 
@@ -40,6 +49,7 @@ class CorsPolicy:
         "_headers",
         "_methods",
         "_origins",
+        "_path_rule",
         "settings",
     )
 
@@ -51,10 +61,12 @@ class CorsPolicy:
         self._any_header = "*" in settings.headers
         self._headers = frozenset(name.lower() for name in settings.headers)
         self._exposed = ", ".join(settings.expose_headers).encode("latin-1")
+        self._path_rule = _exactly if settings.match == "exact" else _under
 
     def applies(self, relative: str) -> bool:
         """Whether CORS applies to a path (relative to the base path)."""
-        return any(_under(relative, prefix) for prefix in self.settings.paths)
+        rule = self._path_rule
+        return any(rule(relative, path) for path in self.settings.paths)
 
     def allows_origin(self, origin: bytes) -> bool:
         return self._any_origin or origin.decode("latin-1").lower() in self._origins

@@ -10,7 +10,7 @@ or a plain ``OPTIONS`` (204 or 200, with the ``Access-Control-*`` or ``Allow``
 headers), ``Access-Control-Allow-Origin`` on every cross-origin answer, the
 redirect of a path with a trailing slash (308 and ``Location``), a maintenance
 window's refusal (503 and ``Retry-After``), the request-id header a client may
-send, the advisory header of a create, and the computed Error fields' types.
+send, the advisory headers of a create and of a clamped limit, and the computed Error fields' types.
 
 Pure: a function of the scenario and the document being made.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockstore.cors import CorsPolicy
 from mockstore.scenario.model import Scenario
 
 _REF = "#/components/schemas/Error"
@@ -138,6 +139,11 @@ def _answer_headers(
             "description": "When the body had fields NewPet does not name.",
             "schema": _STRING,
         }
+    if http.clamped_limit is not None and operation == "listPets" and status == 200:
+        headers[http.clamped_limit.header] = {
+            "description": "When limit was above its maximum and taken as it.",
+            "schema": _STRING,
+        }
 
 
 def _maintenance(responses: dict[str, Any], window: Any) -> None:
@@ -162,7 +168,7 @@ def _options(item: dict[str, Any], path: str, methods: list[str], scenario: Scen
     http = scenario.http
     responses: dict[str, Any] = {}
     cors = http.cors
-    if cors is not None and any(_under(path, prefix) for prefix in cors.paths):
+    if cors is not None and CorsPolicy(cors).applies(path):
         names = ["Access-Control-Allow-Origin", "Access-Control-Allow-Methods",
                  "Access-Control-Allow-Headers", "Vary"]  # fmt: skip
         if cors.max_age is not None:

@@ -9,6 +9,8 @@ computed per answer:
 - ``uuid``, ``request_id``, ``timestamp``: a random-looking UUID (a hash of the
   seed and the answer's request id, so the same requests give the same bodies),
   the answer's request id, the answer's instant;
+- ``trace_id``: the trace id of a request id that is a W3C ``traceparent``
+  (``00-<trace id>-<span id>-01``; else the whole id);
 - ``retry_after_s``, ``retry_after_ms``: the wait the answer states (the
   limiter's ``Decision.retry_at``, or a maintenance window's end), rounded up;
 - ``value``, ``parameter``: the offending value as sent and the parameter or
@@ -47,6 +49,14 @@ def timestamp(now: float) -> str:
     """RFC 3339 UTC with milliseconds, as APIs write an Error's instant."""
     moment = datetime.fromtimestamp(now, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def trace_id(request_id: str) -> str:
+    """The trace id of a ``traceparent`` request id (the whole id if it is none)."""
+    parts = request_id.split("-")
+    if len(parts) == 4 and len(parts[1]) == 32:
+        return parts[1]
+    return request_id
 
 
 def masked(token: str | None) -> str:
@@ -129,6 +139,8 @@ class ErrorBodies:
                 extra[item.name] = item.value
             elif kind == "request_id":
                 extra[item.name] = facts.request_id
+            elif kind == "trace_id":
+                extra[item.name] = trace_id(facts.request_id)
             elif kind == "uuid":
                 extra[item.name] = self._uuid(item.name, facts.request_id)
             elif kind == "timestamp":

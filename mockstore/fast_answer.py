@@ -70,7 +70,7 @@ async def send_answer(cycle: RequestResponseCycle, message: Any) -> None:
     if message["type"] != RESPONSE:
         await RequestResponseCycle.send(cycle, message)
         if cycle.response_complete:
-            _unbind(cycle)
+            unbind(cycle)
         return
     if cycle.flow.write_paused and not cycle.disconnected:
         await cycle.flow.drain()
@@ -79,6 +79,8 @@ async def send_answer(cycle: RequestResponseCycle, message: Any) -> None:
     if cycle.response_started or cycle.access_log or cycle.default_headers:
         # Misuse (uvicorn's send says what), or headers uvicorn adds itself.
         await _as_two_messages(cycle, message)
+        if cycle.response_complete:
+            unbind(cycle)
         return
     cycle.response_started = True
     cycle.waiting_for_100_continue = False
@@ -97,10 +99,10 @@ async def send_answer(cycle: RequestResponseCycle, message: Any) -> None:
     if not keep_alive:
         transport.close()
     cycle.on_response()
-    _unbind(cycle)
+    unbind(cycle)
 
 
-def _unbind(cycle: RequestResponseCycle) -> None:
+def unbind(cycle: RequestResponseCycle) -> None:
     """Drop the cycle's own ``send`` once its answer is complete.
 
     The bound method refers to the cycle that holds it: left there, that
@@ -195,6 +197,7 @@ async def _probe(base: type[HttpToolsProtocol]) -> Fit:
     config = Config(
         app,
         http=base,
+        ws="none",  # as the server's: "auto" would import websockets (issue 29's start)
         lifespan="off",
         log_config=None,
         access_log=False,

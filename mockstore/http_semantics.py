@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 from weakref import WeakKeyDictionary
 
 from mockstore import conditional, encoding
@@ -39,8 +40,9 @@ from mockstore.latency import Latency
 from mockstore.maintenance import Maintenance
 from mockstore.routing import compile_path
 from mockstore.scenario.model import Scenario
-from mockstore.schemas import object_fields
+from mockstore.schemas import object_fields, operations
 from mockstore.templates import fill
+from mockstore.validation import above_maximum
 
 Header = tuple[bytes, bytes]
 # The request headers the section's rules read (lower case, as ASGI spells them).
@@ -54,6 +56,10 @@ HOST = b"host"
 # The longest request id a client may have answered back.
 ECHO_LIMIT = 200
 _NEW_PET_FIELDS = frozenset(object_fields("NewPet"))
+# A W3C trace context header (version, trace id, parent id, flags): what a trace continues.
+TRACEPARENT = re.compile(r"[0-9a-fA-F]{2}-[0-9a-fA-F]{32}-[0-9a-fA-F]{16}-[0-9a-fA-F]{2}")
+_LIMIT = next(p for p in operations()["listPets"].parameters if p.name == "limit")
+_MAXIMUM = _LIMIT.schema["maximum"]
 _NO_BODY = frozenset({204, 304})
 
 
@@ -103,6 +109,7 @@ class HttpSemantics:
         ]
         self.trailing = http.trailing_slash
         self.advisory = http.unknown_fields
+        self.clamp_advisory = http.clamped_limit
         self.maintenance = Maintenance(scenario.maintenance) if scenario.maintenance else None
         self.latency = Latency(scenario.latency, scenario.seed) if scenario.latency else None
         form = scenario.behaviour.request_id
@@ -110,6 +117,7 @@ class HttpSemantics:
             re.compile(form.echo) if form.echo is not None and form.header is not None else None
         )
         self.echo_header = form.header.lower().encode("latin-1") if form.header else b""
+        self.trace = form.format == "traceparent"
         self.stages = self._stages()
         reads = {HOST}
         if self.cors is not None:
@@ -199,6 +207,15 @@ class HttpSemantics:
             and cors.applies(relative)
         ):
             return self._preflight(cors, request)
+        if (
+            cors is not None
+            and cors.settings.refuse_origins
+            and cors.settings.stage == stage
+            and (origin := headers.get(ORIGIN)) is not None
+            and not cors.allows_origin(origin)
+            and cors.applies(relative)
+        ):
+            return self._refused_origin(cors, origin)
         if self.maintenance is not None and stage in self.maintenance.stages:
             found = self.maintenance.refusal(
                 stage, request.method, relative, request.path, now, elapsed
@@ -261,8 +278,23 @@ class HttpSemantics:
                 value=origin,
                 parameter="Origin",
             )
+            error.code = cors.settings.code  # the provider's own (condition cors_rejected)
             return Made(rejected, answer, error=error, rule="http.cors")
         return Made(cors.settings.preflight_status, answer, rule="http.cors")
+
+    def _refused_origin(self, cors: CorsPolicy, origin: bytes) -> Made:
+        """A request (not a preflight) from an origin the provider does not allow, refused."""
+        status = cors.settings.rejected_status or 403
+        shown = origin.decode("latin-1")
+        error = ApiError(
+            "cors_rejected",
+            f"requests from the origin {shown} are not allowed",
+            status=status,
+            value=shown,
+            parameter="Origin",
+        )
+        error.code = cors.settings.code
+        return Made(status, [(b"vary", b"Origin")], error=error, rule="http.cors")
 
     def served(self, service: Any, routes: Any, relative: str) -> str:
         """``Allow`` of a path under this scenario ("" for a path nothing serves): the
@@ -315,7 +347,14 @@ class HttpSemantics:
             text = sent.decode("ascii")
         except UnicodeDecodeError:
             return generated
-        return sent if self.echo.fullmatch(text) else generated
+        if not self.echo.fullmatch(text):
+            return generated
+        if self.trace:
+            # A trace the client started goes on: its trace id, this answer's span id.
+            if not TRACEPARENT.fullmatch(text):
+                return generated
+            return b"00-" + text[3:35].lower().encode() + generated[35:]
+        return sent
 
     def creation_seconds(self, state: object, group: str | None) -> CreationSeconds:
         """The creation seconds of one store of ``state`` (in memory)."""
@@ -372,6 +411,18 @@ class HttpSemantics:
             return None
         text = fill(advisory.value, {"fields": ", ".join(unknown)})
         return (advisory.header.lower().encode("latin-1"), _latin1(text))
+
+    def clamp_header(self, operation: str | None, status: int, query: bytes) -> Header | None:
+        """The advisory header of a listing whose limit was above the maximum (and taken as
+        it: ``behaviour.limit_above_maximum: clamp``)."""
+        advisory = self.clamp_advisory
+        if advisory is None or operation != "listPets" or status != 200:
+            return None
+        for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+            if name == "limit" and above_maximum(_LIMIT, value.strip()):
+                text = fill(advisory.value, {"limit": value, "maximum": str(_MAXIMUM)})
+                return (advisory.header.lower().encode("latin-1"), _latin1(text))
+        return None
 
     def cors_headers(self, request: Request) -> list[Header]:
         """The CORS headers of an answer (not a preflight) to a cross-origin request."""

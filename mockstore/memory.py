@@ -91,9 +91,9 @@ class Share:
     floor: float = 0.0
 
 
-# How the budget is shared. The floors add up to at most 1/8 + 1/16 + 32/64 =
-# 11/16 of the budget with every tenant in use (tenants.MAX_TENANTS is 32),
-# 3/16 with none; the rest goes to whoever needs it, within the ceilings.
+# How the budget is shared. The floors add up to at most 1/8 + 1/16 + 1/32 +
+# 32/64 = 23/32 of the budget with every tenant in use (tenants.MAX_TENANTS is
+# 32), 7/32 with none; the rest goes to whoever needs it, within the ceilings.
 SHARES: dict[str, Share] = {
     # The server's own mock (its journal, stores, keys, its scenario's pets).
     "server": Share(ceiling=1.0, floor=1 / 8),
@@ -105,6 +105,9 @@ SHARES: dict[str, Share] = {
     # Connections: request bodies being read, heads spanning reads, answers
     # waiting on slow readers.
     "connections": Share(ceiling=1 / 4, floor=1 / 16),
+    # The first bytes of every connection's request body, kept for it whoever holds
+    # the connections' share (``body_reserve``): all floor.
+    "bodies": Share(ceiling=1 / 32, floor=1 / 32),
     # Scenarios being parsed and built (one at a time, see ``MemoryBudget.building``).
     "builds": Share(ceiling=1 / 2),
     # Reports being built from a journal (HARs are written a batch at a time instead).
@@ -283,11 +286,12 @@ class MemoryBudget(Account):
     hands it to its tenants); ``mockstore serve`` runs one server, so one per process.
     """
 
-    __slots__ = ("_builds", "_giving_way", "_yielders", "connections", "reports")
+    __slots__ = ("_builds", "_giving_way", "_yielders", "bodies", "connections", "reports")
 
     def __init__(self, total: int = DEFAULT_MEMORY_BUDGET) -> None:
         super().__init__("the process", total)
         self.connections = self.open_share("connections", "connections")
+        self.bodies = self.open_share("bodies", "the first bytes of request bodies")
         self.reports = self.open_share("reports", "reports")
         self._builds = threading.Lock()
         # What gives way before live work is refused: (its share, a function that lets go

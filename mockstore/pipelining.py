@@ -23,6 +23,13 @@ requests waiting behind the one being answered:
   reading pauses; it resumes, the held bytes first, when an answer makes
   room (``HeldFlow``, which uvicorn's own calls to resume go through).
 
+uvicorn tells only its latest cycle (the last request parsed) that the client
+left; with requests queued, the one being answered is an earlier one, which
+then wrote to a closed transport (uvloop raises: a traceback for every
+pipelining client that hung up while its answer waited for it to read). So
+the queue also keeps the connection's unanswered cycles, and tells each of
+them when the connection is lost (``close``).
+
 When the budget cannot take a queued request or the held bytes, the
 connection reads nothing more: the requests already queued are answered, the
 last of them with ``Connection: close``, and the rest (unanswered, as a client
@@ -35,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Protocol
+from typing import Any, Protocol
 
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, FlowControl
 
@@ -108,11 +115,22 @@ class HeldFlow(FlowControl):
 class Queue:
     """One connection's pipelined requests: what they are charged, and the bytes held back."""
 
-    __slots__ = ("charges", "connection", "held", "held_at", "slicing", "stopped", "waking")
+    __slots__ = (
+        "charges",
+        "connection",
+        "cycles",
+        "held",
+        "held_at",
+        "slicing",
+        "stopped",
+        "waking",
+    )
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.charges: deque[int] = deque()  # one per queued request, in uvicorn's order
+        # The connection's cycles since a request was queued, oldest first, until answered.
+        self.cycles: deque[Any] = deque()
         self.held: bytes | None = None  # what was read and not yet parsed
         self.held_at = 0
         self.slicing = False  # a slice is being parsed: ``data_received`` must not slice it
@@ -138,6 +156,19 @@ class Queue:
         self._slice_from_now()
         return True
 
+    def follow(self, previous: Any, cycle: Any) -> None:
+        """``cycle`` was queued behind ``previous``: both are told if the client leaves."""
+        cycles = self.cycles
+        self._forget_answered()
+        if not cycles or cycles[-1] is not previous:
+            cycles.append(previous)
+        cycles.append(cycle)
+
+    def _forget_answered(self) -> None:
+        cycles = self.cycles
+        while cycles and cycles[0].response_complete:
+            cycles.popleft()
+
     def _settle(self) -> None:
         """Give back the charges of the requests that left uvicorn's queue (they run)."""
         charges = self.charges
@@ -145,6 +176,7 @@ class Queue:
         memory = self.connection.memory
         while len(charges) > waiting:
             memory.release(charges.pop())
+        self._forget_answered()
 
     # -- reading ----------------------------------------------------------------------
 
@@ -250,7 +282,16 @@ class Queue:
             self.connection.refuse_over_budget(what)
 
     def close(self) -> None:
-        """The connection is gone: give back everything charged."""
+        """The connection is gone: tell every request not yet answered, give back every charge.
+
+        The one being answered may wait for the client to read (its writing
+        paused): told, it ends instead of writing to the closed transport.
+        """
+        for cycle in self.cycles:
+            if not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
+        self.cycles.clear()
         memory = self.connection.memory
         while self.charges:
             memory.release(self.charges.pop())

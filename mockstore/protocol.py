@@ -62,7 +62,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mockstore.errors import error_body
-from mockstore.fast_answer import EXTENSIONS, Fit, probe, send_answer
+from mockstore.fast_answer import EXTENSIONS, Fit, probe, send_answer, unbind
 from mockstore.limits import HEAD_BYTES, WRITE_CHUNK, Limits
 from mockstore.memory import Account, MemoryBudget, format_size
 from mockstore.pipelining import HeldFlow, Queue
@@ -178,8 +178,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             wait.deadline.cancel()
             wait.deadline = None
         if wait.unsent is not None:
+            # A client that hung up while its answer waited for it to read: what was
+            # charged for the unsent bytes goes back too (it was kept for good, 128 KiB
+            # a slow reader, until the connections' share was full).
             wait.unsent.cancel()
             wait.unsent = None
+            self.memory.release(MAX_UNSENT_BYTES)
         if wait.charged:
             self.memory.release(wait.charged)
             wait.charged = 0
@@ -187,6 +191,19 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             wait.queue.close()
             wait.queue = None  # the queue refers to this protocol: no cycle left behind
         super().connection_lost(exc)
+        # What would otherwise be freed only by the cyclic garbage collector (on the
+        # event loop, for every client that left mid-answer or mid-pipeline): a cycle
+        # whose answer never completed keeps its own ``send`` bound to it, and the
+        # requests still queued refer to this protocol, which refers to them.
+        cycle = self.cycle
+        if cycle is not None:
+            unbind(cycle)
+        pipeline = self.pipeline
+        if pipeline:
+            for queued, _ in pipeline:
+                unbind(queued)
+                queued.on_response = _nothing
+            pipeline.clear()
 
     def shutdown(self) -> None:
         """The server is stopping: a request in flight finishes, a stream ends cleanly.
@@ -325,15 +342,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         scope["extensions"] = self.extensions
         wait.phase = BODY
         previous = self.cycle
-        if (
-            previous is not None
-            and not previous.response_complete
-            and not (wait.queue or self._queue()).admit(head)
-        ):
+        queued = previous is not None and not previous.response_complete
+        if queued and not (wait.queue or self._queue()).admit(head):
             # uvicorn would queue it behind the one being answered: the budget says no.
             raise _QueueOverBudget
         HttpToolsProtocol.on_headers_complete(self)
         cycle = self.cycle
+        if queued and cycle is not previous:
+            wait.queue.follow(previous, cycle)  # type: ignore[union-attr]
         if cycle is not previous:
             if self.plain:
                 self._plain_cycle(cycle)
@@ -517,6 +533,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         )
         self.transport.write(head + body)
         self.transport.close()
+
+
+def _nothing() -> None:
+    """What a request that will never run calls when its answer completes (never)."""
 
 
 def _seconds(value: float) -> str:

@@ -218,6 +218,10 @@ class RequestIds:
                 value, digit = divmod(value, 62)
                 digits.append(_BASE62[digit])
             return (self._prefix + "".join(digits)).encode()
+        if self._form == "traceparent":
+            # W3C trace context: a trace id and a span id, sampled; no prefix.
+            drawn = hashlib.blake2b(f"{self._seed}{number}".encode(), digest_size=24).hexdigest()
+            return f"00-{drawn[:32]}-{drawn[32:]}-01".encode()
         digest = hashlib.blake2b(f"{self._seed}{number}".encode(), digest_size=16).digest()
         value = uuid.UUID(bytes=digest, version=4)
         return (self._prefix + (str(value) if self._form == "uuid" else value.hex)).encode()

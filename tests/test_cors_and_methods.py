@@ -12,6 +12,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from mockstore.scenario import ScenarioError, load_scenario
 from tests.support import LiveServer, mock_server
 
 APP = "https://app.example.com"
@@ -130,6 +131,27 @@ def test_a_preflight_only_on_its_paths() -> None:
     assert pets.status_code == 401
 
 
+@pytest.mark.parametrize(
+    ("match", "one_pet"), [("prefix", 204), ("exact", 405)], ids=["prefix", "exact"]
+)
+def test_exact_paths_leave_the_paths_under_them_out(match: str, one_pet: int) -> None:
+    # Aviary allows preflights on /v1/pets only; one pet's path is a plain OPTIONS (405).
+    scenario = BASE + f"http:\n  cors: {{paths: [/pets, '/store/{{what}}'], match: {match}}}\n"
+    with mock_server(scenario) as api, _client(api) as http:
+        pets = http.options("/pets", headers=PREFLIGHT)
+        pet = http.options("/pets/7", headers={**PREFLIGHT, **KEY})
+        listed = http.get("/pets/7", headers={**KEY, "Origin": APP})
+        store = http.options(
+            "/store/orders", headers={**PREFLIGHT, "Access-Control-Request-Method": "GET"}
+        )
+    assert pets.status_code == 204 and pets.headers["access-control-allow-origin"] == "*"
+    assert pet.status_code == one_pet
+    assert ("access-control-allow-origin" in pet.headers) is (one_pet == 204)
+    assert ("access-control-allow-origin" in listed.headers) is (match == "prefix")
+    # A {name} segment stands for any one segment in exact paths only.
+    assert store.status_code == (204 if match == "exact" else 401)
+
+
 def test_options_served_with_allow_and_in_every_allow() -> None:
     scenario = BASE + "http:\n  options: {serve: true, status: 200}\n"
     with mock_server(scenario) as api, _client(api, **KEY) as http:
@@ -236,3 +258,32 @@ def test_a_plain_options_rule_leaves_preflights_to_cors() -> None:
     assert "allow" not in preflight.headers
     assert plain.headers["allow"] == "GET, HEAD, OPTIONS, POST"
     assert "x-ratelimit-remaining" not in plain.headers  # OPTIONS's: the gateway
+
+
+def test_a_gateway_that_enforces_its_origins_refuses_other_requests_too() -> None:
+    # Corral answers a GET from https://evil.example 403 corsOriginDenied, before the key.
+    scenario = BASE + (
+        f"http:\n  cors: {{origins: [{APP}], rejected_status: 403, refuse_origins: true,"
+        " code: corsOriginDenied}\n"
+    )
+    with mock_server(scenario) as api, _client(api) as http:
+        foreign = http.get("/pets", headers={**KEY, "Origin": "https://evil.example"})
+        keyless = http.get("/pets", headers={"Origin": "https://evil.example"})
+        allowed = http.get("/pets", headers={**KEY, "Origin": APP})
+        same_site = http.get("/pets", headers=KEY)  # no Origin: not a cross-origin request
+    for answer in (foreign, keyless):
+        assert answer.status_code == 403 and answer.json()["code"] == "corsOriginDenied"
+        assert (
+            answer.json()["status"] == 403 and "access-control-allow-origin" not in answer.headers
+        )
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == APP
+    assert same_site.status_code == 200
+    # At the gateway: the refusals counted nothing.
+    assert allowed.headers["x-ratelimit-remaining"] == "4"
+
+
+def test_refusing_origins_without_a_refusal_status_is_refused_with_its_place() -> None:
+    scenario = BASE + "http:\n  cors: {refuse_origins: true}\n"
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario(scenario)
+    assert "refuse_origins" in str(refused.value) and "rejected_status" in str(refused.value)

@@ -46,6 +46,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.limits",
         "mockstore.maintenance",
         "mockstore.memory",
+        "mockstore.body_reserve",
         "mockstore.document",
         "mockstore.document_semantics",
         "mockstore.document_collections",
@@ -64,6 +65,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.intake",
         "mockstore.urls",
         "mockstore.validation",
+        "mockstore.parameter_checks",
+        "mockstore.verdicts",
         "mockstore.scenario.*",  # model, build, loader, source
         "mockstore.limiter.*",  # the general limiter: windows, buckets, logs, their headers
         "mockstore.reports.*",  # pure functions of journal entries
@@ -79,6 +82,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.transport",
         "mockstore.tenants",
         "mockstore.sharing",
+        "mockstore.sharing_errors",
         "mockstore.shaping",
         "mockstore.control.*",
     ),

@@ -71,11 +71,12 @@ def test_nothing_reserved_ever_adds_up_past_the_whole(steps: list, total: int) -
             assert each.used <= each.ceiling
             assert each.available >= 0
     # Closing every share and releasing the rest gives everything back (the
-    # connections' floor aside, held from the start).
+    # connections' floor and the first bytes' share aside, held from the start).
     for each in accounts[1:]:
         each.close()
     budget.release(held.get(id(budget), 0))
-    assert budget.used == budget.connections.floor > 0
+    assert budget.used == budget.connections.floor + budget.bodies.floor
+    assert budget.connections.floor > 0 and budget.bodies.floor > 0
 
 
 def test_a_floor_is_reserved_when_a_share_opens_and_refused_when_it_cannot_be() -> None:

@@ -135,3 +135,19 @@ def test_the_error_bodies_example_answers_what_the_page_shows() -> None:
     assert unknown.json()["message"] == "Invalid API key provided: sk_l****zzzz"
     assert refused["message"] == "Too many requests: retry in 30 seconds"
     assert refused["retryAfterMs"] == 29_500 + 500  # the minute ends at 12:01:00
+
+
+def test_the_trace_context_example_continues_a_clients_trace() -> None:
+    (block,) = [b for b in _blocks("http-semantics.md", "yaml") if "traceparent" in b]
+    scenario = "version: 1\nkeys: [{key: app-key, plan: pro}]\n" + block
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    with (
+        mock_server(scenario) as api,
+        httpx.Client(base_url=api.api, headers={"Authorization": "Bearer app-key"}) as http,
+    ):
+        answer = http.get(
+            "/pets/404404", headers={"traceparent": f"00-{trace}-00f067aa0ba902b7-01"}
+        )
+    found = re.fullmatch(r"00-([0-9a-f]{32})-([0-9a-f]{16})-01", answer.headers["traceparent"])
+    assert found and found.group(1) == trace and found.group(2) != "00f067aa0ba902b7"
+    assert answer.json()["traceId"] == trace

@@ -323,6 +323,10 @@ class JournalEndpoints:
                     _scan, entries, expectation, base, since, self._reports()
                 )
             except OverBudget as exc:
+                # The worker's frames (with the journal's entries it made) are tied to the
+                # error through the future that carried it, which they refer to: a cycle
+                # only a full collection frees, on the event loop. Let go of them now.
+                exc.__traceback__ = None
                 return error_response("memory_budget", f"{exc}; retry shortly", 507)
         closest = []
         for entry, reasons in outcome.closest:

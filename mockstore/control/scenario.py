@@ -213,23 +213,14 @@ class ScenarioEndpoints:
         async with self._loading:
             try:
                 prepared = await run_in_threadpool(self._prepare, raw, name)
-            except UnicodeDecodeError as exc:
-                return error_response(
-                    "invalid_scenario", f"the scenario is not UTF-8 text (byte {exc.start})", 400
-                )
-            except ScenarioError as exc:
-                return error_response(
-                    "invalid_scenario",
-                    f"the scenario has {len(exc.problems)} problem(s); "
-                    "the running one is unchanged",
-                    400,
-                    problems=[str(p) for p in exc.problems],
-                    details=[p.as_dict() for p in exc.problems],
-                )
-            except OverBudget as exc:
-                return error_response(
-                    "memory_budget", f"{exc}; the running scenario is unchanged", 507
-                )
+            except (UnicodeDecodeError, ScenarioError, OverBudget) as exc:
+                # The worker's frames (the YAML composer's, with every node it made) are
+                # tied to the error through the future that carried it, which the frames
+                # refer to: a cycle of thousands of objects a refused scenario, freed only
+                # by a full collection on the event loop (the mix's alias bombs: 100 ms
+                # and more each). The answer needs only the error's fields.
+                exc.__traceback__ = None
+                return _refused(exc)
             shared = self.runtime.shared
             try:
                 replaced = [
@@ -249,6 +240,23 @@ class ScenarioEndpoints:
                 return self.runtime.prepare(load_scenario(raw.decode("utf-8"), name))
         with budget.building(f"building {name}") as share, priced(share), _loop_first():
             return self.runtime.prepare(load_scenario(raw.decode("utf-8"), name))
+
+
+def _refused(exc: UnicodeDecodeError | ScenarioError | OverBudget) -> Response:
+    """The answer to a scenario that could not be read, built or held."""
+    if isinstance(exc, UnicodeDecodeError):
+        return error_response(
+            "invalid_scenario", f"the scenario is not UTF-8 text (byte {exc.start})", 400
+        )
+    if isinstance(exc, ScenarioError):
+        return error_response(
+            "invalid_scenario",
+            f"the scenario has {len(exc.problems)} problem(s); the running one is unchanged",
+            400,
+            problems=[str(p) for p in exc.problems],
+            details=[p.as_dict() for p in exc.problems],
+        )
+    return error_response("memory_budget", f"{exc}; the running scenario is unchanged", 507)
 
 
 @contextmanager

@@ -72,9 +72,12 @@ MEMORY = Schema(
             "available": INTEGER,
             "mock": doc(ACCOUNT, "This mock's share (a tenant's own, under its root)"),
             "connections": doc(ACCOUNT, "The connections' share"),
+            "bodies": doc(
+                ACCOUNT, "The share kept for the first bytes of every connection's request body"
+            ),
             "journal": obj({"bytes": INTEGER, "max_bytes": INTEGER}),
         },
-        optional=("used", "available", "mock", "connections", "journal"),
+        optional=("used", "available", "mock", "connections", "bodies", "journal"),
         description="The memory budget: the whole, what is held, this mock's share",
     ),
 )
@@ -199,6 +202,7 @@ class StateEndpoints:
                 "available": budget.available,
                 "mock": account.to_json(),
                 "connections": budget.connections.to_json(),
+                "bodies": budget.bodies.to_json(),
                 "journal": {"bytes": journal.bytes, "max_bytes": journal.max_bytes},
             }
         )

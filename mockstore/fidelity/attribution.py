@@ -733,6 +733,12 @@ def error_code(ex: Exchange, was: Any, ctx: Context) -> Cause:
     if rc == "rate_limited" and mc == "key_banned":
         return _allowance(ex, ctx)
     condition = rc if rc in ERROR_CODE else mc
+    cors = ctx.scenario.http.cors
+    if rc == "cors_rejected" and cors is not None and ex.mock_code == cors.code:
+        # A refused preflight's code is the CORS section's own.
+        if not isinstance(was, str) or not was:
+            return cannot("error-body-shape")
+        return setting(named("http.cors.code"), was)
     if condition not in ERROR_CODE:
         return cannot("unexplained")
     if rc == mc and rc in ctx.split:

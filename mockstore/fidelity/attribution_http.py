@@ -16,23 +16,29 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qsl
 
 from mockstore.clock import format_time
+from mockstore.cors import CorsPolicy
 from mockstore.fidelity.attribution import Cause, Context, Exchange, cannot, named, setting
 from mockstore.fidelity.calibrate.learn_http import ECHO_PATTERNS
 from mockstore.fidelity.calibrate.learn_maintenance import retry_form
 from mockstore.fidelity.formats import http_date
 from mockstore.routing import Router, compile_path
 from mockstore.schemas import operations
+from mockstore.validation import above_maximum
 
 CONDITIONAL = named("http.conditional.operations")
 LAST_MODIFIED = named("http.conditional.last_modified")
 CORS = named("http.cors")
 REJECTED = named("http.cors.rejected_status")
+REFUSE_ORIGINS = named("http.cors.refuse_origins")
+CORS_CODE = named("http.cors.code")  # named by attribution.error_code
 OPTIONS = named("http.options")
 ALLOW = named("http.allow")
 TRAILING_SLASH = named("http.trailing_slash")
 ADVISORY = named("http.advisory.unknown_fields")
+CLAMPED = named("http.advisory.clamped_limit")
 MAINTENANCE = named("maintenance")
 ECHO = named("behaviour.request_id.echo")
 ETAG = {name: named(f"behaviour.etag.{name}") for name in ("listPets", "getPet")}
@@ -43,10 +49,13 @@ SETTINGS: tuple[str, ...] = (
     LAST_MODIFIED,
     CORS,
     REJECTED,
+    REFUSE_ORIGINS,
+    CORS_CODE,
     OPTIONS,
     ALLOW,
     TRAILING_SLASH,
     ADVISORY,
+    CLAMPED,
     MAINTENANCE,
     ECHO,
     *ETAG.values(),
@@ -54,6 +63,7 @@ SETTINGS: tuple[str, ...] = (
 
 _READS = ("listPets", "getPet")
 _ROUTER = Router(operations().values())
+_LIMIT = next(p for p in operations()["listPets"].parameters if p.name == "limit")
 _TEMPLATES = [(template, compile_path(template)) for template in _ROUTER.paths]
 
 
@@ -133,6 +143,18 @@ def status(ex: Exchange, ctx: Context) -> Cause | None:
             return setting(named("http.cors.stage"), "authenticated")
         if http.cors is not None:
             return setting(CORS, None)
+    origin = _request_header(ex, "origin")
+    if origin is not None and not _preflight(ex) and http.cors is not None:
+        # A gateway that refuses every request from an origin it does not allow, or not.
+        cors = CorsPolicy(http.cors)
+        if (
+            was == http.cors.rejected_status
+            and not cors.allows_origin(origin.encode("latin-1"))
+            and cors.applies(_relative(ex))
+        ):
+            return setting(REFUSE_ORIGINS, True)
+        if ex.mock_code == "cors_rejected":
+            return setting(REFUSE_ORIGINS, False)
     if ex.method == "OPTIONS" and not _preflight(ex):
         if 200 <= was < 300:
             value: dict[str, Any] = {"serve": True, "status": was}
@@ -252,6 +274,25 @@ def header_presence(
             )
         if now is not None and advisory is not None and name == advisory.header.lower():
             return setting(ADVISORY, None)
+    limit = _clamped_limit(ex)
+    if operation == "listPets" and limit is not None:
+        if was is not None and limit in was:
+            maximum = str(_LIMIT.schema["maximum"])
+            template = was.replace(limit, "{limit}").replace(maximum, "{maximum}")
+            return setting(CLAMPED, {"header": _spelled(ex, name), "value": template})
+        clamped = http.clamped_limit
+        if now is not None and clamped is not None and name == clamped.header.lower():
+            return setting(CLAMPED, None)
+    return None
+
+
+def _clamped_limit(ex: Exchange) -> str | None:
+    """The limit a listing was asked with, where it is above the maximum (as sent)."""
+    if ex.seen is None:
+        return None
+    for name, value in parse_qsl(ex.seen.item.query, keep_blank_values=True):
+        if name == "limit" and above_maximum(_LIMIT, value.strip()):
+            return value
     return None
 
 

@@ -53,6 +53,8 @@ _UUID = re.compile(
     r"(.*?)([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
 )
 _HEX = re.compile(r"(.*?)([0-9a-fA-F]{32})")
+# A W3C trace context (version, trace id, parent id, flags): no prefix.
+_TRACEPARENT = re.compile(r"()([0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2})")
 _COUNTER = re.compile(r"(|.*[^0-9])([0-9]{6,})")
 # Random letters and digits behind a word and a separator (Stripe's req_ ids): small
 # letters mixed with capitals or digits, so that a word or a number is no id.
@@ -61,18 +63,31 @@ _ALPHANUMERIC = re.compile(r"(|[A-Za-z]{1,12}[-_.:])((?=[A-Za-z0-9]*[a-z])"
 
 
 def id_form(value: str) -> tuple[str, str | None]:
-    """A request id's prefix and kind: ``uuid``, ``hex`` (32 digits), ``counter`` (6+ digits)
+    """A request id's prefix and kind: ``traceparent`` (a W3C trace context), ``uuid``, ``hex``
+    (32 digits), ``counter`` (6+ digits)
     or ``alphanumeric`` (12 to 64 letters of both cases and digits: ``id_length`` says how many).
 
     ``req-000042`` is ``("req-", "counter")``; a kind none of those is None.
     """
     text = value.strip()
-    kinds = (("uuid", _UUID), ("hex", _HEX), ("counter", _COUNTER), ("alphanumeric", _ALPHANUMERIC))
+    kinds = (
+        ("traceparent", _TRACEPARENT),
+        ("uuid", _UUID),
+        ("hex", _HEX),
+        ("counter", _COUNTER),
+        ("alphanumeric", _ALPHANUMERIC),
+    )
     for kind, pattern in kinds:
         match = pattern.fullmatch(text)
         if match is not None:
             return match.group(1), kind
     return "", None
+
+
+def trace_of(value: str) -> str | None:
+    """The trace id of a ``traceparent`` value (lower case), or None for any other value."""
+    match = _TRACEPARENT.fullmatch(value.strip().lower())
+    return match.group(2)[3:35] if match is not None else None
 
 
 def id_length(value: str) -> int:

@@ -75,6 +75,7 @@ from mockstore.fidelity.aliases import (
 )
 from mockstore.fidelity.forwarding import forwarded_path
 from mockstore.fidelity.rebase import Base, on_own_address, origin_of
+from mockstore.fidelity.source_address import SourceClients
 from mockstore.fidelity.upstream import BODY_BYTES, TIMEOUT, Upstream
 from mockstore.keys import key_alias
 from mockstore.limits import Limits
@@ -186,21 +187,28 @@ class RecordingProxy:
         self.ring = ring if ring is not None else KeyRing()
         # Where the upstream's own URLs start: moved to the recorder's address on the way out.
         self._upstream_base = Base(origin_of(upstream.origin) or upstream.origin, upstream.prefix)
+        # Each loopback client's own address kept as the source (``source_address``).
+        self._sources = SourceClients(httpx.URL(upstream.origin).host, self._make_client)
+
+    def _make_client(self, **transport: Any) -> httpx.AsyncClient:
+        # No cookie jar (a proxy must not remember one client's cookies for the
+        # next) and no default headers: requests are built as sent.
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout),
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            follow_redirects=False,
+            trust_env=False,
+            **transport,
+        )
 
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            # No cookie jar (a proxy must not remember one client's cookies for the
-            # next) and no default headers: requests are built as sent.
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout),
-                limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-                follow_redirects=False,
-                trust_env=False,
-            )
+            self._client = self._make_client()
         return self._client
 
     async def aclose(self) -> None:
+        await self._sources.aclose()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -264,9 +272,11 @@ class RecordingProxy:
         response_copy = _Capped(cap)
         request_id = ""
         encoding: bytes | None = None
+        peer = scope["client"][0] if scope.get("client") else None
+        bound = self._sources.take(peer)  # the client's own address, where it is kept
         try:
             try:
-                response = await self.client.send(request, stream=True)
+                response = await (bound or self.client).send(request, stream=True)
             except (httpx.TransportError, _ClientGone, _BodyLate) as exc:
                 if isinstance(exc, _ClientGone):
                     outcome = "client_disconnected"  # nothing to answer, and no one to tell
@@ -318,6 +328,7 @@ class RecordingProxy:
             finally:
                 await response.aclose()
         finally:
+            self._sources.give_back(peer)
             # A key the upstream refused counted for nothing: journaled as no key.
             key = alias if alias is not None and status != 401 else None
             sent = request_copy.value()

@@ -65,6 +65,7 @@ class Cors:
     """``http.cors`` when given: the preflight and the headers of cross-origin answers."""
 
     paths: tuple[str, ...] = tuple(_default("cors", "paths"))
+    match: str = _default("cors", "match")
     origins: tuple[str, ...] = tuple(_default("cors", "origins"))
     methods: tuple[str, ...] = tuple(_default("cors", "methods"))
     headers: tuple[str, ...] = tuple(_default("cors", "headers"))
@@ -73,6 +74,8 @@ class Cors:
     credentials: bool = _default("cors", "credentials")
     preflight_status: int = _default("cors", "preflight_status")
     rejected_status: int | None = _default("cors", "rejected_status")
+    refuse_origins: bool = _default("cors", "refuse_origins")
+    code: str = _default("cors", "code")
     stage: str = _default("cors", "stage")
 
 
@@ -97,7 +100,8 @@ class TrailingSlash:
 
 @dataclass(frozen=True, slots=True)
 class AdvisoryHeader:
-    """A header advising the client (``http.advisory.unknown_fields``): name, value template."""
+    """A header advising the client (``http.advisory.unknown_fields``, ``.clamped_limit``):
+    name, value template."""
 
     header: str
     value: str
@@ -115,6 +119,7 @@ class HttpSettings:
     allow: tuple[tuple[str, str], ...] = ()
     trailing_slash: TrailingSlash = TrailingSlash()
     unknown_fields: AdvisoryHeader | None = None
+    clamped_limit: AdvisoryHeader | None = None
 
     @property
     def active(self) -> bool:
@@ -139,6 +144,8 @@ def http_settings(raw: Any) -> HttpSettings:
     conditional = raw.get("conditional") or {}
     advisory = (raw.get("advisory") or {}).get("unknown_fields")
     unknown_default = _node("advisory", "unknown_fields")["properties"]
+    clamped = (raw.get("advisory") or {}).get("clamped_limit")
+    clamped_default = _node("advisory", "clamped_limit")["properties"]
     return HttpSettings(
         conditional=Conditional(
             **{
@@ -160,6 +167,12 @@ def http_settings(raw: Any) -> HttpSettings:
             advisory.get("value", unknown_default["value"]["default"]),
         )
         if isinstance(advisory, dict)
+        else None,
+        clamped_limit=AdvisoryHeader(
+            clamped.get("header", clamped_default["header"]["default"]),
+            clamped.get("value", clamped_default["value"]["default"]),
+        )
+        if isinstance(clamped, dict)
         else None,
     )
 
@@ -185,6 +198,16 @@ def check_http(raw: Any, report: Report, etag: dict[str, str], base_path: str) -
                         f"{operation} has no validator to compare: give it an ETag "
                         f"(behaviour.etag.{operation}) or Last-Modified (last_modified)",
                     )
+    cors = raw.get("cors")
+    if (
+        isinstance(cors, dict)
+        and cors.get("refuse_origins") is True
+        and cors.get("rejected_status") is None
+    ):
+        report(
+            ("http", "cors", "refuse_origins"),
+            "refusing requests from origins not allowed needs rejected_status (400 or 403)",
+        )
     allow = raw.get("allow")
     if isinstance(allow, dict):
         paths = set(schemas.openapi_document()["paths"])

@@ -97,10 +97,6 @@ Build = Callable[[], tuple[dict[str, str], dict[str, Any]]]
 MAX_RELOADS = 8
 
 
-class Stale(Exception):
-    """The configuration changed since this process read it; it has reloaded: start again."""
-
-
 class _InService(Exception):
     """The scenario to install is the one in service already (``install_unless_serving``)."""
 

@@ -17,6 +17,9 @@ any timing, that the proxy streams rather than buffers.
   holding absolute URLs to itself (built from the ``Host`` it was sent and the path
   before ``/links``, as a service behind a proxy builds them), to another host, to a
   path, and to its own host outside the prefix.
+
+Every request it notes says which address it came from (``client``), as a provider
+that counts callers by address reads it.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class Echo:
             "headers": headers,
             "body_size": len(body),
             "body_sha256": hashlib.sha256(body).hexdigest(),
+            "client": scope["client"][0] if scope.get("client") else None,
         }
         self.received.append(seen)
         if path == "/v1/echo":

@@ -42,6 +42,7 @@ from mockstore.fidelity.formats import (
     is_id,
     reset_kind,
     retry_after_kind,
+    trace_of,
 )
 from mockstore.fidelity.recording import InputError, Recording
 from mockstore.profile import ETAG_DIGESTS
@@ -616,6 +617,8 @@ class _Learner:
             request_id = next((members[0].headers[h] for h in ids if h in members[0].headers), None)
             if isinstance(value, str) and value == request_id:
                 item["generate"] = "request_id"
+            elif isinstance(value, str) and request_id and value == trace_of(request_id):
+                item["generate"] = "trace_id"
             elif isinstance(value, str) and id_form(value) == ("", "uuid"):
                 item["generate"] = "uuid"
             elif isinstance(value, str) and re.fullmatch(

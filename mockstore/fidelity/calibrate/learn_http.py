@@ -29,10 +29,11 @@ from collections.abc import Callable
 from typing import Any
 
 from mockstore.clock import format_time
-from mockstore.fidelity.calibrate.cors_paths import cors_paths
+from mockstore.fidelity.calibrate.learn_advisory import AdvisoryLearner
+from mockstore.fidelity.calibrate.learn_cors import learn_cors
 from mockstore.fidelity.calibrate.result import Calibration
 from mockstore.fidelity.evidence import Seen
-from mockstore.fidelity.formats import http_date
+from mockstore.fidelity.formats import http_date, trace_of
 from mockstore.routing import Router, compile_path
 from mockstore.schemas import operations
 
@@ -47,6 +48,14 @@ ECHO_PATTERNS = (
     "[A-Za-z0-9._-]{8,64}",
     "[A-Za-z0-9._:-]{1,128}",
     "[\\x21-\\x7e]{1,200}",
+)
+
+# The trace contexts a provider continues: any well-formed one but a zero trace or parent id
+# (the W3C's invalid ones), or any well-formed one at all.
+TRACE_PATTERNS = (
+    "00-(?!0{32})[0-9a-fA-F]{32}-(?!0{16})[0-9a-fA-F]{16}-[0-9a-fA-F]{2}",
+    "[0-9a-fA-F]{2}-(?!0{32})[0-9a-fA-F]{32}-[0-9a-fA-F]{16}-[0-9a-fA-F]{2}",
+    "[0-9a-fA-F]{2}-[0-9a-fA-F]{32}-[0-9a-fA-F]{16}-[0-9a-fA-F]{2}",
 )
 
 # Ids of every kind a client sends (calibrate's probes, the tests' client session), so which
@@ -101,6 +110,7 @@ class HttpLearner:
         self.cite = cite
         self.notes = notes  # list what stays open (not for calibrate's own probes)
         self.explained: set[int] = set()  # exchanges it explains that calibrate said it did not
+        self.advisories = AdvisoryLearner(seen, result, cite)
 
     def handled_headers(self) -> frozenset[str]:
         """The response headers this learner settles (no constant header stands for them):
@@ -118,10 +128,7 @@ class HttpLearner:
             # them as constants, on a preflight's 405 or 401 too.
             for s in self.seen:
                 names.update(name for name in s.headers if name.startswith("access-control-"))
-        advisory = self._advisory_header()
-        if advisory is not None:
-            names.add(advisory[0].lower())
-        return frozenset(names)
+        return frozenset(names | self.advisories.handled_headers())
 
     @staticmethod
     def _preflight(s: Seen) -> bool:
@@ -365,90 +372,12 @@ class HttpLearner:
     # -- CORS, OPTIONS, Allow, a trailing slash -------------------------------------
 
     def cors(self) -> None:
-        result, cite = self.result, self.cite
         preflights = [s for s in self.seen if self._preflight(s)]
         if not preflights:
             if self.seen:
                 self._open("http.cors: the recording has no CORS preflight (no CORS kept)")
             return
-        # A preflight is allowed by a 2xx: a gateway that writes Access-Control-Allow-Origin
-        # on its refusals too (a 429 from the limiter) has not allowed that one.
-        allowed = [
-            s
-            for s in preflights
-            if 200 <= s.status < 300 and "access-control-allow-origin" in s.headers
-        ]
-        refused = [s for s in preflights if s not in allowed]
-        if not allowed:
-            if all(s.status in (401, 404, 405) for s in refused):
-                result.confirm("http.cors")
-            else:
-                result.cannot(
-                    "every preflight of the recording was refused: which ones the provider "
-                    "allows is not shown: " + cite(refused[0])
-                )
-            return
-        shown = allowed[0]
-        value: dict[str, Any] = {}
-        origin_said = {s.headers["access-control-allow-origin"].strip() for s in allowed}
-        credentials = shown.headers.get("access-control-allow-credentials", "").lower() == "true"
-        if "*" in origin_said:
-            value["origins"] = ["*"]
-        else:
-            value["origins"] = sorted(origin_said)
-            if len(origin_said) > 1 or credentials:
-                result.estimate(
-                    "http.cors",
-                    "http.cors.origins: the origins the recording shows allowed; any other "
-                    "the provider allows is not shown",
-                )
-        methods = [
-            m.strip() for m in shown.headers.get("access-control-allow-methods", "").split(",")
-        ]
-        if [m for m in methods if m]:
-            value["methods"] = [m for m in methods if m]
-        allow_headers = shown.headers.get("access-control-allow-headers")
-        if allow_headers is not None:
-            names = [h.strip() for h in allow_headers.split(",") if h.strip()]
-            echoed = all(
-                s.headers.get("access-control-allow-headers", "").strip()
-                == (_request_header(s, "access-control-request-headers") or "").strip()
-                for s in allowed
-            )
-            distinct = {_request_header(s, "access-control-request-headers") for s in allowed}
-            value["headers"] = ["*"] if names == ["*"] or (echoed and len(distinct) > 1) else names
-        else:
-            value["headers"] = []
-        age = shown.headers.get("access-control-max-age", "").strip()
-        value["max_age"] = int(age) if age.isdigit() else None
-        value["credentials"] = credentials
-        value["preflight_status"] = shown.status
-        loud = [s for s in refused if s.condition == "cors_rejected"]
-        if loud:
-            value["rejected_status"] = loud[0].status
-            self.explained.update(s.index for s in loud)
-        exposed = next(
-            (
-                s.headers["access-control-expose-headers"]
-                for s in self.seen
-                if s.item.method != "OPTIONS" and "access-control-expose-headers" in s.headers
-            ),
-            None,
-        )
-        if exposed is not None:
-            value["expose_headers"] = [h.strip() for h in exposed.split(",") if h.strip()]
-        stage = _stage(allowed, [s for s in preflights if s.status == 401 and not s.keyed])
-        if stage is not None:
-            value["stage"] = stage[0]
-        paths = cors_paths([s.path for s in allowed], [(s.path, s.status) for s in refused])
-        if paths is not None:
-            value["paths"] = paths
-        result.set(
-            "http.cors",
-            value,
-            cite(shown, "Access-Control-Allow-Origin", "Access-Control-Allow-Methods", code=False),
-            *([cite(refused[0], code=False, note="a preflight not allowed")] if refused else []),
-        )
+        self.explained.update(learn_cors(preflights, self.seen, self.result, self.cite, _stage))
 
     def options_and_allow(self) -> None:
         result, cite = self.result, self.cite
@@ -532,45 +461,8 @@ class HttpLearner:
 
     # -- advisory headers and the request-id echo ----------------------------------
 
-    def _creates_with_unknown_fields(self) -> list[Seen]:
-        return [
-            s
-            for s in self.seen
-            if s.facts.operation == "createPet" and 200 <= s.status < 300 and s.facts.unknown_fields
-        ]
-
-    def _advisory_header(self) -> tuple[str, str] | None:
-        """(name, value template) of the header a create with unknown fields gets, if any."""
-        creates = self._creates_with_unknown_fields()
-        if not creates:
-            return None
-        shown = creates[0]
-        fields = ", ".join(shown.facts.unknown_fields)
-        for name, value in shown.item.response_headers:
-            if fields and fields in value:
-                template = value.replace(fields, "{fields}")
-                if all(
-                    dict((n.lower(), v) for n, v in s.item.response_headers).get(name.lower())
-                    == template.replace("{fields}", ", ".join(s.facts.unknown_fields))
-                    for s in creates
-                ):
-                    return name, template
-        return None
-
     def advisory(self) -> None:
-        creates = self._creates_with_unknown_fields()
-        if not creates:
-            return
-        found = self._advisory_header()
-        if found is None:
-            self.result.confirm("http.advisory.unknown_fields")
-            return
-        name, template = found
-        self.result.set(
-            "http.advisory.unknown_fields",
-            {"header": name, "value": template},
-            self.cite(creates[0], name, code=False),
-        )
+        self.advisories.run()
 
     def echo(self) -> None:
         """``behaviour.request_id.echo``: which ids a client sent came back."""
@@ -579,13 +471,21 @@ class HttpLearner:
         if not isinstance(name, str):
             return
         lowered = name.lower()
+        # A trace context goes on with a span of the provider's: the trace id is what comes back.
+        trace = result.value("behaviour.request_id.format") == "traceparent"
+        patterns = TRACE_PATTERNS if trace else ECHO_PATTERNS
         back, refused = [], []
         for s in self.seen:
             sent = _request_header(s, lowered)
             answered = s.headers.get(lowered)
             if sent is None or answered is None:
                 continue
-            (back if answered == sent else refused).append((sent, s))
+            kept = (
+                trace_of(sent) is not None and trace_of(sent) == trace_of(answered)
+                if trace
+                else answered == sent
+            )
+            (back if kept else refused).append((sent, s))
         if not back and not refused:
             self._open(f"behaviour.request_id.echo: no request of the recording sends {name}")
             return
@@ -600,7 +500,7 @@ class HttpLearner:
             return
         fitting = [
             pattern
-            for pattern in ECHO_PATTERNS
+            for pattern in patterns
             if all(re.fullmatch(pattern, sent) for sent, _ in back)
             and not any(re.fullmatch(pattern, sent) for sent, _ in refused)
         ]
@@ -664,4 +564,4 @@ def _operation(template: str) -> str | None:
     return None
 
 
-__all__ = ["CLIENT_IDS", "ECHO_PATTERNS", "HttpLearner"]
+__all__ = ["CLIENT_IDS", "ECHO_PATTERNS", "TRACE_PATTERNS", "HttpLearner"]

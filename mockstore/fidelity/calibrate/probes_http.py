@@ -16,6 +16,7 @@ from typing import Any
 from mockstore.fidelity.calibrate.learn_http import CLIENT_IDS
 
 APP = "https://app.example.com"
+OTHER = "https://other.example.org"
 # The names providers carry a request id under.
 ID_HEADERS = ("X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Trace-Id", "X-Amzn-RequestId")
 
@@ -40,6 +41,10 @@ def probe_http(
     if unsettled("http.cors"):
         preflight = {"Origin": APP, "Access-Control-Request-Method": "GET"}
         send("CORS preflight without a key", "OPTIONS", "/pets", extra=preflight)
+        # From a second origin too, without a key as a browser sends it: a provider that
+        # names back any origin shows it (one origin allowed says nothing of the others).
+        other = {**preflight, "Origin": OTHER}
+        send("CORS preflight from another origin", "OPTIONS", "/pets", extra=other)
         send("CORS preflight", "OPTIONS", "/pets", key=key, extra=preflight)
     if unsettled("http.options.serve"):
         send("OPTIONS", "OPTIONS", "/pets", key=key)
