@@ -73,5 +73,20 @@ class SeveralStatuses:
                 if self.repeated == "refuse":
                     raise refusal
                 given = given[:1] if self.repeated == "first" else given[-1:]
-            named = [part for value in given for part in value.split(SEVERAL)]
+            named = named_statuses(given)
         return [status.lower() for status in named] if self.any_case else named
+
+
+def spelling_of(values: list[str]) -> str | None:
+    """How a listing's ``status`` values name several statuses (comma, repeated, both),
+    or None when they name one at most: what calibrate learns and drift attributes."""
+    comma = any(SEVERAL in value for value in values)
+    repeated = len(values) > 1
+    if comma and repeated:
+        return "both"
+    return "comma" if comma else "repeated" if repeated else None
+
+
+def named_statuses(values: list[str]) -> list[str]:
+    """Every status ``values`` name, as written (``available,pending`` is two)."""
+    return [part for value in values for part in value.split(SEVERAL)]

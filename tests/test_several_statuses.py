@@ -9,6 +9,10 @@ in the listing's order.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +25,7 @@ from starlette.testclient import TestClient
 from mockstore import MockServer
 from mockstore.app import create_app
 from mockstore.shared.store import FIRST_GUESS
+from tests.fidelity_support import record_mock
 from tests.redis_server import RedisServer
 from tests.support import examples, mock_server
 
@@ -220,3 +225,30 @@ def test_any_filter_of_several_lists_each_of_its_pets_once_in_order(
             assert page.status_code == 200, page.text
             shown = [p["name"] for p in page.json()]
         assert shown == expected
+
+
+@pytest.mark.parametrize(
+    ("spelling", "query", "learned"),
+    [
+        ("comma", "status=available,pending", "comma"),
+        ("repeated", "status=pending&status=available", "repeated"),
+        ("refuse", "status=available,pending", None),
+    ],
+)
+def test_calibrate_learns_the_reading_from_one_listing(
+    tmp_path: Path, spelling: str, query: str, learned: str | None
+) -> None:
+    """A recording of one listing filtered by two statuses settles the setting, citing it."""
+    text = scenario({"several_statuses": spelling}, SCENARIO_PETS)
+    har = record_mock(text, [("GET", "/v1/pets", query, [("authorization", "Bearer k")], b"", 0.0)])
+    path = tmp_path / "recording.har"
+    path.write_text(json.dumps(har), encoding="utf-8")
+    out = tmp_path / "calibrated.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "mockstore", "calibrate", "--from", str(path), "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    calibrated = yaml.safe_load(out.read_text(encoding="utf-8"))
+    filters = (calibrated.get("collections") or {}).get("filters") or {}
+    assert filters.get("several_statuses") == learned, calibrated.get("collections")
