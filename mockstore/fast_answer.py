@@ -197,6 +197,7 @@ async def _probe(base: type[HttpToolsProtocol]) -> Fit:
     config = Config(
         app,
         http=base,
+        ws="none",  # as the server's: "auto" would import websockets (issue 29's start)
         lifespan="off",
         log_config=None,
         access_log=False,

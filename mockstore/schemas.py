@@ -1,8 +1,11 @@
 """Compiled validators for the Pet Store's OpenAPI document.
 
-Everything here is read from ``openapi.yaml`` in this package, once, at import:
-the request validation of the server and the response checks of the tests use
-these validators, so a rule lives only in the OpenAPI document.
+Everything here is read from ``openapi.yaml`` in this package, once, on first
+use: the request validation of the server and the response checks of the tests
+use these validators, so a rule lives only in the OpenAPI document. jsonschema
+is imported when a validator is first compiled, not with this module: a server
+answering valid requests of a scenario it has checked before never needs it
+(``parameter_checks``, ``verdicts``; its start, issue 29).
 """
 
 from __future__ import annotations
@@ -12,21 +15,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import ValidationError
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+from mockstore import verdicts
+from mockstore.parameter_checks import Check, compile_check
+
+if TYPE_CHECKING:
+    from jsonschema import FormatChecker
+    from jsonschema.exceptions import ValidationError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 _DOCUMENT_URI = "urn:mockstore:openapi"
-
-format_checker = FormatChecker()
 
 
 def _in_range(value: object, low: int, high: int) -> bool:
@@ -37,28 +39,51 @@ def _in_range(value: object, low: int, high: int) -> bool:
     return low <= value <= high
 
 
-@format_checker.checks("int64")
 def _is_int64(value: object) -> bool:
     return _in_range(value, INT64_MIN, INT64_MAX)
 
 
-@format_checker.checks("int32")
 def _is_int32(value: object) -> bool:
     return _in_range(value, INT32_MIN, INT32_MAX)
 
 
-# The document's own semantics (OpenAPI 3.1 is JSON Schema 2020-12): 7.0 is an
-# integer. Whoever stores a value converts it (``as_integers``).
-Validator = Draft202012Validator
+@cache
+def format_checker() -> FormatChecker:
+    """jsonschema's format checker with the document's int32 and int64 ranges."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker()
+    checker.checks("int64")(_is_int64)
+    checker.checks("int32")(_is_int32)
+    return checker
+
+
+def validator_class() -> Any:
+    """The document's semantics (OpenAPI 3.1 is JSON Schema 2020-12): 7.0 is an integer.
+
+    Whoever stores a value converts it (``as_integers``).
+    """
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator
 
 
 @cache
 def openapi_document() -> dict[str, Any]:
-    """The OpenAPI document as a plain dict (parsed once)."""
-    text = resources.files("mockstore").joinpath("openapi.yaml").read_text("utf-8")
+    """The OpenAPI document as a plain dict (parsed once, and kept parsed: ``verdicts``)."""
+    source = resources.files("mockstore").joinpath("openapi.yaml").read_bytes()
+    document = verdicts.parsed_before("openapi", source)
+    if isinstance(document, dict):
+        return document
+    import yaml
+
     # libyaml's parser when PyYAML has it: the same safe loader (a test holds the
     # two to the same document), in a tenth of the time of a server's start.
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    document = yaml.load(
+        source.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    )
+    verdicts.keep_parsed("openapi", source, document)
+    return document
 
 
 @cache
@@ -68,7 +93,10 @@ def openapi_json() -> bytes:
 
 
 @cache
-def _registry() -> Registry:
+def _registry() -> Any:
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
     resource = Resource.from_contents(openapi_document(), default_specification=DRAFT202012)
     return Registry().with_resource(_DOCUMENT_URI, resource)
 
@@ -83,10 +111,10 @@ def validator_for(pointer: str) -> Any:
 
 @cache
 def _compiled(pointer: str) -> Any:
-    return Validator(
+    return validator_class()(
         {"$ref": _DOCUMENT_URI + pointer},
         registry=_registry(),
-        format_checker=format_checker,
+        format_checker=format_checker(),
     )
 
 
@@ -97,13 +125,23 @@ def schema_validator(name: str) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Parameter:
-    """One operation parameter of the document, with its compiled schema."""
+    """One operation parameter of the document, with its compiled schema.
+
+    ``check`` gives jsonschema's verdict on a value by plain code when the
+    schema is one ``parameter_checks`` covers (None: ask ``validator``);
+    ``validator`` is compiled on first use, to explain a refusal.
+    """
 
     name: str
     location: str
     required: bool
     schema: dict[str, Any]
-    validator: Any
+    pointer: str  # the schema's JSON pointer in the document
+    check: Check | None
+
+    @property
+    def validator(self) -> Any:
+        return validator_for(self.pointer)
 
     @property
     def default(self) -> Any:
@@ -168,7 +206,8 @@ def operations() -> dict[str, Operation]:
                         location=raw["in"],
                         required=bool(raw.get("required", False)),
                         schema=_resolve(raw["schema"]),
-                        validator=validator_for(pointer),
+                        pointer=pointer,
+                        check=compile_check(_resolve(raw["schema"])),
                     )
                 )
             body = spec.get("requestBody")

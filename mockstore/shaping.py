@@ -25,15 +25,14 @@ from typing import Any, Protocol
 
 from starlette.types import Receive
 
-from mockstore import encoding, maintenance, sharing
+from mockstore import encoding, maintenance
 from mockstore.conditional import POINT_BYTES
 from mockstore.error_bodies import ErrorFacts
 from mockstore.errors import ApiError
 from mockstore.headers import http_date
 from mockstore.http_semantics import HttpSemantics, Made, Request, pet_ids
-from mockstore.shared import created, numbering
-from mockstore.shared.backend import Stale
-from mockstore.shared.deadline import StateUnavailable
+from mockstore.shared.deadline import Stale, StateUnavailable
+from mockstore.sharing_errors import Restart, Unavailable
 
 Header = tuple[bytes, bytes]
 
@@ -117,16 +116,18 @@ async def gateway(ex: Any, runtime: Any, receive: Receive) -> None:
 async def number(runtime: Any, receive: Receive) -> int | None:
     """A gateway answer's request number in a shared state (None in memory).
 
-    ``sharing.Restart`` when the configuration changed (this process reloaded it),
-    ``sharing.Unavailable`` when Redis is out of reach.
+    ``Restart`` when the configuration changed (this process reloaded it),
+    ``Unavailable`` when Redis is out of reach.
     """
     shared = runtime.shared
     if shared is None:
         return None
+    from mockstore.shared import numbering  # a state in Redis only (an in-memory start)
+
     try:
         return await numbering.next_number(shared)
     except Stale:
-        raise sharing.Restart(receive) from None
+        raise Restart(receive) from None
     except StateUnavailable as exc:
         refusal = ApiError(
             "state_unavailable",
@@ -134,7 +135,7 @@ async def number(runtime: Any, receive: Receive) -> int | None:
             "stored; retry shortly",
             headers=((b"retry-after", b"1"),),
         )
-        raise sharing.Unavailable(refusal) from None
+        raise Unavailable(refusal) from None
 
 
 def after_limiter(semantics: HttpSemantics, ex: Any) -> Made | None:
@@ -203,6 +204,8 @@ async def _seconds(semantics: HttpSemantics, ex: Any, runtime: Any, body: bytes)
     """The creation seconds of the pets a read's ``body`` shows, in the caller's store."""
     operation = ex.operation
     if runtime.shared is not None:
+        from mockstore.shared import created  # a state in Redis only (an in-memory start)
+
         ids = pet_ids(operation, body, ex.params)
         return await created.seconds(
             runtime.shared, _group(ex), ids, semantics.conditional.pets_modified
@@ -219,6 +222,8 @@ async def _note(semantics: HttpSemantics, ex: Any, runtime: Any, body: bytes) ->
     if not ids:
         return
     if runtime.shared is not None:
+        from mockstore.shared import created  # a state in Redis only (an in-memory start)
+
         await created.note(runtime.shared, _group(ex), ids[0], ex.now)
         return
     seconds = semantics.creation_seconds(ex.state, _group(ex))

@@ -30,8 +30,9 @@ from mockstore.faults import SharedRules, shared_outcome, shared_rules
 from mockstore.keys import Credentials, client_bucket, key_bucket
 from mockstore.ratelimit import RateLimiter
 from mockstore.service import OPERATIONS, UNCOUNTED, Bystander, Caller
-from mockstore.shared.backend import MAX_RELOADS, SharedState, Stale, StateUnavailable
+from mockstore.shared.backend import MAX_RELOADS, SharedState, StateUnavailable
 from mockstore.shared.buckets import decision_of
+from mockstore.shared.deadline import Stale
 from mockstore.shared.request import run_refund, run_request
 from mockstore.shared.store import (
     FIRST_GUESS,
@@ -45,6 +46,7 @@ from mockstore.shared.store import (
     pets_only,
 )
 from mockstore.shared.tenants import TenantGone
+from mockstore.sharing_errors import Restart, Unavailable
 from mockstore.state import NO_BAN
 from mockstore.store import PetStore
 from mockstore.validation import path_parameters
@@ -54,20 +56,6 @@ log = logging.getLogger("mockstore.shared")
 RESTARTS = "mockstore.restarts"
 _GET = OPERATIONS["getPet"]
 _RETRY_SOON = ((b"retry-after", b"1"),)
-
-
-class Restart(Exception):
-    """The configuration changed and this process reloaded it: serve the request again."""
-
-    def __init__(self, receive: Receive) -> None:
-        self.receive = receive
-
-
-class Unavailable(Exception):
-    """The shared state cannot be reached: the request is answered ``error`` (503)."""
-
-    def __init__(self, error: ApiError) -> None:
-        self.error = error
 
 
 async def admit(

@@ -40,8 +40,7 @@ from mockstore.errors import ApiError
 from mockstore.journal import Journal
 from mockstore.kept_journals import KeptJournals
 from mockstore.memory import OverBudget
-from mockstore.shared.backend import StateUnavailable
-from mockstore.shared.deadline import outside_any_deadline, time_left
+from mockstore.shared.deadline import StateUnavailable, outside_any_deadline, time_left
 from mockstore.urls import TENANT_ID, TENANTS_PREFIX, is_control_path
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ is measured in ``bench/cold_start.py``.
 from __future__ import annotations
 
 import asyncio
+import os
+import platform
 import re
 import subprocess
 import sys
@@ -20,13 +22,16 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 
-from mockstore import MockServer, schemas
+from mockstore import MockServer, schemas, verdicts
 from mockstore.app import create_app
+from mockstore.scenario import resolve_scenario
+from mockstore.server import tune_allocator
 from tests.support import PATIENT, auth
 
 # Modules that serving an API request does not need: imported on first use only.
@@ -40,6 +45,17 @@ NOT_AT_START = (
     "mockstore.cli.calibrate",
     "starlette.applications",
     "starlette.routing",
+    # A scenario checked before is not checked by jsonschema again (mockstore.verdicts),
+    # and a valid query is checked by plain code (mockstore.parameter_checks).
+    "jsonschema",
+    "referencing",
+    "yaml",  # nor read by PyYAML: what it parsed into is kept too
+    # No WebSocket protocol, in the server nor in its probe of uvicorn (fast_answer).
+    "websockets",
+    # In memory, no Redis backend (mockstore.sharing_errors, shared/deadline.py).
+    "mockstore.sharing",
+    "mockstore.shared.backend",
+    "redis",
 )
 _IMPORT = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)")
 _ADDRESS = re.compile(r"serving (http://\S+?:\d+)")
@@ -61,7 +77,13 @@ class Started:
 
 
 @pytest.fixture
-def started() -> Iterator[Started]:
+def started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Started]:
+    # A start after the first: the default scenario's verdict is in the cache.
+    monkeypatch.setenv(verdicts.CACHE_ENV, str(tmp_path / "verdicts"))
+    resolve_scenario("default").load()
+    # The OpenAPI document was parsed in this process before the cache moved: kept again.
+    source = resources.files("mockstore").joinpath("openapi.yaml").read_bytes()
+    verdicts.keep_parsed("openapi", source, schemas.openapi_document())
     command = [sys.executable, "-X", "importtime", "-m", "mockstore", "serve", "--port", "0"]
     process = subprocess.Popen(
         [*command, "--log-level", "warning"],
@@ -69,6 +91,7 @@ def started() -> Iterator[Started]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ},
     )
     run = Started(process)
 
@@ -165,3 +188,13 @@ def test_a_deleted_tenant_whose_control_api_was_never_called_closes() -> None:
 def test_the_openapi_document_reads_the_same_through_libyaml() -> None:
     text = resources.files("mockstore").joinpath("openapi.yaml").read_text("utf-8")
     assert schemas.openapi_document() == yaml.safe_load(text)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_the_allocator_is_tuned_without_a_child_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ctypes.util.find_library ran `ldconfig -p` in a child process at every start.
+    def no_child(*args: object, **kwargs: object) -> None:
+        raise AssertionError("tune_allocator started a process")
+
+    monkeypatch.setattr(subprocess, "Popen", no_child)
+    assert tune_allocator() is True

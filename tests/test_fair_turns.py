@@ -219,6 +219,7 @@ FREEZE_REPORTER = [
     "-c",
     "import atexit, gc, sys\n"
     "atexit.register(lambda: print('frozen objects:', gc.get_freeze_count(), flush=True))\n"
+    "atexit.register(lambda: print('collecting:', gc.isenabled(), flush=True))\n"
     "from mockstore.cli.main import main\n"
     "sys.exit(main(sys.argv[1:]))\n",
 ]
@@ -232,3 +233,5 @@ def test_a_served_process_leaves_its_start_out_of_garbage_collections() -> None:
     frozen = [line for line in server.output if line.startswith("frozen objects:")]
     assert frozen, server.log()
     assert int(frozen[-1].split(":")[1]) > 10_000
+    # Its start ran with collections off (cli.main); serving, it collects again.
+    assert "collecting: True" in server.output, server.log()

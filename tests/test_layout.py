@@ -66,6 +66,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.intake",
         "mockstore.urls",
         "mockstore.validation",
+        "mockstore.parameter_checks",
+        "mockstore.verdicts",
         "mockstore.scenario.*",  # model, build, loader, source
         "mockstore.limiter.*",  # the general limiter: windows, buckets, logs, their headers
         "mockstore.reports.*",  # pure functions of journal entries
@@ -81,6 +83,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.transport",
         "mockstore.tenants",
         "mockstore.sharing",
+        "mockstore.sharing_errors",
         "mockstore.shaping",
         "mockstore.control.*",
     ),

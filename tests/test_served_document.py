@@ -58,7 +58,7 @@ def _validator(document: dict[str, Any], schema: dict[str, Any]) -> Any:
         uri, Resource.from_contents(document, default_specification=DRAFT202012)
     )
     resolved = json.loads(json.dumps(schema).replace('"#/', f'"{uri}#/'))
-    return schemas.Validator(resolved, registry=registry)
+    return schemas.validator_class()(resolved, registry=registry)
 
 
 @pytest.mark.parametrize("knob", ["(none)", *KNOBS])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import ipaddress
 import logging
 import os
@@ -331,6 +332,9 @@ def run_workers(
     try:
         for index in range(count):
             start(index)
+        # The workers forked with collections off freeze their start (freeze_startup);
+        # the parent, which only watches them, collects as any process does.
+        gc.enable()
         while workers:
             for pid, status in _reaped():
                 index = workers.pop(pid, None)

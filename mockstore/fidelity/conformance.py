@@ -100,7 +100,7 @@ def inlined(pointer: str) -> Any:
     target: Any = document
     for part in pointer.removeprefix("#/").split("/"):
         target = target[part]
-    return schemas.Validator(resolve(target), format_checker=schemas.format_checker)
+    return schemas.validator_class()(resolve(target), format_checker=schemas.format_checker())
 
 
 _arrays: dict[str, tuple[Any, str] | None] = {}
@@ -115,7 +115,7 @@ def _array_of_refs(pointer: str) -> tuple[Any, str] | None:
         items = node.get("items") if isinstance(node, dict) else None
         rest = {k: v for k, v in node.items() if k != "items"} if items else {}
         if isinstance(items, dict) and set(items) == {"$ref"} and "$ref" not in json.dumps(rest):
-            _arrays[pointer] = (schemas.Validator(rest), items["$ref"])
+            _arrays[pointer] = (schemas.validator_class()(rest), items["$ref"])
         else:
             _arrays[pointer] = None
     return _arrays[pointer]

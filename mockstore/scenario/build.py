@@ -16,7 +16,7 @@ import re
 from pathlib import Path as FilePath
 from typing import Any
 
-from mockstore import schemas
+from mockstore import schemas, verdicts
 from mockstore.clock import parse_time
 from mockstore.limits import MAX_SCENARIO_BYTES
 from mockstore.ratelimit import BUILTIN_PLANS, BanPolicy, Plan
@@ -46,6 +46,7 @@ from mockstore.scenario.model import (
     Scenario,
     behaviour_value,
 )
+from mockstore.scenario.problems import build_account
 from mockstore.scenario.surroundings import surroundings
 from mockstore.urls import CONTROL_PREFIX, is_control_path
 
@@ -70,6 +71,18 @@ def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
             f"{MAX_SCENARIO_BYTES:,} bytes (use generate: for large inventories)"
         )
         raise ScenarioError([Problem(file, 1, 1, "$", message)])
+    source = text.encode("utf-8", "surrogatepass")
+    # Loads that draw on no memory account (a start's) may take the data the same
+    # text parsed into before, and the verdict on it (``mockstore.verdicts``): no
+    # YAML parser and no jsonschema. Should such a load find any problem, it is
+    # loaded again from the text, for the problems' places in the file.
+    unpriced = build_account() is None
+    if unpriced:
+        data = verdicts.parsed_before("scenario", source)
+        if isinstance(data, dict) and verdicts.known_valid(data):
+            scenario, problems = _build(text, data, Marks(), file, known=True)
+            if not problems:
+                return scenario
     data, marks = parse_yaml(text, file)
     if not isinstance(data, dict):
         # Never quote it: a file given by mistake (say /etc/passwd) stays out of the log.
@@ -78,13 +91,28 @@ def load_scenario(text: str, file: str = "<scenario>") -> Scenario:
             "is a mapping that starts with version: 1"
         )
         raise ScenarioError([Problem(file, 1, 1, "$", message)])
-    checked = check_schema(data, marks, file)
-    builder = _Builder(data, marks, file, broken=[path for path, _ in checked])
+    # jsonschema's checks (the schema, the pets, the Error bodies) are skipped for data
+    # the same code found valid before (``mockstore.verdicts``): most of a start.
+    known = verdicts.known_valid(data)
+    scenario, problems = _build(text, data, marks, file, known=known)
+    if problems:
+        raise ScenarioError(problems)
+    if not known:
+        verdicts.remember_valid(data)
+    if unpriced:
+        verdicts.keep_parsed("scenario", source, data)
+    return scenario
+
+
+def _build(
+    text: str, data: dict[str, Any], marks: Marks, file: str, known: bool
+) -> tuple[Scenario, list[Problem]]:
+    """The scenario ``data`` makes, and every problem found in it, in file order."""
+    checked = [] if known else check_schema(data, marks, file)
+    builder = _Builder(data, marks, file, broken=[path for path, _ in checked], known=known)
     scenario = builder.build(text)
     problems = {str(p): p for p in [*(p for _, p in checked), *builder.problems]}
-    if problems:
-        raise ScenarioError(sorted(problems.values(), key=lambda p: (p.line, p.column, p.path)))
-    return scenario
+    return scenario, sorted(problems.values(), key=lambda p: (p.line, p.column, p.path))
 
 
 # Headers mockstore writes on every answer (or some), and the setting that decides each:
@@ -131,13 +159,20 @@ class _Builder:
     """
 
     def __init__(
-        self, data: dict[str, Any], marks: Marks, file: str, broken: list[Path] | None = None
+        self,
+        data: dict[str, Any],
+        marks: Marks,
+        file: str,
+        broken: list[Path] | None = None,
+        known: bool = False,
     ) -> None:
         self.data = data
         self.marks = marks
         self.file = file
         self.problems: list[Problem] = []
         self._broken = [path for path in broken or [] if path]
+        # jsonschema found the whole of ``data`` valid before: its checks are not run again.
+        self.known = known
 
     def problem(self, path: Path, message: str, *, key: bool = False) -> None:
         self.problems.append(problem_at(self.file, self.marks, path, message, key=key))
@@ -227,6 +262,7 @@ class _Builder:
                     self.problem,
                     lambda index: self.marks.at(("pets", index))[0],
                     keep=collections.unknown_fields == "keep",
+                    known=self.known,
                 )
             ),
             generate_pets=self.get(("generate", "pets")),
@@ -426,7 +462,8 @@ class _Builder:
         if not self.checkable((*path, "body")):
             return
         body = raw["body"]
-        for error in schemas.errors_of(schemas.schema_validator("Error"), body):
+        errors = () if self.known else schemas.errors_of(schemas.schema_validator("Error"), body)
+        for error in errors:
             self.problem(
                 (*path, "body", *error.absolute_path),
                 "not an Error: " + schemas.describe(error, ""),

@@ -6,9 +6,25 @@
 (``pip install 'mockstore[redis]'``).
 """
 
-from mockstore.shared.backend import SharedState, StateUnavailable
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mockstore.shared.backend import SharedState, StateUnavailable
 
 __all__ = ["SharedState", "StateUnavailable", "open_state"]
+
+
+def __getattr__(name: str) -> Any:
+    # The backend (redis-py's client, the scripts, the journal's records) is imported
+    # when a state in Redis is used, not by every server that imports a module of this
+    # package (an in-memory one names StateUnavailable from ``deadline``; its start).
+    if name in ("SharedState", "StateUnavailable"):
+        from mockstore.shared import backend
+
+        return getattr(backend, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_state(shared: SharedState) -> None:

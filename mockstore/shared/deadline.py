@@ -37,6 +37,14 @@ class StateUnavailable(Exception):
     """
 
 
+class Stale(Exception):
+    """The configuration changed since this process read it; it has reloaded: start again.
+
+    (Defined here with ``StateUnavailable``, so an in-memory server's request path can
+    name both without importing the Redis backend; ``backend`` exports it.)
+    """
+
+
 _DEADLINE: ContextVar[float | None] = ContextVar("mockstore_shared_deadline", default=None)
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from mockstore.shared.backend import SharedState, Stale
-from mockstore.shared.deadline import StateUnavailable
+from mockstore.shared.backend import SharedState
+from mockstore.shared.deadline import Stale, StateUnavailable
 
 # KEYS: 1 generation, 2 the epoch's request number (the request script's KEYS[4]).
 # ARGV: 1 the generation this process serves.

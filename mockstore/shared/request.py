@@ -14,7 +14,8 @@ from mockstore.faults import SharedRules
 from mockstore.limiter.limiter import Limiter
 from mockstore.ratelimit import DAY, MINUTE, Plan
 from mockstore.shared import general
-from mockstore.shared.backend import SharedState, Stale
+from mockstore.shared.backend import SharedState
+from mockstore.shared.deadline import Stale
 from mockstore.shared.store import Operation, Resize
 from mockstore.state import NO_BAN
 
