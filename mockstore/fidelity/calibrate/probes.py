@@ -401,10 +401,6 @@ class Calibrator:
             self._send("a status filter in capitals", "GET", "/pets?status=SOLD&limit=1", key=key)
         if self.open("collections.numbers.query"):
             self._send("a limit written 1.0", "GET", "/pets?limit=1.0", key=key)
-        if self.open("collections.filters.several_statuses"):
-            self._send(
-                "a filter of two statuses", "GET", "/pets?status=available,pending&limit=5", key=key
-            )
 
     def _spend_a_minute(self) -> None:
         """Spend the minute of the key with the least left; its first 429 ends it."""
