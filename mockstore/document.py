@@ -128,7 +128,7 @@ def openapi_for(scenario: Scenario) -> dict[str, Any]:
         if route.operation is None and route.method and route.path:
             _route_path(document, route, scenario)
     if scenario.ratelimit != DEFAULT_LIMITS:
-        describe_limiter(document, scenario.ratelimit)
+        describe_limiter(document, scenario.ratelimit, scenario.plans.values())
     for rule in scenario.faults:
         if rule.reply is not None:
             _fault_answers(document, rule, scenario)
@@ -176,6 +176,16 @@ def _refusals(
     wanted: dict[int, list[str]] = {}
     for condition in conditions:
         wanted.setdefault(status_of(condition, scenario), []).append(condition)
+    # A window with a refusal of its own (ratelimit.refusal.minute, day) refuses with it.
+    windows: dict[int, list[str]] = {}
+    if "rate_limited" in conditions:
+        for window in ("minute", "day"):
+            own = scenario.ratelimit.refusals.of(window)
+            if own is not None:
+                windows.setdefault(own.status, []).append(
+                    f"rate_limited by the {window} window (code {own.code})"
+                )
+                wanted.setdefault(own.status, [])
     moved = {
         ERROR_CODES[CONDITIONS[condition].code].status
         for condition in (*_CALLER, *_BY_OPERATION.get(operation, ()))
@@ -187,7 +197,9 @@ def _refusals(
             del responses[status]
     for status, conditions_there in sorted(wanted.items()):
         key = str(status)
-        said = ", ".join(f"{c} (code {codes[c]})" for c in conditions_there)
+        said = ", ".join(
+            [f"{c} (code {codes[c]})" for c in conditions_there] + windows.get(status, [])
+        )
         if key not in responses:
             responses[key] = _error_answer(f"Refused: {said}.")
         else:

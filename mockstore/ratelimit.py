@@ -107,6 +107,9 @@ class Decision(NamedTuple):
     day_remaining: int
     minute_reset: int
     day_reset: int
+    # The window that refused a request (``window`` may name the described one instead):
+    # a scenario may give each window its own refusal (``mockstore.limiter.refusals``).
+    blocking: str = "minute"
 
     @property
     def allowed(self) -> bool:
@@ -114,7 +117,8 @@ class Decision(NamedTuple):
 
 
 # Decision(...) without the Python frame of the generated ``__new__`` (the
-# fields in order, as one tuple): the allowed path makes one per request.
+# fields in order, as one tuple: every field, defaults too): the allowed path
+# makes one per request.
 _new_decision = tuple.__new__
 
 
@@ -395,12 +399,12 @@ class RateLimiter:
                 return _new_decision(
                     Decision,
                     (verdict, plan.per_day, day_left, day_reset, 0, retry_at, "day",
-                     minute_left, day_left, minute_reset, day_reset),
+                     minute_left, day_left, minute_reset, day_reset, "minute"),
                 )  # fmt: skip
             return _new_decision(
                 Decision,
                 (verdict, plan.per_minute, minute_left, minute_reset, 0, retry_at, "minute",
-                 minute_left, day_left, minute_reset, day_reset),
+                 minute_left, day_left, minute_reset, day_reset, "minute"),
             )  # fmt: skip
         window: Literal["minute", "day"]
         if verdict == "rate_limited" and self._refusals_described:

@@ -45,6 +45,16 @@ ROUTER_WITHOUT_HEAD = Router(OPERATIONS.values(), head=False)
 _GET_OPERATIONS = frozenset(op.operation_id for op in OPERATIONS.values() if op.method == "GET")
 
 
+class WindowRefusal(ApiError):
+    """A refusal by a window with a refusal of its own (``ratelimit.refusal.minute``,
+    ``day``): its status and code are the window's, not restyled as ``rate_limited``'s."""
+
+    __slots__ = ()
+
+    def __init__(self, code: str, message: str, *, status: int) -> None:
+        super().__init__(code, message, status=status, condition="rate_limited")
+
+
 class Caller:
     """Who sent a request, as the limiter counted it.
 
@@ -224,6 +234,13 @@ class PetStoreService:
         # Callers without a valid key are counted per address, or not at all.
         self._anonymous_counted = scenario.ratelimit.anonymous == "per_address"
         self._ban_status = scenario.ban.status if scenario.ban else None
+        # Each window's own refusal (ratelimit.refusal.minute/day), if the scenario has one.
+        refusals = scenario.ratelimit.refusals
+        self._refusals = {
+            window: refusal
+            for window in ("minute", "day")
+            if (refusal := refusals.of(window)) is not None
+        }
         collections = scenario.collections
         self._default_status = collections.default_status
         # The 201 is the pet as sent, later reads say the default (defaults.applied: read).
@@ -339,11 +356,15 @@ class PetStoreService:
             )
         if decision.verdict == "rate_limited":
             window = "per-day" if decision.window == "day" else "per-minute"
-            return ApiError(
+            error = ApiError(
                 "rate_limited",
                 f"{window} allowance of {decision.limit} requests used up; "
                 f"retry after {decision.retry_after} s",
             )
+            own = self._refusals.get(decision.blocking) if self._refusals else None
+            if own is not None:  # the refusing window's own status and code, kept as worded
+                return WindowRefusal(own.code, error.message, status=own.status)
+            return error
         if unrouted is not None and self._path_before_auth:
             return unrouted
         assert caller.key is None, "an admitted caller has no refusal"
@@ -372,7 +393,7 @@ class PetStoreService:
         resolved once, when the service was built.
         """
         style = self._styles.get(error.condition)
-        if style is not None:
+        if style is not None and type(error) is not WindowRefusal:
             error.code, status = style
             if status is not None:
                 error.status = status

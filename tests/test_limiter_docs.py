@@ -139,3 +139,22 @@ def test_nginx_refuses_with_503_and_leaves_callers_without_a_key_alone(example: 
     anonymous = [example.get(None) for _ in range(20)]
     assert {a.status_code for a in anonymous} == {401}
     assert all("x-ratelimit-limit" not in a.headers for a in anonymous)
+
+
+@pytest.mark.parametrize("example", ["stacked.yaml"], indirect=True)
+def test_a_burst_refused_503_beside_an_hourly_quota_refused_429(example: Served) -> None:
+    admitted = [example.get("app-key") for _ in range(3)]
+    assert [answer.status_code for answer in admitted] == [200, 200, 200]
+    assert admitted[-1].headers["x-ratelimit-remaining"] == "97"  # the hour's
+    burst = example.get("app-key")
+    assert (burst.status_code, burst.json()["code"]) == (503, "slow_down")
+    assert "retry-after" not in burst.headers
+    example.advance(1)
+    assert example.get("app-key").status_code == 200
+    for _ in range(96):  # a request a second spends the rest of the hour
+        example.advance(1)
+        assert example.get("app-key").status_code == 200
+    example.advance(1)
+    quota = example.get("app-key")
+    assert (quota.status_code, quota.json()["code"]) == (429, "quota_exceeded")
+    assert quota.headers["retry-after"] == "Sun, 01 Mar 2026 13:00:00 GMT"

@@ -1,20 +1,19 @@
 """The general limiter's two halves decide alike: Python in memory, Lua in Redis.
 
-``mockstore.limiter`` writes each rule twice, side by side: the Python that a
-state in memory runs and the Lua of the request script that a shared state
-(``serve --state redis://``) runs in one atomic step. Hypothesis draws a
-limiter (each window's length and algorithm, the time zone, what counts, the
-ban), two plans (the second may count its windows over lengths of its own) and a
-sequence of requests from a few callers at instants that
-only move forward (some at once, some a hair apart, some a window apart), and
-sends each request to both: to ``Limiter.check`` and to the request script
-on a real ``redis-server`` started on a free loopback port. Every field of
-every decision must be the same, to the last bit of every instant. Some
-callers start with allowance spent (a scenario's ``used:``), written to Redis
-by the control script as a shared state writes them; some admitted requests
-are given back (an answer that does not count, ``ratelimit.not_counted``) by
-each twin's refund; and at the end what Redis holds, read back, stands as
-memory stands.
+``mockstore.limiter`` writes each rule twice, side by side: the Python that a state in
+memory runs and the Lua of the request script that a shared state (``serve --state
+redis://``) runs in one atomic step. Hypothesis draws a limiter (each window's length
+and algorithm, the time zone, what counts, the ban, which window refuses a request
+both block), two plans (the second may count its windows over lengths of its own) and
+a sequence of requests from a few callers at instants that only move forward (some at
+once, some a hair apart, some a window apart), and sends each request to both: to
+``Limiter.check`` and to the request script on a real ``redis-server`` started on a
+free loopback port. Every field of every decision must be the same, to the last bit of
+every instant. Some callers start with allowance spent (a scenario's ``used:``),
+written to Redis by the control script as a shared state writes them; some admitted
+requests are given back (an answer that does not count, ``ratelimit.not_counted``) by
+each twin's refund; and at the end what Redis holds, read back, stands as memory
+stands.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from hypothesis import strategies as st
 
 from mockstore.limiter.limiter import Limiter, restored
 from mockstore.limiter.model import ALGORITHMS, Limits, Window
+from mockstore.limiter.refusals import PRECEDENCES, Refusals
 from mockstore.ratelimit import BanPolicy, Plan
 from mockstore.shared import general
 from mockstore.shared.scripts import CONTROL, GENERAL_REQUEST, REFUND
@@ -86,6 +86,8 @@ def limiters(draw: st.DrawFn) -> tuple[Limits, BanPolicy, list[Plan]]:
         time_zone=draw(st.sampled_from(ZONES)),
         counts=draw(st.sampled_from(["served", "attempts"])),
         lengths_per_plan=own is not None,
+        # Which window refuses a request both block (ratelimit.refusal.precedence).
+        refusals=Refusals(draw(st.sampled_from(PRECEDENCES))),
     )
     ban = BanPolicy(
         after_rejections=draw(st.integers(1, 6)),

@@ -34,9 +34,12 @@ from mockstore.control.operations import (
 from mockstore.control.scope import RAW_KEYS
 from mockstore.journal import mask
 from mockstore.keys import ApiKey, key_bucket
+from mockstore.limiter.limiter import Limiter
 from mockstore.limiter.log import log_problem
+from mockstore.limiter.rules import length_problem
 from mockstore.memory import OverBudget
-from mockstore.ratelimit import NO_DAY, Plan, Usage
+from mockstore.ratelimit import Usage
+from mockstore.scenario.limits import plan_of
 from mockstore.scenario.loader import Marks, schema_problems
 from mockstore.shared.backend import StateUnavailable
 from mockstore.state import KEY_COST, Runtime
@@ -205,22 +208,31 @@ class KeyEndpoints:
                 507,
             )
         plan = body.get("plan", "free")
-        if isinstance(plan, dict):
+        inline = isinstance(plan, dict)
+        if inline:
             name = f"custom:{key}"
-            # No per_day: no day allowance (as in a scenario).
-            state.plans[name] = Plan(name, plan["per_minute"], plan.get("per_day", NO_DAY))
+            # As a scenario's inline plan reads (no per_day: no day allowance; its own
+            # window lengths where it states them).
+            state.plans[name] = plan_of(name, plan)
             plan = name
         if plan not in state.plans:
             if state.account is not None:
                 state.account.release(KEY_COST)
             known = ", ".join(sorted(state.plans))
             return error_response("unknown_plan", f"unknown plan {plan!r} (known: {known})", 400)
-        too_long = log_problem(state.scenario.ratelimit, state.plans[plan])
+        limits = state.scenario.ratelimit
+        too_long = log_problem(limits, state.plans[plan]) or length_problem(
+            limits, state.plans[plan]
+        )
         if too_long is not None:
             if state.account is not None:
                 state.account.release(KEY_COST)
+            if inline:  # the refused key's plan is not kept
+                state.plans.pop(plan, None)
             return error_response("invalid_request", too_long, 400)
         issued = ApiKey(key, plan, body.get("tenant") or key)
+        if isinstance(state.limiter, Limiter):
+            state.limiter.admit(state.plans[plan])
         used = body.get("used", {})
         shared = self.runtime.shared
         try:

@@ -74,6 +74,12 @@ class Announcer:
         banned = headers.retry_after_banned
         self._banned_form = headers.retry_after if banned == "same" else banned
         self._zero = headers.uncounted == "zero"
+        # A window's own Retry-After form (ratelimit.refusal.<window>.retry_after), if any.
+        self._refusal_forms = {
+            window: refusal.retry_after
+            for window in ("minute", "day")
+            if (refusal := limits.refusals.of(window)) is not None and refusal.retry_after
+        }
         self._second = headers.second
         self._second_names = [
             headers.second.header(figure).lower().encode("latin-1")
@@ -182,6 +188,8 @@ class Announcer:
     def retry_after(self, decision: Decision, now: float, offset: float) -> bytes | None:
         """A refusal's ``Retry-After`` in the scenario's form for its condition (None: none)."""
         form = self._banned_form if decision.verdict == "key_banned" else self.headers.retry_after
+        if self._refusal_forms and decision.verdict == "rate_limited":
+            form = self._refusal_forms.get(decision.blocking, form)
         if form == "seconds":
             return b"%d" % decision.retry_after
         if form == "decimal":

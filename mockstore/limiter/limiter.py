@@ -33,6 +33,7 @@ from mockstore.limiter.buckets import LEAKY_BUCKET_LUA, TOKEN_BUCKET_LUA
 from mockstore.limiter.counters import FIXED_LUA, SLIDING_WINDOW_LUA
 from mockstore.limiter.log import LOG_CHUNK, LOG_ENTRY_BYTES, SLIDING_LOG_LUA
 from mockstore.limiter.model import Limits
+from mockstore.limiter.refusals import PRECEDENCE_LETTERS, REFUSING_LUA, refusing
 from mockstore.limiter.rules import PlanRules, Rule, rule_for
 from mockstore.memory import Account
 from mockstore.ratelimit import (
@@ -103,8 +104,11 @@ class Limiter:
             rule_for(limits.day, limits.time_zone),
         )
         # The rules of each plan's windows (a plan may count one over a length of its own).
-        self.rules_of = PlanRules(limits, self.rules).of
+        self._plan_rules = PlanRules(limits, self.rules)
+        self.rules_of = self._plan_rules.of
+        self.admit = self._plan_rules.admit  # a plan issued at run time
         self.attempts = limits.counts == "attempts"
+        self._precedence = limits.refusals.precedence
         self._consecutive = ban.trigger == "consecutive"
         headers = limits.headers
         self._describes = None if headers.describes == "tightest" else headers.describes
@@ -137,12 +141,11 @@ class Limiter:
         if allowed:
             bucket.admitted += 1
             return self._figures("allowed", plan, now, 0.0, "minute", slots)
-        # The wait: until every window allows again (after this attempt, where it counts).
-        retry_at, blocking = -math.inf, "minute"
-        for name, (rule, state, quota) in zip(_NAMES, slots, strict=False):
-            at = rule.at(state, now, quota)
-            if at >= retry_at:
-                retry_at, blocking = at, name
+        # The wait: until the refusing window allows again (after this attempt, where it
+        # counts); by default the one that holds out longest (``refusals.refusing``).
+        ats = [rule.at(state, now, quota) for rule, state, quota in slots]
+        retry_at, index = refusing(ats, now, self._precedence)
+        blocking = _NAMES[index]
         escalate(self.ban, self._consecutive, self.wall, bucket, now, retry_at, bucket.admitted)
         return self._figures("rate_limited", plan, now, retry_at, blocking, slots)
 
@@ -258,6 +261,7 @@ class Limiter:
             day_left,
             minute_reset,  # type: ignore[arg-type]
             day_reset,  # type: ignore[arg-type]
+            blocking,
         )
 
     # -- the control API ------------------------------------------------------
@@ -466,6 +470,7 @@ if wider then return wider end
     + _slots_lua(arguments=5, logs=5, bucket=2)
     + BAN_LUA
     + _RULES_LUA
+    + REFUSING_LUA
     + r"""
 for _, st in ipairs(slots) do A[st.kind].roll(st, now) end
 local blocking = 'm'
@@ -477,18 +482,14 @@ else
   for _, st in ipairs(slots) do
     if A[st.kind].at(st, now) > now then allowed = false end
   end
-  if allowed or ARGV[4] == 'a' then
+  if allowed or string.sub(ARGV[4], 1, 1) == 'a' then
     for _, st in ipairs(slots) do A[st.kind].count(st, now) end
   end
   if allowed then
     admitted = admitted + 1
   else
     verdict = 'rate_limited'
-    retry_at = -math.huge
-    for _, st in ipairs(slots) do
-      local at = A[st.kind].at(st, now)
-      if at >= retry_at then retry_at = at; blocking = st.w end
-    end
+    retry_at, blocking = refusing(slots, now, string.sub(ARGV[4], 2))
     escalate(admitted)
   end
 end
@@ -539,7 +540,10 @@ def script_arguments(
 
     ``plan`` None: a caller the limiter does not count (no window, nothing counted).
     """
-    args: list[str | int | float] = ["a" if limiter.attempts else "s"]
+    # What counts, and which window refuses when several block (``refusals``).
+    args: list[str | int | float] = [
+        ("a" if limiter.attempts else "s") + PRECEDENCE_LETTERS[limiter.limits.refusals.precedence]
+    ]
     quotas = (None, None) if plan is None else (plan.per_minute, plan.day)
     for rule, quota in zip(limiter.rules_of(plan), quotas, strict=True):
         grid = rule.grid

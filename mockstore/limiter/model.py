@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mockstore.limiter.refusals import NO_REFUSALS, Refusals
+
 # The algorithms a window may count with, as the scenario names them.
 FIXED = "fixed"
 SLIDING_LOG = "sliding_log"
@@ -150,6 +152,8 @@ class Limits:
     them, whose answers give back what their request took. ``lengths_per_plan``:
     some plan counts a window over a length of its own (``Plan.minute_seconds``,
     ``day_seconds``), keeping the window's algorithm, alignment and time zone.
+    ``refusals``: which window refuses a request several block, and each window's
+    own status, code and ``Retry-After`` form (``mockstore.limiter.refusals``).
     """
 
     minute: Window = Window(60)
@@ -161,6 +165,8 @@ class Limits:
     # Statuses (304) and classes of them ("5xx") whose answers give back what they took.
     not_counted: tuple[int | str, ...] = ()
     lengths_per_plan: bool = False
+    # Which window refuses when several block, and how each refuses (``ratelimit.refusal``).
+    refusals: Refusals = NO_REFUSALS
 
     def gives_back(self, status: int) -> bool:
         """Whether an answer of ``status`` gives back what its request took."""
@@ -187,6 +193,7 @@ class Limits:
             # requests in Redis without counting them (the classic one counts everyone).
             and self.anonymous == "per_address"
             and not self.lengths_per_plan
+            and self.refusals == NO_REFUSALS
         ):
             return minute.align
         return None

@@ -12,9 +12,12 @@ and the document.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mockstore.limiter.model import Limits, a_success
+from mockstore.limiter.rules import plan_lengths
+from mockstore.ratelimit import Plan
 
 _REF = "#/components/headers/"
 _FIGURE_HEADERS = {
@@ -32,11 +35,12 @@ _UNITS = {
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
-def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
-    """Make ``document``'s rate-limit headers say what ``limits``' answers carry (in place)."""
+def describe_limiter(document: dict[str, Any], limits: Limits, plans: Iterable[Plan] = ()) -> None:
+    """Make ``document``'s rate-limit headers say what ``limits``' answers carry (in place);
+    ``plans``: the scenario's, whose own window lengths the draft policies state."""
     headers = limits.headers
     components = document["components"]["headers"]
-    _components(components, limits)
+    _components(components, limits, list(plans))
     for item in document["paths"].values():
         for method in [m for m in _METHODS if m in item]:
             for status, answer in item[method]["responses"].items():
@@ -74,7 +78,7 @@ def describe_limiter(document: dict[str, Any], limits: Limits) -> None:
                     listed.pop("Retry-After")
 
 
-def _components(components: dict[str, Any], limits: Limits) -> None:
+def _components(components: dict[str, Any], limits: Limits, plans: list[Plan]) -> None:
     headers = limits.headers
     reset = components["X-RateLimit-Reset"]
     unit = _UNITS[headers.reset]
@@ -113,8 +117,8 @@ def _components(components: dict[str, Any], limits: Limits) -> None:
     components["RateLimit-Policy"] = {
         "description": "The IETF draft's policies: "
         + ", ".join(
-            f'"{names[window]}" ({limits.windows[i][1].seconds} s)'
-            for i, window in enumerate(("minute", "day"))
+            f'"{names[name]}" ({_lengths(limits, plans, i)})'
+            for i, (name, _) in enumerate(limits.windows)
         )
         + ".",
         "schema": {"type": "string"},
@@ -123,3 +127,16 @@ def _components(components: dict[str, Any], limits: Limits) -> None:
         "description": "The IETF draft's state of each policy: r remaining, t seconds to reset.",
         "schema": {"type": "string"},
     }
+
+
+def _lengths(limits: Limits, plans: list[Plan], index: int) -> str:
+    """A window's length (``index`` 0 the minute, 1 the day), and each plan's own beside it
+    (a key's inline plan unnamed: its name holds the key)."""
+    seconds = limits.windows[index][1].seconds
+    own = []
+    for plan in plans:
+        length = plan_lengths(limits, plan)[index]
+        if length != seconds:
+            name = "a key's own plan" if plan.name.startswith("custom:") else f"plan {plan.name}"
+            own.append(f"{name}: {length} s")
+    return "; ".join([f"{seconds} s", *own])

@@ -21,6 +21,7 @@ from mockstore.limiter.counters import FixedWindow, SlidingWindow
 from mockstore.limiter.grid import Grid
 from mockstore.limiter.log import SlidingLog
 from mockstore.limiter.model import (
+    DAY_SECONDS,
     FIXED,
     LEAKY_BUCKET,
     SLIDING_LOG,
@@ -57,6 +58,34 @@ def plan_lengths(limits: Limits, plan: Plan) -> tuple[int, int]:
     )
 
 
+def length_problem(limits: Limits, plan: Plan) -> str | None:
+    """Why ``plan``'s own window lengths cannot be counted under ``limits`` (None: they can).
+
+    A key issued at run time may bring a plan of its own (the control API's inline
+    plan): its lengths obey what a scenario's plans obey (``mockstore.scenario.limits``
+    checks those with the file's positions), and need the general limiter, which
+    a scenario whose plans all count the scenario's windows may not have.
+    """
+    for name, window, seconds in (
+        ("minute", limits.minute, plan.minute_seconds),
+        ("day", limits.day, plan.day_seconds),
+    ):
+        if not seconds or seconds == window.seconds:
+            continue
+        if window.gridded and DAY_SECONDS % seconds:
+            return (
+                f"{name}_seconds: a {window.algorithm} window on the clock's grid divides "
+                f"the day: {seconds} s does not"
+            )
+        if limits.classic_windows is not None:
+            return (
+                f"{name}_seconds: this scenario is counted by mockstore's own fixed windows, "
+                "which have no length per plan: give a plan of the scenario a length of its "
+                f"own (plans.<name>.{name}_seconds), or choose another ratelimit: setting"
+            )
+    return None
+
+
 class PlanRules:
     """Each plan's two rules: the scenario's, or built once for each pair of own lengths."""
 
@@ -83,3 +112,8 @@ class PlanRules:
                 rule_for(replace(limits.day, seconds=lengths[1]), limits.time_zone),
             )
         return rules
+
+    def admit(self, plan: Plan) -> None:
+        """Count ``plan`` (one issued at run time) over its own lengths from now on."""
+        if plan.minute_seconds or plan.day_seconds:
+            self._per_plan = True

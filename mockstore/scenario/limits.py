@@ -29,6 +29,7 @@ from mockstore.limiter.model import (
     SecondSet,
     Window,
 )
+from mockstore.limiter.refusals import NO_REFUSALS, Refusal, Refusals
 from mockstore.ratelimit import NO_DAY, Plan
 from mockstore.scenario.model import Behaviour, behaviour_value
 
@@ -155,7 +156,29 @@ def build_limits(reader: Reader, plans: dict[str, Plan], ban_status: int | None)
             own_length(plan, "minute", windows[0]) or own_length(plan, "day", windows[1])
             for plan in plans.values()
         ),
+        refusals=_refusals(reader),
     )
+
+
+def _refusals(reader: Reader) -> Refusals:
+    """``ratelimit.refusal``'s precedence and each window's own refusal, checked."""
+    where: Path = ("ratelimit", "refusal")
+    owns: dict[str, Refusal | None] = {}
+    for window in ("minute", "day"):
+        raw = reader.get((*where, window), None)
+        if not isinstance(raw, dict) or "status" not in raw or "code" not in raw:
+            owns[window] = None  # not stated, or refused by the schema
+            continue
+        owns[window] = Refusal(raw["status"], raw["code"], raw.get("retry_after"))
+        if raw["status"] == 429 and raw.get("retry_after") == "none":
+            reader.problem(
+                (*where, window, "retry_after"),
+                "a 429 carries Retry-After: 'none' needs a status other than 429",
+            )
+    precedence = reader.get((*where, "precedence"))
+    if precedence == "longest" and owns["minute"] is None and owns["day"] is None:
+        return NO_REFUSALS
+    return Refusals(precedence, owns["minute"], owns["day"])
 
 
 def _second_set(reader: Reader) -> SecondSet | None:

@@ -59,6 +59,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mockstore.keys import ApiKey, KeyRing, key_bucket
+from mockstore.limiter.limiter import Limiter
+from mockstore.limiter.model import Limits
+from mockstore.limiter.rules import length_problem
 from mockstore.ratelimit import Plan, Usage
 from mockstore.runs import Run
 from mockstore.scenario import ScenarioError
@@ -281,6 +284,7 @@ class SharedState(Connection):
         ``BadConfig`` when its scenario does not load here (nothing changed then)."""
         runtime = self.runtime
         number = config.run.number if config.run is not None else None
+        plans = plans_of(config.plans)
         if config.digest != self.digest:
             from mockstore.scenario import load_scenario
 
@@ -288,11 +292,14 @@ class SharedState(Connection):
                 scenario = await asyncio.to_thread(load_scenario, config.source, config.file)
             except ScenarioError as exc:
                 raise BadConfig(f"its scenario does not load: {exc}") from None
+            _check_plans(plans, scenario.ratelimit)
             prepared = await asyncio.to_thread(runtime.prepare, scenario)
             replaced = runtime.install(prepared, number)
             await asyncio.to_thread(release, [replaced])
-        elif config.epoch != self.epoch and self.epoch:
-            runtime.reset(number)
+        else:
+            _check_plans(plans, runtime.state.scenario.ratelimit)
+            if config.epoch != self.epoch and self.epoch:
+                runtime.reset(number)
         clock = config.clock
         moved_back = clock.back > self.clock_moves_back and self.epoch == config.epoch
         state = runtime.state
@@ -308,7 +315,10 @@ class SharedState(Connection):
             runtime.move_clock(min(target, state.clock.now()), number)
         state.clock.set(target, wall_now=wall_now)
         state.keys = KeyRing([ApiKey(*key) for key in config.keys])
-        state.plans = {**state.scenario.plans, **plans_of(config.plans)}
+        state.plans = {**state.scenario.plans, **plans}
+        if isinstance(state.limiter, Limiter):
+            for plan in plans.values():  # a key's plan issued through another process
+                state.limiter.admit(plan)
         if config.run is not None:
             self._adopt_run(config.run)
         self.generation = generation
@@ -546,3 +556,12 @@ async def key_pages(client: Any, pattern: str):  # type: ignore[no-untyped-def]
             yield keys
         if cursor == 0:
             return
+
+
+def _check_plans(plans: dict[str, Plan], limits: Limits) -> None:
+    """``BadConfig`` when a plan read back cannot be counted under ``limits`` (the control
+    API refuses such a plan; one in Redis was written by something else)."""
+    for plan in plans.values():
+        problem = length_problem(limits, plan)
+        if problem is not None:
+            raise BadConfig(f"its plan {plan.name!r:.40} cannot be counted: {problem}")

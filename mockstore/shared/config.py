@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockstore.keys import ApiKey
-from mockstore.ratelimit import Plan
+from mockstore.ratelimit import DAY, Plan
 from mockstore.runs import REASONS, Run
 
 # The largest whole number read back (Lua computes with doubles).
@@ -60,7 +60,9 @@ class Config:
     digest: str
     clock: SharedClock
     keys: tuple[tuple[str, str, str | None], ...]
-    plans: dict[str, tuple[int, int]]
+    # Each plan beyond the scenario's: (per minute, per day, minute's length, day's length;
+    # a length 0: the scenario's).
+    plans: dict[str, tuple[int, int, int, int]]
     run: Run | None  # the run the mock is in (None: written before runs were shared)
     journal: int  # the journal's start: the sequence number it starts after
 
@@ -162,14 +164,22 @@ def _keys(raw: Any) -> tuple[tuple[str, str, str | None], ...]:
     return tuple(keys)
 
 
-def _plans(raw: Any) -> dict[str, tuple[int, int]]:
+def _plans(raw: Any) -> dict[str, tuple[int, int, int, int]]:
     if not isinstance(raw, dict):
         raise TypeError("the plans are not an object")
     plans = {}
     for name, figures in raw.items():
-        if not isinstance(figures, list) or len(figures) != 2:
-            raise TypeError(f"plan {name!r:.40} is not [per minute, per day]")
-        plans[_name(name)] = (_count(figures[0]), _count(figures[1]))
+        # Two figures: a plan counted over the scenario's windows (as written before
+        # plans had lengths of their own); four: with the minute's and the day's length.
+        if not isinstance(figures, list) or len(figures) not in (2, 4):
+            raise TypeError(
+                f"plan {name!r:.40} is not [per minute, per day] "
+                "or [per minute, per day, minute seconds, day seconds]"
+            )
+        minute, day, *lengths = (_count(figure) for figure in figures)
+        if any(length > DAY for length in lengths):
+            raise ValueError(f"plan {name!r:.40} has a window longer than a day")
+        plans[_name(name)] = (minute, day, *lengths, 0, 0)[:4]  # type: ignore[assignment]
     return plans
 
 
@@ -223,14 +233,18 @@ def keys_json(keys: Iterable[ApiKey]) -> str:
 def custom_plans_json(scenario: Any, plans: dict[str, Plan]) -> str:
     """The plans beyond the scenario's (a key issued with a plan of its own)."""
     return json.dumps(
-        {
-            name: [plan.per_minute, plan.per_day]
-            for name, plan in plans.items()
-            if scenario.plans.get(name) != plan
-        }
+        {name: _figures(plan) for name, plan in plans.items() if scenario.plans.get(name) != plan}
     )
+
+
+def _figures(plan: Plan) -> list[int]:
+    """A plan as the configuration holds it: its lengths only where it has its own."""
+    figures = [plan.per_minute, plan.per_day]
+    if plan.minute_seconds or plan.day_seconds:
+        figures += [plan.minute_seconds, plan.day_seconds]
+    return figures
 
 
 def plans_of(raw: dict[str, Any]) -> dict[str, Plan]:
     """The plans a checked configuration holds, as the limiter takes them."""
-    return {name: Plan(name, minute, day) for name, (minute, day) in raw.items()}
+    return {name: Plan(name, *figures) for name, figures in raw.items()}
