@@ -17,6 +17,7 @@ import copy
 
 from mockstore.fidelity.calibrate.learn import learn
 from mockstore.fidelity.calibrate.options import Options
+from mockstore.fidelity.calibrate.result import Calibration, Key, merged
 from mockstore.fidelity.calibrate.writer import render_scenario
 from mockstore.fidelity.drift import drift
 from mockstore.fidelity.recording import recording_of
@@ -91,3 +92,24 @@ def test_one_way_of_refusing_writes_no_window_refusal() -> None:
     one = one.replace("  refusal:\n", "")
     text = _calibrated(record_mock(one, STEPS))
     assert "refusal:" not in text
+
+
+def test_a_probe_keys_own_length_under_another_rule_than_the_recordings_is_dropped() -> None:
+    """calibrate's probes fitted a probe key's day to a sliding log of 1910 s; the recording
+    settled a fixed day on the clock's grid: the merged scenario kept 1910 s as that key's
+    day on the grid, which validate refuses (Aviary's calibration failed so)."""
+    recording, probes = Calibration("r"), Calibration("p")
+    recording.confirm("ratelimit.day.algorithm")
+    recording.confirm("ratelimit.day.align")
+    probes.set("ratelimit.day.algorithm", "sliding_log", "probe #1")
+    plan = {"per_minute": 10, "per_day": 60, "day_seconds": 1910, "minute_seconds": 5}
+    probes.keys.append(Key("probe", "key-probe", plan, ["day_seconds: 1910 s, where ..."]))
+    same = {"per_minute": 10, "per_day": 60, "day_seconds": 1800}
+    kept = Calibration("p2")
+    kept.keys.append(Key("same", "key-same", same, []))
+    (key,) = merged(recording, probes).keys
+    assert key.plan == {"per_minute": 10, "per_day": 60, "minute_seconds": 5}
+    assert key.evidence == []
+    # Under the rule the recording settled too, the probes' own length stands.
+    (key,) = merged(recording, kept).keys
+    assert key.plan == same
