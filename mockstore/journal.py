@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import time as _time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -233,7 +234,7 @@ class Journal:
         # The share of the memory budget it draws on, and what it reserved there.
         self.account = account
         self._held = 0 if account is not None else 2**62
-        self._warned = 0.0  # when the log last said the budget made entries go
+        self._warned = -math.inf  # when the log last said the budget made entries go (never)
         # The run every entry recorded from now on belongs to, and where the
         # latest runs began (``begin_run``).
         self.run = 0

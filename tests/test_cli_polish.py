@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mockstore.cli.main import main
 from mockstore.scenario import bundled_names
 from mockstore.scenario.source import ONE_LINE_YAML
-from tests.support import assert_conforms, examples, live_server
+from tests.support import PATIENT, assert_conforms, examples, live_server
 
 MOCKSTORE = Path(sys.executable).parent / "mockstore"  # the console script pip installed
 
@@ -268,14 +268,17 @@ def test_the_environment_sets_host_port_and_log_level() -> None:
         banner = [process.stderr.readline() for _ in range(5)]
         assert any("token required" in line for line in banner)
         assert not any("t0ken" in line for line in banner), "the token is never printed"
-        for _ in range(300):
+        # Until a deadline, not for a count of tries (300 x 50 ms gave a loaded machine 15 s
+        # to start the server); each try as patient (a slow answer is no failure).
+        deadline = time.monotonic() + PATIENT
+        while True:
             try:
-                health = httpx.get(f"http://127.0.0.1:{port}/__mockstore/health", timeout=1)
+                url = f"http://127.0.0.1:{port}/__mockstore/health"
+                health = httpx.get(url, timeout=PATIENT)
                 break
             except httpx.TransportError:
+                assert time.monotonic() < deadline, "the server never answered its health check"
                 time.sleep(0.05)
-        else:
-            raise AssertionError("the server never answered its health check")
         assert health.status_code == 200
         keys = httpx.get(f"http://127.0.0.1:{port}/__mockstore/keys", timeout=5)
         assert keys.status_code == 401

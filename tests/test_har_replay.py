@@ -23,7 +23,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from mockstore.app import create_app
-from mockstore.clock import Clock
+from mockstore.clock import Clock, parse_time
 from mockstore.fidelity.replay import replay
 from mockstore.keys import key_alias
 from mockstore.scenario import load_scenario
@@ -379,7 +379,13 @@ base_path: /api/v3
 clock: {start: "2026-03-01T12:00:00Z", mode: manual}
 keys: [{key: tight-key, plan: {per_minute: 2, per_day: 100}}]
 """
-    with TestClient(create_app(load_scenario(text, "elsewhere.yaml"))) as client:
+    # The wall clock stands still too: a manual clock's headers write instants on the wall
+    # clock, read once for the headers and once more for the journal's ``wall``, and a
+    # whole second passing between the two readings replayed X-RateLimit-Reset a second
+    # later than recorded (forced: a wall clock 0.3 ms a reading from x.997 s). Mapping
+    # base paths is what this test is about, not the wall clock.
+    clock = Clock(start=parse_time("2026-03-01T12:00:00Z"), mode="manual", wall=lambda: 1.8e9)
+    with TestClient(create_app(load_scenario(text, "elsewhere.yaml"), clock=clock)) as client:
         for path in ("/api/v3/pets", "/api/v3/pets?limit=1", "/api/v3/pets", "/api/v3/nowhere"):
             client.get(path, headers=auth("tight-key"))
         har = client.get("/__mockstore/requests.har", params={"mask": "false"}).json()

@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from tests.support import LiveServer, assert_conforms, auth, live_server
+from tests.support import PATIENT, LiveServer, assert_conforms, auth, live_server
 
 BREAK = """\
 import sys
@@ -37,7 +37,8 @@ LAUNCHER = [sys.executable, "-c", BREAK]
 
 
 def _wait_for_log(server: LiveServer, needle: str) -> str:
-    for _ in range(400):
+    deadline = time.monotonic() + PATIENT  # a deadline, not a count of tries: load varies
+    while time.monotonic() < deadline:
         if needle in server.log():
             return server.log()
         time.sleep(0.025)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -261,3 +262,88 @@ def test_a_worker_that_does_not_stop_when_told_is_killed_after_the_grace_and_sai
         server.drained(PATIENT)
         assert said in server.log()
         assert f"(pid {other}) did not stop" not in server.log()
+
+
+# Runs the CLI with a hook in every worker it forks: at the first garbage collection of a
+# worker's main thread once its own stop handler is in force and the stop signals are let
+# in (``_serve_as_worker``), the collector's callback (in the first worker to get there)
+# asks the parent to stop the server and runs on, as Python code, until the stop passed on
+# to this worker has been handled. So the worker's stop handler runs inside a callback of
+# the garbage collector, where an exception is swallowed ("Exception ignored"), whatever
+# the machine's speed. The worker notes in the folder that its handler ran there.
+STOP_IN_GC_CALLBACK = """\
+import gc
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from mockstore.cli.main import main
+
+folder = Path(sys.argv[1])
+
+
+def arm() -> None:
+    armed = [True]
+
+    def callback(phase: str, info: dict) -> None:
+        handler = signal.getsignal(signal.SIGTERM)
+        if (
+            not armed[0]
+            or phase != "start"
+            or threading.current_thread() is not threading.main_thread()
+            or not callable(handler)
+            or signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        ):
+            return
+        armed[0] = False
+        try:  # one worker asks (the parent passes one stop on), the others take it as it comes
+            (folder / "asked").open("x").close()
+        except FileExistsError:
+            return
+        handled = []
+
+        def noting(signum: int, frame: object) -> None:
+            handled.append(signum)
+            (folder / f"handled-in-gc-{os.getpid()}").touch()
+            handler(signum, frame)
+
+        signal.signal(signal.SIGTERM, noting)
+        os.kill(os.getppid(), signal.SIGTERM)  # the parent passes it on to every worker
+        deadline = time.monotonic() + 60
+        while not handled and time.monotonic() < deadline:
+            pass  # Python code: the handler runs here, inside this callback
+
+    gc.callbacks.append(callback)
+
+
+os.register_at_fork(after_in_child=arm)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_a_stop_handled_inside_a_garbage_collector_callback_still_stops_the_worker(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A worker's stop handler that raised (``SystemExit``) lost the stop when the signal
+    came during a garbage collection: the collector swallowed the exception, the worker
+    served on and was killed ``STOP_GRACE`` seconds later (exit 1). The stop is noted, so
+    the server still stops cleanly."""
+    command = [sys.executable, "-c", STOP_IN_GC_CALLBACK, str(tmp_path)]
+    command += ["serve", "--port", "0", "--state", redis_server.url, "--workers", "2"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        log, _ = process.communicate(timeout=PATIENT)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert list(tmp_path.glob("handled-in-gc-*")), log  # the stop did come in a callback
+    assert process.returncode == 0, log
+    assert "did not stop" not in log and "Exception ignored" not in log, log

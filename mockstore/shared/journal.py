@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import math
 import os
 import secrets
 import time
@@ -98,7 +99,7 @@ class JournalSharing:
         self._numbers: dict[int, int] = {}  # outbox seq -> the mock's, recently shipped
         self._shipping: asyncio.Lock | None = None
         self._lock_loop: Any = None
-        self._warned = 0.0
+        self._warned = -math.inf  # never: the first warning is given, however early
         shared.journal = self  # the control API's reads and clears go through it
 
     # -- who this process is ------------------------------------------------------
