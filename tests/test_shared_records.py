@@ -133,6 +133,34 @@ def test_records_without_refused_until_are_read_and_malformed_ones_skipped(
     assert "Traceback" not in log
 
 
+def test_one_kind_of_warning_does_not_silence_another(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    # Warnings about what is read back from Redis are given at most once a minute each
+    # kind: a bad clear mark warned about must not hide, for a minute, that a batch's
+    # entries were skipped (one shared slot made the second line never appear).
+    scenario = tmp_path / "records.yaml"
+    scenario.write_text(SCENARIO)
+    client = _redis(redis_server)
+    with live_server("--scenario", str(scenario), "--state", redis_server.url) as server:
+        assert patient.get(server.url + "/v1/pets", headers=PRO).status_code == 200
+        patient.get(server.url + "/__mockstore/requests")
+        record = _a_shipped_record(client)
+        client.zadd(PREFIX + streams.CLEARED, {"seq": 10**15})  # past every number handed out
+        assert patient.get(server.url + "/__mockstore/requests").status_code == 200
+        _ship(client, [_with(record, "/v1/pets/bad", "not a number")])
+        entries = patient.get(server.url + "/__mockstore/requests").json()["entries"]
+        assert [e["request"]["path"] for e in entries] == ["/v1/pets"]
+        assert server.process is not None
+        server.process.terminate()
+        server.process.wait(PATIENT)
+        server.drained(PATIENT)
+        log = server.log()
+    assert "no clear set: ignored" in log, log[-3000:]
+    assert "journal entries read back were not valid: skipped" in log, log[-3000:]
+    assert "Traceback" not in log
+
+
 @given(
     value=st.none()
     | st.booleans()

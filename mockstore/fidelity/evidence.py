@@ -306,6 +306,20 @@ def _conditions(seen: list[Seen]) -> None:
             continue
         s.condition = _condition(s, fetched)
     _constraints(seen)
+    _silent_maintenance(seen)
+
+
+def _silent_maintenance(seen: list[Seen]) -> None:
+    """A maintenance page that says nothing of its end (no ``Retry-After``): one 5xx Error,
+    the same status and code, answered to requests of different methods on one path (a
+    GET and an OPTIONS, say): a refusal of the path's state, not of what either asked."""
+    pages: dict[tuple[str, int, str | None], set[str]] = {}
+    for s in seen:
+        if s.status >= 500 and s.is_error and "retry-after" not in s.headers:
+            pages.setdefault((s.path, s.status, s.code), set()).add(s.item.method)
+    for s in seen:
+        if len(pages.get((s.path, s.status, s.code), ())) > 1:
+            s.condition = "maintenance"
 
 
 def _rate_conditions(seen: list[Seen]) -> None:
@@ -511,8 +525,10 @@ def _constraints(seen: list[Seen]) -> None:
     for s in guessed:
         unlike = reference is not None and (s.status, s.code) != (reference.status, reference.code)
         # With no body refused for its size to compare with (its answer lost to a reset
-        # connection, say), a small one is taken for a field's limit: no provider limits
-        # bodies to a few hundred bytes.
-        small = (reference is None or reference is s) and s.facts.body_size < _SMALL_BODY
+        # connection, say, or the largest refused a small one itself), a small one is taken
+        # for a field's limit: no provider limits bodies to a few hundred bytes.
+        small = (
+            reference is None or reference.facts.body_size < _SMALL_BODY
+        ) and s.facts.body_size < _SMALL_BODY
         if s.facts.body_size <= largest or unlike or small:
             s.condition = "field_constraint"

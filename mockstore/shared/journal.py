@@ -99,7 +99,9 @@ class JournalSharing:
         self._numbers: dict[int, int] = {}  # outbox seq -> the mock's, recently shipped
         self._shipping: asyncio.Lock | None = None
         self._lock_loop: Any = None
-        self._warned = -math.inf  # never: the first warning is given, however early
+        # When each kind of warning was last given (a kind never given is given at once,
+        # however early): one kind repeated must not hide another for a minute.
+        self._warned: dict[str, float] = {}
         shared.journal = self  # the control API's reads and clears go through it
 
     # -- who this process is ------------------------------------------------------
@@ -268,6 +270,13 @@ class JournalSharing:
 
     async def take_in(self) -> int:
         """Append what the stream holds after this journal's position; how many entries."""
+        # One conversation with the streams at a time: the sync loop and a control read
+        # taking in at once would both read the batches after one position, and the
+        # second would find them already merged (or its own batch not yet noted as shipped).
+        async with self._lock():
+            return await self._take_in()
+
+    async def _take_in(self) -> int:
         journal = self.runtime.journal
         if self.position is None:
             self.position = max(int(getattr(self.shared, "journal_from", 0) or 0), 0)
@@ -288,7 +297,9 @@ class JournalSharing:
     async def _merge(self, message_id: bytes, origin: bytes, payload: bytes, size: int) -> int:
         last = _last_seq(message_id)
         if last is None or last <= (self.position or 0):
-            self._warn(f"a journal batch under an id no process writes ({message_id!r})")
+            self._warn(
+                "batch id", f"a journal batch under an id no process writes ({message_id!r})"
+            )
             return 0
         rows: list[Any] | None
         if origin == self.origin.encode() and not payload:
@@ -300,7 +311,10 @@ class JournalSharing:
                 )
                 rows = _numbered_rows(found[0][2], last) if found else None
         elif not payload and size:
-            self._warn(f"a journal batch of {size} bytes, over {records.MAX_PAYLOAD}: skipped")
+            self._warn(
+                "batch size",
+                f"a journal batch of {size} bytes, over {records.MAX_PAYLOAD}: skipped",
+            )
             rows = None
         else:
             rows = _numbered_rows(payload, last)
@@ -320,7 +334,10 @@ class JournalSharing:
             journal.add(record)
             taken += 1
         if rows is None or bad:
-            self._warn(f"{bad or 'a batch of'} journal entries read back were not valid: skipped")
+            self._warn(
+                "entries",
+                f"{bad or 'a batch of'} journal entries read back were not valid: skipped",
+            )
         journal.skip_to(last, forgotten)
         self.position = max(self.position or 0, last)
         return taken
@@ -331,7 +348,7 @@ class JournalSharing:
         handed_out = _whole(counter)
         if through is None or handed_out is None or through > handed_out:
             if mark:
-                self._warn(f"a clear mark {mark[:40]!r} no clear set: ignored")
+                self._warn("clear mark", f"a clear mark {mark[:40]!r} no clear set: ignored")
             return
         self.apply(through)
 
@@ -341,10 +358,10 @@ class JournalSharing:
             self.cleared = through
             self.runtime.journal.clear(before=float("-inf"), through=through)
 
-    def _warn(self, what: str) -> None:
+    def _warn(self, kind: str, what: str) -> None:
         now = time.monotonic()
-        if now - self._warned >= _WARN_EVERY:
-            self._warned = now
+        if now - self._warned.get(kind, -math.inf) >= _WARN_EVERY:
+            self._warned[kind] = now
             log.warning("the shared state at %s: %s", self.shared.url, what)
 
     # -- what the control API calls ------------------------------------------------------
@@ -368,7 +385,7 @@ class JournalSharing:
             left = deadline - time.monotonic()
             if left <= 0:
                 names = ", ".join(sorted(origin.decode() for origin in waiting))
-                self._warn(f"process(es) {names} did not ship within {BARRIER_WAIT:g} s")
+                self._warn("barrier", f"process(es) {names} did not ship within {BARRIER_WAIT:g} s")
                 break
             replies = await bounded(
                 client.xread({key: position}, count=1000, block=max(1, int(left * 1000)))

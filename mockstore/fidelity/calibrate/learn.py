@@ -715,6 +715,8 @@ class _Learner:
             if all(is_id(value) for value in found)
             and (len(found) > 1 or _ID_NAME.search(name))
             and name not in attribution.MANAGED
+            # A limiter's figure (a second set's epoch reset, say) counts up as ids do.
+            and not attribution.rate_header(name)
         ]
 
     def headers(self) -> None:
