@@ -338,6 +338,8 @@ def _rate_conditions(seen: list[Seen]) -> None:
     # The codes of refusals that can only be the allowance's (a request otherwise fine):
     # the same code on a request with a problem of its own is the allowance's too.
     codes = {s.code for s in seen if s.status == refused and _spent(s) and s.facts.problem is None}
+    openers = _run_openers(seen, refused, codes)
+    limits: dict[str, str | None] = {}  # bucket -> X-RateLimit-Limit of its run's opener
     for s in seen:
         run = runs.get(s.bucket)
         if not _rate_refusal(s, run, refused, codes):
@@ -350,17 +352,42 @@ def _rate_conditions(seen: list[Seen]) -> None:
             starts[s.bucket] = s.index
         s.run_start = starts[s.bucket]
         shape = (s.code, s.status)
+        limit = s.headers.get("x-ratelimit-limit")
         if run is None:
             runs[s.bucket] = shape
-            banned[s.bucket] = s.status != refused
-            s.condition = "key_banned" if s.status != refused else "rate_limited"
+            limits[s.bucket] = limit
+            banned[s.bucket] = s.status != refused and shape not in openers
+            s.condition = "key_banned" if banned[s.bucket] else "rate_limited"
             continue
-        if shape != run or banned.get(s.bucket):
+        other_window = limit is not None and limits.get(s.bucket) not in (None, limit)
+        if banned.get(s.bucket) or (shape != run and shape not in openers and not other_window):
+            # A shape that opens a run somewhere, or whose figures describe another
+            # window than the run's first refusal did, is a window's own refusal
+            # (stacked limits: a burst's 503 beside a quota's 429), not a ban: a ban
+            # comes only after refusals, and stays.
             banned[s.bucket] = True
             s.condition = "key_banned"
         else:
             s.condition = "rate_limited"
     _run_figures(seen)
+
+
+def _run_openers(
+    seen: list[Seen], refused: int, codes: set[str | None]
+) -> frozenset[tuple[str | None, int]]:
+    """The (code, status) shapes of refusals that open a run (a caller's first refusal,
+    or the first after a request it let through): each a window's own refusal, where the
+    provider stacks limits (a burst's 503 beside a quota's 429), never a ban's, which
+    comes only after refusals."""
+    openers: set[tuple[str | None, int]] = set()
+    in_run: set[str] = set()
+    for s in seen:
+        if not _rate_refusal(s, (None, 0) if s.bucket in in_run else None, refused, codes):
+            in_run.discard(s.bucket)
+        elif s.bucket not in in_run:
+            in_run.add(s.bucket)
+            openers.add((s.code, s.status))
+    return frozenset(openers)
 
 
 def _run_figures(seen: list[Seen]) -> None:
