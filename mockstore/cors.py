@@ -68,6 +68,15 @@ class CorsPolicy:
         rule = self._path_rule
         return any(rule(relative, path) for path in self.settings.paths)
 
+    def covering(self, relative: str) -> list[str]:
+        """The configured paths that put ``relative`` under CORS, as ``match`` reads them."""
+        rule = self._path_rule
+        return [path for path in self.settings.paths if rule(relative, path)]
+
+    def exactly_on(self, relative: str) -> list[str]:
+        """The configured paths ``relative`` is exactly (``match: exact``'s reading)."""
+        return [path for path in self.settings.paths if _exactly(relative, path)]
+
     def allows_origin(self, origin: bytes) -> bool:
         return self._any_origin or origin.decode("latin-1").lower() in self._origins
 

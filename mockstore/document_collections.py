@@ -40,6 +40,22 @@ def _any_case(words: list[str]) -> str:
     return "^(" + "|".join(spelled) + ")$"
 
 
+def _several_statuses(parameter: dict[str, Any], spelling: str) -> None:
+    """The status filter as a list of statuses (``collections.filters.several_statuses``):
+    comma-separated (form, not exploded), repeated (exploded), or either (said)."""
+    parameter["schema"] = {"type": "array", "minItems": 1, "items": parameter["schema"]}
+    parameter["style"] = "form"
+    parameter["explode"] = spelling != "comma"
+    parameter["description"] = (
+        f"{parameter.get('description', '')} Several may be named, "
+        + {
+            "comma": "comma-separated (available,pending).",
+            "repeated": "the parameter repeated (status=available&status=pending).",
+            "both": "comma-separated or the parameter repeated.",
+        }[spelling]
+    ).strip()
+
+
 def list_pets(spec: dict[str, Any], collections: Collections, document: dict[str, Any]) -> None:
     """listPets' parameters and its 200's headers as the scenario's mock reads and writes them."""
     parameters = spec.setdefault("parameters", [])
@@ -49,6 +65,8 @@ def list_pets(spec: dict[str, Any], collections: Collections, document: dict[str
             words = document["components"]["schemas"]["PetStatus"]["enum"]
             parameter["schema"] = {"type": "string", "pattern": _any_case(words)}
             parameter["description"] = f"{parameter.get('description', '')} In any case.".strip()
+        if parameter.get("name") == "status" and collections.several_statuses != "refuse":
+            _several_statuses(parameter, collections.several_statuses)
         if parameter.get("name") == "limit" and collections.query_numbers == "lenient":
             parameter["description"] = (
                 f"{parameter.get('description', '')} Also read written 20.0, with spaces."

@@ -234,6 +234,7 @@ class Journal:
         # The share of the memory budget it draws on, and what it reserved there.
         self.account = account
         self._held = 0 if account is not None else 2**62
+        self._relimit()
         self._warned = -math.inf  # when the log last said the budget made entries go (never)
         # The run every entry recorded from now on belongs to, and where the
         # latest runs began (``begin_run``).
@@ -326,28 +327,24 @@ class Journal:
         cap = self.body_bytes
         sent = len(record[_REQUEST_BODY])
         answered = len(record[_RESPONSE_BODY])
-        if answered > cap:  # (the server cuts its answers before: this makes a new tuple)
-            record = (
-                *record[:_RESPONSE_BODY],
-                record[_RESPONSE_BODY][:cap],
-                *record[_RESPONSE_BODY + 1 :],
-            )
-            answered = cap
-        if sent > cap or not 0 <= head_bytes <= self.header_bytes:
+        # One test for the three reasons to cut (the server cuts its answers before and
+        # counts the head: none holds on the request path).
+        if answered > cap or sent > cap or not 0 <= head_bytes <= self.header_bytes:
             record, head_bytes = self._cut(record, head_bytes)
             sent = len(record[_REQUEST_BODY])
+            answered = len(record[_RESPONSE_BODY])
         response_headers = record[_RESPONSE_HEADERS]
-        if response_headers.__class__ is bytes:
-            answer_cost = BLOCK_OVERHEAD + len(response_headers)
-        else:
-            answer_cost = _pairs_cost(response_headers, record[_RULE])
         cost = (
             ENTRY_OVERHEAD
             + head_bytes
             + sent
             + answered
             + HEADER_OVERHEAD * len(record[_REQUEST_HEADERS])
-            + answer_cost
+            + (
+                BLOCK_OVERHEAD + len(response_headers)
+                if response_headers.__class__ is bytes
+                else _pairs_cost(response_headers, record[_RULE])
+            )
         )
         # A plain tuple in Entry's field order, not an Entry: see the module docstring.
         self._entries.append(record)
@@ -355,7 +352,16 @@ class Journal:
         total = self._total = self._total + cost
         totals = self._totals
         totals.append(total)
-        if total - totals[0] > self.max_bytes:
+        # One comparison against the lower of the byte budget and what is reserved
+        # (``_limit``); past it, ``_settle`` tells which and acts.
+        if total - totals[0] > self._limit:
+            self._settle()
+
+    def _settle(self) -> None:
+        """The entries hold more than ``_limit``: the oldest go past the byte budget, and
+        what is held beyond the reservation is reserved (or the oldest go)."""
+        totals = self._totals
+        if totals[-1] - totals[0] > self.max_bytes:
             # Past the byte budget the oldest go too (with large answers, on every
             # request); the newest always stays, cut to size.
             self._evict()
@@ -364,15 +370,25 @@ class Journal:
             # every few hundred entries), or the oldest go.
             self._reserve()
 
+    def _relimit(self) -> None:
+        """Work out ``_limit`` again: after any change to ``max_bytes`` or ``_held``.
+
+        It may only be too low (``_settle`` then finds nothing to do), never too high:
+        every place that lowers either calls this.
+        """
+        self._limit = min(self.max_bytes, self._held)
+
     def _cut(self, record: tuple[Any, ...], head_bytes: int) -> tuple[tuple[Any, ...], int]:
-        """The record with its request body cut to ``body_bytes``; the head counted if it must be.
+        """The record with its bodies cut to ``body_bytes``; the head counted if it must be.
 
         A head counted by the server within ``header_bytes`` stays as it came;
         one counted here (in process), or possibly over the cap, is measured
         (its headers cut to ``header_bytes`` first).
         """
         cut = list(record)
+        # (a slice of bytes within the cap is the same object: nothing is copied)
         cut[_REQUEST_BODY] = cut[_REQUEST_BODY][: self.body_bytes]
+        cut[_RESPONSE_BODY] = cut[_RESPONSE_BODY][: self.body_bytes]
         if head_bytes < 0 or head_bytes > self.header_bytes:
             request_headers = cut[_REQUEST_HEADERS]
             if _header_bytes(request_headers) > self.header_bytes:
@@ -404,6 +420,7 @@ class Journal:
         blocks = -(-need // JOURNAL_BLOCK) * JOURNAL_BLOCK
         if account.reserve(blocks) or account.reserve(blocks := need):
             self._held += blocks
+            self._relimit()
             return
         entries, totals = self._entries, self._totals
         gone = 0
@@ -414,6 +431,7 @@ class Journal:
             entries.popleft()
             totals.popleft()
             gone += 1
+        self._relimit()
         now = _time.monotonic()
         if gone and now - self._warned > 60:
             self._warned = now
@@ -435,6 +453,7 @@ class Journal:
         if spare > 0:
             account.release(spare * JOURNAL_BLOCK)
             self._held -= spare * JOURNAL_BLOCK
+            self._relimit()
 
     def rehome(self, account: Account | None) -> None:
         """Draw on ``account`` from now on, and take no new entries (a deleted tenant's, kept).
@@ -446,6 +465,7 @@ class Journal:
         self.enabled = False
         self.account = account
         self._held = 0 if account is not None else 2**62
+        self._relimit()
         if old is not None:
             old.release(held)
         if self.bytes > self._held:
@@ -457,6 +477,7 @@ class Journal:
         if self.account is not None:
             self.account.release(self._held)
             self._held = 0
+            self._relimit()
 
     def _evict(self) -> None:
         """The oldest go first until the entries fit the byte budget.
@@ -555,6 +576,7 @@ class Journal:
         self.body_bytes = body_bytes
         if max_bytes is not None:
             self.max_bytes = max_bytes
+            self._relimit()
         if header_bytes is not None:
             self.header_bytes = header_bytes
         self.enabled = size > 0

@@ -28,6 +28,7 @@ from mockstore.ratelimit import Decision, Plan
 from mockstore.routing import Router
 from mockstore.scenario.model import Scenario
 from mockstore.state import MockState
+from mockstore.status_filter import SeveralStatuses
 from mockstore.store import PetStore, StoreFull, pet_json
 from mockstore.validation import (
     QueryValidator,
@@ -252,6 +253,14 @@ class PetStoreService:
         self.pager = None if collections.plain_listing else Pager(collections, scenario.seed)
         self._lenient_query = collections.query_numbers == "lenient"
         self._any_case_status = collections.status_case == "insensitive"
+        # status=available,pending read as either (None: refused, as the spec's PetStatus).
+        self._several_statuses = (
+            None
+            if collections.several_statuses == "refuse"
+            else SeveralStatuses(
+                collections.several_statuses, self._any_case_status, collections.repeated_parameters
+            )
+        )
         self._sunset = behaviour.sunset
         self._gone_after_sunset = behaviour.after_sunset == "gone"
         self._removed_on = human_date(behaviour.sunset)
@@ -449,20 +458,32 @@ class PetStoreService:
         try:
             return self._list_query(call.query)
         except ApiError as refusal:
-            condition = refusal.condition
-            if condition == "limit_above_maximum" and self._clamp_limit:
-                return self._list_query(_clamped(call.query))
-            if condition in ("bad_limit", "limit_above_maximum", "bad_status_filter") and (
-                self._lenient_query or self._any_case_status
-            ):
-                read = self._read_as_provider(call.query)
-                if read != call.query:
-                    try:
-                        return self._list_query(read)
-                    except ApiError as again:
-                        if again.condition == "limit_above_maximum" and self._clamp_limit:
-                            return self._list_query(_clamped(read))
-            raise
+            if self._several_statuses is not None:
+                # Any refusal: a lenient limit beside several statuses is refused for its limit.
+                return self._several_statuses.read(call.query, refusal, self._read_list_query)
+            return self._read_list_query(call.query, refusal)
+
+    def _read_list_query(self, query: bytes, refusal: ApiError | None = None) -> dict[str, Any]:
+        """``list_query`` of a query string; ``refusal``: the spec's, when already tried."""
+        if refusal is None:
+            try:
+                return self._list_query(query)
+            except ApiError as found:
+                refusal = found
+        condition = refusal.condition
+        if condition == "limit_above_maximum" and self._clamp_limit:
+            return self._list_query(_clamped(query))
+        if condition in ("bad_limit", "limit_above_maximum", "bad_status_filter") and (
+            self._lenient_query or self._any_case_status
+        ):
+            read = self._read_as_provider(query)
+            if read != query:
+                try:
+                    return self._list_query(read)
+                except ApiError as again:
+                    if again.condition == "limit_above_maximum" and self._clamp_limit:
+                        return self._list_query(_clamped(read))
+        raise refusal
 
     def _read_as_provider(self, query: bytes) -> bytes:
         """``query`` with its limit and status as the provider reads them (``7.0``, ``SOLD``)."""

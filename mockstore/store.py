@@ -34,6 +34,7 @@ built once, and the created pets' members are kept sorted as they come, so
 
 from __future__ import annotations
 
+import heapq
 import json
 from bisect import insort
 from collections.abc import Iterable, Iterator
@@ -47,6 +48,8 @@ from mockstore.pages import MemberList, Page, Position, read_page
 from mockstore.schemas import object_fields
 
 Pet = dict[str, Any]
+# What joins the statuses of a listing filtered by several (collections.filters.several_statuses).
+SEVERAL = ","
 # The OpenAPI document's order (id, then the NewPet fields): every pet is encoded alike.
 FIELD_ORDER = object_fields("Pet")
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -79,6 +82,21 @@ class StoreFull(Exception):
             f"the pets created so far take {created} of the store's "
             f"{max_bytes} bytes (behaviour.max_store_bytes); this one needs {cost} more"
         )
+
+
+def listed_members(members: dict[str | None, list[bytes]], status: str | None) -> list[bytes]:
+    """The sorted members a listing filtered by ``status`` reads: one status's, or the
+    merge of several's (``available,pending``: ``mockstore.status_filter``).
+
+    Each status's members are sorted already, so their merge keeps the listing's order
+    and a page of it is as exact as a page of one status.
+    """
+    found = members.get(status)
+    if found is not None:
+        return found
+    if status is None or SEVERAL not in status:
+        return []
+    return list(heapq.merge(*(members.get(name, ()) for name in status.split(SEVERAL))))
 
 
 class Inventory:
@@ -236,13 +254,9 @@ class PetStore:
         """The page at ``position`` of the listing filtered by ``status``, and its pets' JSON."""
         inventory = self.inventory
         assert inventory.ordering is not None, "a store without an ordering has no pages"
-        page = read_page(
-            inventory.members.get(status, []),
-            MemberList(self._members.get(status, [])),
-            inventory.ordering,
-            position,
-            limit,
-        )
+        listed = listed_members(inventory.members, status)
+        created = listed_members(self._members, status)
+        page = read_page(listed, MemberList(created), inventory.ordering, position, limit)
         return page, [self._encoded_of(id_of(member)) for member in page.members]
 
     def get(self, pet_id: int) -> Pet | None:

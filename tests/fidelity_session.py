@@ -46,11 +46,15 @@ def client_session(
     oversize: int = 70_000,
     anonymous: bool = True,
     send_on: int = SEND_ON,
+    edges: bool = False,
+    page_parameter: str = "page",
 ) -> Session:
     """Send the session to ``api`` (``…/v1``): ``key`` for the bulk, ``tight`` for the 429s.
 
     ``oversize`` is the size of the body meant to be refused for its size (over the
-    provider's limit); ``anonymous`` sends the requests without a valid key.
+    provider's limit); ``anonymous`` sends the requests without a valid key. ``edges``
+    adds what a client meets at the edges of a provider's forms (``_edges``), walking
+    pages by number through ``page_parameter`` where the provider states the next one.
     """
     seen: list[tuple[str, str, int]] = []
     auth = {"Authorization": f"Bearer {key}"}
@@ -124,6 +128,8 @@ def client_session(
         send("GET", "/store/orders", headers=auth)
         send("GET", "/pets?limit=1", headers=auth)
         _http_semantics(send, auth, pet_id, anonymous)
+        if edges:
+            _edges(send, auth, pet_id, page_parameter)
         if tight is not None:
             _until_banned(send, {"Authorization": f"Bearer {tight}"}, send_on)
     return Session(seen)
@@ -164,6 +170,39 @@ def _http_semantics(
     send("GET", "/pets/?limit=1", headers=auth)
     for client_id in CLIENT_IDS:
         send("GET", "/pets?limit=1", headers={**auth, **dict.fromkeys(ID_HEADERS, client_id)})
+
+
+def _edges(
+    send: Callable[..., httpx.Response], auth: dict[str, str], pet_id: int, page_parameter: str
+) -> None:
+    """The edges of a provider's forms a client meets: a create sent without Content-Type,
+    names long in UTF-8 bytes but not in characters, a blank one and one of a letter, a
+    large category, a limit given twice, a preflight and a cross-origin read of the orders,
+    If-None-Match with the read's own tag in both its forms, pages walked by the number a
+    page header states."""
+    send("POST", "/pets", content=b'{"name": "Plain", "categoryId": 2}', headers=auth)
+    for name in ("\u00e9" * 30, "\u00e9" * 45, "   ", "Q"):
+        send("POST", "/pets", json={"name": name, "categoryId": 2}, headers=auth)
+    send("POST", "/pets", json={"name": "Big", "categoryId": 100_000}, headers=auth)
+    send("GET", "/pets?limit=2&limit=1", headers=auth)
+    send("OPTIONS", "/store/orders", headers={
+        **auth, "Origin": APP, "Access-Control-Request-Method": "GET"
+    })  # fmt: skip
+    send("GET", "/store/orders", headers={**auth, "Origin": APP})
+    for target in (f"/pets/{pet_id}", "/pets?limit=2"):
+        tag = send("GET", target, headers=auth).headers.get("etag")
+        if tag:
+            strong = tag.removeprefix("W/")
+            for form in (tag, strong if tag.startswith("W/") else f"W/{tag}"):
+                send("GET", target, headers={**auth, "If-None-Match": form})
+    page = send("GET", "/pets?limit=2", headers=auth)
+    for _ in range(2):
+        following = next(
+            (v for n, v in page.headers.items() if n.lower().endswith("next-page") and v), None
+        )
+        if page.status_code != 200 or following is None:
+            break
+        page = send("GET", f"/pets?limit=2&{page_parameter}={following}", headers=auth)
 
 
 def _link(response: httpx.Response, rel: str, api: str) -> str | None:

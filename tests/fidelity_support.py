@@ -78,6 +78,9 @@ REQUESTS: list[tuple[str, str, str, list[tuple[str, str]], bytes]] = [
     ("POST", "/v1/pets", "", JSON_BODY, b'{"name": "Neg", "categoryId": -1}'),
     # A limit given twice: its first value (2) or its last (1) read, or refused.
     ("GET", "/v1/pets", "limit=2&limit=1", AUTH, b""),
+    # A filter of several statuses, comma-separated and repeated: read as either, or refused.
+    ("GET", "/v1/pets", "status=available,sold", AUTH, b""),
+    ("GET", "/v1/pets", "status=sold&status=available", AUTH, b""),
 ]
 
 # Each knob (a scenario's behaviour beyond BASE), the requests that show it, and the
@@ -194,6 +197,14 @@ SHOWN_BY: dict[str, tuple[list[tuple[str, str, str, list[tuple[str, str]], bytes
         "collections.filters.status_case",
     ),
     "collections: {numbers: {query: lenient}}": ([R[27]], "collections.numbers.query"),
+    "collections: {filters: {several_statuses: comma}}": (
+        [R[33]],
+        "collections.filters.several_statuses",
+    ),
+    "collections: {filters: {several_statuses: both}}": (
+        [R[33], R[34]],
+        "collections.filters.several_statuses",
+    ),
     "collections: {numbers: {body: lenient}}": ([R[28]], "collections.numbers.body"),
     "collections: {numbers: {body: strict}}": ([R[29]], "collections.numbers.body"),
     "collections: {constraints: {name: {max_length: 64}}}": (

@@ -221,7 +221,11 @@ def test_probes_from_two_origins_show_a_provider_that_allows_any(tmp_path: Path)
     # With one probe origin, a provider naming back any origin looked like one allowing only
     # https://app.example.com (Aviary's clients call from https://aviary.example).
     cors = CorsChoice(origins=("*",), credentials=True, max_age=600)
-    profile = replace(GATEWAY, http=HttpChoices(cors=cors))
+    # Keyless callers told no figures (GATEWAY tells them 0s, which calibrate rightly
+    # reads as no allowance to spend: it then sends no keyless preflight at all).
+    limits = GATEWAY.rate_limits
+    limits = replace(limits, gateway=replace(limits.gateway, uncounted="none"))
+    profile = replace(GATEWAY, http=HttpChoices(cors=cors), rate_limits=limits)
     key = new_key()
     out = tmp_path / "probed.yaml"
     with counted("profiled", {key: "growth"}, profile=profile) as served:

@@ -10,8 +10,13 @@ property: no difference is left that a setting could remove, and every one left
 is a case the docs list as not expressible (``unexplained`` is not one: a
 difference no rule explains is a failure).
 
-The drawn profile is made a real provider's: its windows a real minute and day
-(the stand-in's short windows are a test convenience), its ban's window and
+The client's session (``tests/fidelity_session.py``, with ``edges``) meets every
+choice a profile draws: each section of the scenario schema a provider can differ
+in (the limiter's algorithms, windows, counts, refusals and header forms; HTTP
+semantics; collections; maintenance; latency; Error bodies).
+
+The drawn profile is made a real provider's: its windows a real minute and a day
+or an hour, drawn (the stand-in's short windows are a test convenience), its ban's window and
 length in minutes where it drew seconds, and the client is given a roomy key
 beside the profile's small plans, as a tester would be.
 
@@ -41,6 +46,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import strategies as st
 
 from mockstore.cli.main import main
 from mockstore.fidelity.attribution import NOT_EXPRESSIBLE
@@ -54,13 +60,14 @@ from tests.upstream.profiles import profiles
 ALLOWED = set(NOT_EXPRESSIBLE) - {"unexplained"}
 
 
-def as_a_real_provider(profile: Profile) -> Profile:
-    """``profile`` with a real minute and day, and a roomy plan for the tester's own key."""
+def as_a_real_provider(profile: Profile, day_seconds: int = 86_400) -> Profile:
+    """``profile`` with a real minute and a real day (or an hourly quota, as some gateways
+    have), and a roomy plan for the tester's own key."""
     ban = profile.rate_limits.ban
     limits = replace(
         profile.rate_limits,
         minute_seconds=60,
-        day_seconds=86_400,
+        day_seconds=day_seconds,
         plans=(*profile.rate_limits.plans, ("tester", Plan(1_000))),
         ban=replace(
             ban, within_seconds=ban.within_seconds * 60, duration_seconds=ban.duration_seconds * 60
@@ -87,9 +94,11 @@ def reproduce(profile: Profile) -> dict[str, Any]:
         har, calibrated = work / "session.har", work / "calibrated.yaml"
         with counted("profiled", {main: "tester", tight: small}, profile=profile) as upstream:
             with recorder(upstream.url, "--out", str(har)) as proxy:
+                collections = profile.semantics.collections
                 client_session(
-                    proxy.url, main, tight, oversize=profile.semantics.max_body_bytes + 100
-                )
+                    proxy.url, main, tight, oversize=profile.semantics.max_body_bytes + 100,
+                    edges=True, page_parameter=collections.parameter,
+                )  # fmt: skip
                 assert proxy.stop() == 0
             calibration = _mockstore(
                 "calibrate", "--from", str(har), "--target", upstream.url,
@@ -103,8 +112,8 @@ def reproduce(profile: Profile) -> dict[str, Any]:
         return json.loads(done.stdout)
 
 
-def check(profile: Profile) -> None:
-    profile = as_a_real_provider(profile)
+def check(profile: Profile, day_seconds: int = 86_400) -> None:
+    profile = as_a_real_provider(profile, day_seconds)
     note(profile.to_json())
     report = reproduce(profile)
     left = [d for d in report["differences"] if d["cause"] != "not_expressible"]
@@ -126,14 +135,18 @@ _COMMON = {
 }
 
 
+# The longer window: a day, or an hour (Aviary's quota).
+_DAYS = st.sampled_from([86_400, 3_600])
+
+
 @settings(max_examples=3, derandomize=True, **_COMMON)  # type: ignore[arg-type]
-@given(profile=profiles())
-def test_a_provider_drawn_at_random_is_reproduced(profile: Profile) -> None:
-    check(profile)
+@given(profile=profiles(), day_seconds=_DAYS)
+def test_a_provider_drawn_at_random_is_reproduced(profile: Profile, day_seconds: int) -> None:
+    check(profile, day_seconds)
 
 
 @pytest.mark.slow
 @settings(max_examples=40, **_COMMON)  # type: ignore[arg-type]
-@given(profile=profiles())
-def test_many_providers_drawn_at_random_are_reproduced(profile: Profile) -> None:
-    check(profile)
+@given(profile=profiles(), day_seconds=_DAYS)
+def test_many_providers_drawn_at_random_are_reproduced(profile: Profile, day_seconds: int) -> None:
+    check(profile, day_seconds)

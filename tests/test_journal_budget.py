@@ -8,10 +8,11 @@ stay under the 16 KiB head limit, so they are served and journaled.
 from __future__ import annotations
 
 import httpx
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from mockstore.journal import Journal, cap_headers
+from mockstore.journal import JOURNAL_BLOCK, Journal, cap_headers
+from mockstore.memory import Account
 from tests.support import LiveServer, live_server
 
 PAD = 12 * 1024  # under the 16 KiB head limit: these requests are served and journaled
@@ -133,3 +134,53 @@ def test_the_journal_never_holds_more_than_its_budget(sizes: list[int], budget: 
         # Over budget only when the newest entry alone is (it is kept, cut to size).
         assert journal.bytes <= budget or len(journal) == 1
         assert journal.dropped + len(journal) == journal.last_seq
+
+
+_STEP = st.one_of(
+    st.tuples(st.just("record"), st.integers(min_value=0, max_value=20_000)),
+    st.tuples(st.just("resize"), st.integers(min_value=2048, max_value=400_000)),
+    st.tuples(st.just("clear"), st.just(0)),
+)
+
+
+@given(
+    steps=st.lists(_STEP, max_size=120),
+    ceiling=st.integers(min_value=0, max_value=3 * JOURNAL_BLOCK) | st.none(),
+    budget=st.integers(min_value=2048, max_value=400_000),
+)
+# A smaller byte budget from a resize, then entries (no memory budget to hide it).
+@example(steps=[("resize", 2048)] + [("record", 1000)] * 5, ceiling=None, budget=400_000)
+# Blocks given back by a clear, then as many entries again.
+@example(
+    steps=[("record", 20_000)] * 12 + [("clear", 0)] + [("record", 20_000)] * 12,
+    ceiling=3 * JOURNAL_BLOCK,
+    budget=400_000,
+)
+def test_what_the_journal_holds_is_reserved_and_within_its_budget_after_any_steps(
+    steps: list[tuple[str, int]], ceiling: int | None, budget: int
+) -> None:
+    """The request path makes one comparison per exchange (``Journal.add``): it must
+    still see every lowered byte budget and every block given back, whatever came
+    before (a resize to a smaller ``max_bytes``, a clear that gives blocks back)."""
+    # None: a journal drawing on no budget (its byte budget alone bounds it).
+    account = Account("journal", ceiling) if ceiling is not None else None
+    journal = Journal(
+        size=50, body_bytes=16_384, max_bytes=budget, header_bytes=1024, account=account
+    )
+    for action, value in steps:
+        if action == "record":
+            journal.add(
+                (next(journal.sequence), b"req-1", 0.0, 0.0, "GET", "/v1/pets", b"",
+                 ((b"x-pad", b"p" * value),), b"b" * value, ("127.0.0.1", 1), "listPets",
+                 None, "free", 200, b"content-type: application/json\r\n", b"r" * value,
+                 0.1, None, "response", 0.0, 0, -1, -1.0),
+                -1,
+            )  # fmt: skip
+        elif action == "resize":
+            journal.resize(50, 16_384, max_bytes=value)
+        else:
+            journal.clear()
+        if account is not None:  # reserved before held: never more than it was given
+            assert journal.bytes <= account.used <= account.ceiling
+        # Over the byte budget only when the newest entry alone is.
+        assert journal.bytes <= journal.max_bytes or len(journal) == 1

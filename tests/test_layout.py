@@ -62,6 +62,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "mockstore.json_array",
         "mockstore.ordering",
         "mockstore.pages",
+        "mockstore.status_filter",
         "mockstore.intake",
         "mockstore.urls",
         "mockstore.validation",

@@ -25,6 +25,7 @@ from mockstore.fidelity.calibrate.learn_http import ECHO_PATTERNS
 from mockstore.fidelity.calibrate.learn_maintenance import retry_form
 from mockstore.fidelity.formats import http_date
 from mockstore.routing import Router, compile_path
+from mockstore.scenario.http_section import Cors
 from mockstore.schemas import operations
 from mockstore.validation import above_maximum
 
@@ -34,6 +35,8 @@ CORS = named("http.cors")
 REJECTED = named("http.cors.rejected_status")
 REFUSE_ORIGINS = named("http.cors.refuse_origins")
 CORS_CODE = named("http.cors.code")  # named by attribution.error_code
+CORS_MATCH = named("http.cors.match")
+CORS_PATHS = named("http.cors.paths")
 OPTIONS = named("http.options")
 ALLOW = named("http.allow")
 TRAILING_SLASH = named("http.trailing_slash")
@@ -51,6 +54,8 @@ SETTINGS: tuple[str, ...] = (
     REJECTED,
     REFUSE_ORIGINS,
     CORS_CODE,
+    CORS_MATCH,
+    CORS_PATHS,
     OPTIONS,
     ALLOW,
     TRAILING_SLASH,
@@ -139,10 +144,13 @@ def status(ex: Exchange, ctx: Context) -> Cause | None:
             return setting(REJECTED, None)
         if 200 <= was < 300 or (_recorded(ex, "access-control-allow-origin") is not None):
             return setting(CORS, _cors(ex))
+        exact = _cors_exact(ex, http.cors)
+        if exact is not None:
+            return exact
         if http.cors is not None and ex.recorded_condition in ("missing_key", "unknown_key"):
             return setting(named("http.cors.stage"), "authenticated")
         if http.cors is not None:
-            return setting(CORS, None)
+            return _cors_paths(ex, http.cors)
     origin = _request_header(ex, "origin")
     if origin is not None and not _preflight(ex) and http.cors is not None:
         # A gateway that refuses every request from an origin it does not allow, or not.
@@ -217,6 +225,28 @@ def _window(ex: Exchange) -> tuple[Any, ...]:
     return (window,)
 
 
+def _cors_exact(ex: Exchange, cors: Cors | None) -> Cause | None:
+    """``match: exact`` for an answer the mock gave CORS on a path only under a configured
+    one (a gateway that allows preflights on /v1/pets and not on one pet's path)."""
+    if cors is None or cors.match == "exact":
+        return None
+    relative = _relative(ex)
+    policy = CorsPolicy(cors)
+    if policy.covering(relative) and not policy.exactly_on(relative):
+        return setting(CORS_MATCH, "exact")
+    return None
+
+
+def _cors_paths(ex: Exchange, cors: Cors) -> Cause:
+    """A preflight the mock answered as CORS and the provider did not: CORS on the other
+    paths, where some are left, else no CORS at all."""
+    covering = CorsPolicy(cors).covering(_relative(ex))
+    kept = [path for path in cors.paths if path not in covering]
+    if covering and kept:
+        return setting(CORS_PATHS, kept)
+    return setting(CORS, None)
+
+
 def _cors(ex: Exchange) -> dict[str, Any]:
     """An ``http.cors`` that answers this recorded preflight as the provider did."""
     origin = _recorded(ex, "access-control-allow-origin")
@@ -257,7 +287,9 @@ def header_presence(
         return setting(LAST_MODIFIED, [op for op in _READS if op in dated])
     if name.startswith("access-control-") and (http.cors is not None or _preflight(ex)):
         if was is None:
-            return setting(CORS) if http.cors is not None else cannot("unexplained")
+            if http.cors is None:
+                return cannot("unexplained")
+            return _cors_exact(ex, http.cors) or setting(CORS)
         if _preflight(ex):
             return setting(CORS, _cors(ex))
         if name == "access-control-expose-headers" and http.cors is not None:

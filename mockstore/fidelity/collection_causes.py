@@ -23,6 +23,7 @@ from mockstore.fidelity.conditions import Facts
 from mockstore.fidelity.listings import LinkShape
 from mockstore.scenario import Scenario, scenario_schema
 from mockstore.scenario.collections import DEFAULT_PARAMETER, list_order_of
+from mockstore.status_filter import named_statuses, spelling_of
 
 Found = tuple[str, tuple[Any, ...]]
 _STATUSES = ("available", "pending", "sold")
@@ -45,6 +46,7 @@ LINK_URLS = _named("collections.pagination.link_urls")
 TOTAL_HEADER = _named("collections.pagination.total_header")
 ORDER = _named("collections.order")
 STATUS_CASE = _named("collections.filters.status_case")
+SEVERAL_STATUSES = _named("collections.filters.several_statuses")
 APPLIED = _named("collections.defaults.applied")
 DEFAULT = _named("collections.defaults.status")
 BODY_NUMBERS = _named("collections.numbers.body")
@@ -58,6 +60,7 @@ UNKNOWN_FIELDS = _named("behaviour.unknown_fields")
 
 SETTINGS: tuple[str, ...] = (
     PAGINATION, STYLE, PARAMETER, LINKS, LINK_URLS, TOTAL_HEADER, ORDER, STATUS_CASE,
+    SEVERAL_STATUSES,
     APPLIED, DEFAULT, BODY_NUMBERS, QUERY_NUMBERS, NAME_MAX, CATEGORY_MIN, UNKNOWN,
 )  # fmt: skip
 
@@ -70,6 +73,11 @@ def _lenient_number(raw: str) -> bool:
 def status_cause(rc: str | None, mc: str | None, facts: Facts, scenario: Scenario) -> Found | None:
     """The collections setting behind a status difference, or None (not the collection's)."""
     if facts.operation == "listPets":
+        several = _several_statuses(
+            rc, mc, facts.query.get("status", []), scenario.collections.several_statuses
+        )
+        if several is not None:
+            return several
         given = facts.query.get("status", [""])[-1]
         if (
             "bad_status_filter" in (rc, mc)
@@ -111,6 +119,25 @@ def status_cause(rc: str | None, mc: str | None, facts: Facts, scenario: Scenari
         least = collections.category_range[0]
         if least is not None and facts.category is not None and facts.category < least:
             return CATEGORY_MIN, (facts.category,)
+    return None
+
+
+def _several_statuses(
+    rc: str | None, mc: str | None, values: list[str], reading: str
+) -> Found | None:
+    """A filter naming several statuses that one side answered and the other refused
+    (``reading``: the scenario's; a spelling the provider reads beside it makes both)."""
+    spelling = spelling_of(values)
+    if spelling is None or "bad_status_filter" not in (rc, mc):
+        return None
+    if not {status.lower() for status in named_statuses(values)} <= set(_STATUSES):
+        return None
+    if rc is None:
+        return SEVERAL_STATUSES, (spelling if reading in ("refuse", spelling) else "both",)
+    if mc is None and reading != "refuse":
+        # The mock reads a spelling the provider refuses: the other one, or none.
+        kept = {"both": {"comma": "repeated", "repeated": "comma"}.get(spelling)}.get(reading)
+        return SEVERAL_STATUSES, (kept or "refuse",)
     return None
 
 

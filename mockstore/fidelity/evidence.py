@@ -306,6 +306,20 @@ def _conditions(seen: list[Seen]) -> None:
             continue
         s.condition = _condition(s, fetched)
     _constraints(seen)
+    _silent_maintenance(seen)
+
+
+def _silent_maintenance(seen: list[Seen]) -> None:
+    """A maintenance page that says nothing of its end (no ``Retry-After``): one 5xx Error,
+    the same status and code, answered to requests of different methods on one path (a
+    GET and an OPTIONS, say): a refusal of the path's state, not of what either asked."""
+    pages: dict[tuple[str, int, str | None], set[str]] = {}
+    for s in seen:
+        if s.status >= 500 and s.is_error and "retry-after" not in s.headers:
+            pages.setdefault((s.path, s.status, s.code), set()).add(s.item.method)
+    for s in seen:
+        if len(pages.get((s.path, s.status, s.code), ())) > 1:
+            s.condition = "maintenance"
 
 
 def _rate_conditions(seen: list[Seen]) -> None:
@@ -324,6 +338,8 @@ def _rate_conditions(seen: list[Seen]) -> None:
     # The codes of refusals that can only be the allowance's (a request otherwise fine):
     # the same code on a request with a problem of its own is the allowance's too.
     codes = {s.code for s in seen if s.status == refused and _spent(s) and s.facts.problem is None}
+    openers = _run_openers(seen, refused, codes)
+    limits: dict[str, str | None] = {}  # bucket -> X-RateLimit-Limit of its run's opener
     for s in seen:
         run = runs.get(s.bucket)
         if not _rate_refusal(s, run, refused, codes):
@@ -336,17 +352,42 @@ def _rate_conditions(seen: list[Seen]) -> None:
             starts[s.bucket] = s.index
         s.run_start = starts[s.bucket]
         shape = (s.code, s.status)
+        limit = s.headers.get("x-ratelimit-limit")
         if run is None:
             runs[s.bucket] = shape
-            banned[s.bucket] = s.status != refused
-            s.condition = "key_banned" if s.status != refused else "rate_limited"
+            limits[s.bucket] = limit
+            banned[s.bucket] = s.status != refused and shape not in openers
+            s.condition = "key_banned" if banned[s.bucket] else "rate_limited"
             continue
-        if shape != run or banned.get(s.bucket):
+        other_window = limit is not None and limits.get(s.bucket) not in (None, limit)
+        if banned.get(s.bucket) or (shape != run and shape not in openers and not other_window):
+            # A shape that opens a run somewhere, or whose figures describe another
+            # window than the run's first refusal did, is a window's own refusal
+            # (stacked limits: a burst's 503 beside a quota's 429), not a ban: a ban
+            # comes only after refusals, and stays.
             banned[s.bucket] = True
             s.condition = "key_banned"
         else:
             s.condition = "rate_limited"
     _run_figures(seen)
+
+
+def _run_openers(
+    seen: list[Seen], refused: int, codes: set[str | None]
+) -> frozenset[tuple[str | None, int]]:
+    """The (code, status) shapes of refusals that open a run (a caller's first refusal,
+    or the first after a request it let through): each a window's own refusal, where the
+    provider stacks limits (a burst's 503 beside a quota's 429), never a ban's, which
+    comes only after refusals."""
+    openers: set[tuple[str | None, int]] = set()
+    in_run: set[str] = set()
+    for s in seen:
+        if not _rate_refusal(s, (None, 0) if s.bucket in in_run else None, refused, codes):
+            in_run.discard(s.bucket)
+        elif s.bucket not in in_run:
+            in_run.add(s.bucket)
+            openers.add((s.code, s.status))
+    return frozenset(openers)
 
 
 def _run_figures(seen: list[Seen]) -> None:
@@ -484,8 +525,10 @@ def _constraints(seen: list[Seen]) -> None:
     for s in guessed:
         unlike = reference is not None and (s.status, s.code) != (reference.status, reference.code)
         # With no body refused for its size to compare with (its answer lost to a reset
-        # connection, say), a small one is taken for a field's limit: no provider limits
-        # bodies to a few hundred bytes.
-        small = (reference is None or reference is s) and s.facts.body_size < _SMALL_BODY
+        # connection, say, or the largest refused a small one itself), a small one is taken
+        # for a field's limit: no provider limits bodies to a few hundred bytes.
+        small = (
+            reference is None or reference.facts.body_size < _SMALL_BODY
+        ) and s.facts.body_size < _SMALL_BODY
         if s.facts.body_size <= largest or unlike or small:
             s.condition = "field_constraint"

@@ -91,6 +91,7 @@ class Collections:
     pagination: Pagination = Pagination()
     order: Order = Order()
     status_case: str = _default("filters", "status_case")
+    several_statuses: str = _default("filters", "several_statuses")
     default_status: str | None = None  # the schema's "omit"
     default_applied: str = _default("defaults", "applied")
     body_numbers: str = _default("numbers", "body")
@@ -121,8 +122,10 @@ class Collections:
         listing (pages, a field's order, newest first by arrival, a total count) is a page
         of the store's ordered members (``mockstore.pages``).
         """
+        # Several statuses are a merge of their ordered members: a page of them.
         return (
             not self.paged
+            and self.several_statuses == "refuse"
             and self.pagination.total_header is None
             and not self.pagination.page_headers
             and list_order_of(self.order) is not None
@@ -263,6 +266,7 @@ def build_collections(
         pagination=pagination,
         order=order,
         status_case=get(("collections", "filters", "status_case"), "sensitive"),
+        several_statuses=get(("collections", "filters", "several_statuses"), "refuse"),
         default_status=None if status == "omit" else status,
         default_applied=get(("collections", "defaults", "applied"), "stored"),
         body_numbers=get(("collections", "numbers", "body"), "schema"),

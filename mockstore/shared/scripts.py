@@ -35,7 +35,8 @@ from mockstore.ratelimit import BAN_LUA
 #       +1 next id, +2 created bytes, +3 pets (hash id -> JSON), +4 ids (list),
 #       +5 ids of one status (list; the list to read for a listing), and for a scenario
 #       whose listings page (``mockstore.pages``): +6 every created pet's member, +7 the
-#       members of one status (sorted sets read by lexical range; the one a page reads)
+#       members of one status (sorted sets read by lexical range; the one a page reads),
+#       then for a page filtered by several statuses each one's members (+7 their union)
 # ARGV: 1 generation, 2 now, 3 wall, 4 minute start, 5 day start ('f' for both: windows
 #       that start at a bucket's first request), 6 per minute, 7 per day, 8 ban after,
 #       9 ban within ('c': after consecutive refusals), 10 ban duration,
@@ -99,6 +100,21 @@ if generation ~= ARGV[1] then return {'stale', generation or ''} end
 local now, wall = tonumber(ARGV[2]), tonumber(ARGV[3])
 local verdict, retry_at = 'allowed', 0
 local number
+-- A page's members, KEYS[at]; for a listing filtered by several statuses
+-- (mockstore.status_filter) their sets follow it, and KEYS[at] is made their union
+-- while the script runs (``union``, then DEL): a pet has one status, so the union's
+-- size is the sum of theirs.
+local function members_size(at)
+  if #KEYS == at then zset(KEYS[at]); return redis.call('ZCARD', KEYS[at]) end
+  local size = 0
+  for i = at + 1, #KEYS do zset(KEYS[i]); size = size + redis.call('ZCARD', KEYS[i]) end
+  return size
+end
+local function union(at)
+  if #KEYS == at then zset(KEYS[at]); return end
+  for i = at + 1, #KEYS do zset(KEYS[i]) end
+  redis.call('ZUNIONSTORE', KEYS[at], #KEYS - at, unpack(KEYS, at + 1))
+end
 -- Called by the limiter (its fault rules' arguments from ARGV[F], its counters' keys
 -- after KEYS[KF]) before it counts anything: a page at an offset where the two lists
 -- interleave is searched in a window of the inventory sized for the pets created so
@@ -107,9 +123,7 @@ local number
 local function begin(F, KF)
   local o = F + 3 + 9 * tonumber(ARGV[F + 2])
   if ARGV[o] == 'page' and ARGV[o + 1] == 'split' then
-    local key = KEYS[KF + tonumber(ARGV[F]) + 7]
-    zset(key)
-    local size = redis.call('ZCARD', key)
+    local size = members_size(KF + tonumber(ARGV[F]) + 7)
     if size > tonumber(ARGV[o + 9]) then return {'resize', size} end
   end
   number = checked(redis.pcall('INCR', KEYS[4]), KEYS[4])
@@ -261,9 +275,9 @@ elseif op == 'page' then
   -- o+6 low, o+7 high, o+8 window's length, o+9 guess, then the window's members.
   -- Replies {size, inventory members before the offset (split; else -1), member, JSON, ...}
   local key = KEYS[k + 7]
-  zset(key)
   local kind = redis.call('TYPE', KEYS[k + 3])['ok']
   if kind ~= 'hash' and kind ~= 'none' then bad(KEYS[k + 3]) end
+  union(k + 7)
   local mode, bound, count = ARGV[o + 1], ARGV[o + 2], tonumber(ARGV[o + 3])
   local descending = ARGV[o + 4] == '1'
   local size = redis.call('ZCARD', key)
@@ -301,6 +315,7 @@ elseif op == 'page' then
       out[#out + 1] = found[i] or ''
     end
   end
+  if #KEYS > k + 7 then redis.call('DEL', key) end
   head[9] = out
 elseif op == 'get' then
   -- ARGV: o+1 the pet's id

@@ -21,7 +21,16 @@ from mockstore.ordering import id_of
 from mockstore.pages import Fetched, Page, Position, page_query, read_page
 from mockstore.shared.connection import Connection
 from mockstore.shared.deadline import StateUnavailable, bounded
-from mockstore.store import PET_OVERHEAD, Pet, PetStore, StoreFull, _encoded, _ordered
+from mockstore.store import (
+    PET_OVERHEAD,
+    SEVERAL,
+    Pet,
+    PetStore,
+    StoreFull,
+    _encoded,
+    _ordered,
+    listed_members,
+)
 
 log = logging.getLogger("mockstore.shared")
 
@@ -69,6 +78,10 @@ class Operation:
         if self.ordered:
             members = store + "ord"
             keys += [members, members + ":" + self.status if self.status else members]
+            if self.status and SEVERAL in self.status:
+                # A page of several statuses: their member sets follow, and the script
+                # makes the key before them their union while it runs (scripts.EPILOGUE).
+                keys += [members + ":" + name for name in self.status.split(SEVERAL)]
         return keys
 
 
@@ -121,7 +134,7 @@ def page_operation(
     """The script's part of a page: the one query ``read_page`` makes of the created pets."""
     inventory = store.inventory
     assert inventory.ordering is not None
-    members = inventory.members.get(status, [])
+    members = listed_members(inventory.members, status)
     query = page_query(members, inventory.ordering, position, limit, guess)
     args: list[object] = [
         query.mode,
@@ -222,7 +235,7 @@ class RequestStore:
         except (TypeError, ValueError, IndexError) as exc:
             raise _inconsistent(f"a page's reply could not be read ({exc})") from None
         fetched = Fetched(operation.query, total, before, members)
-        listed = inventory.members.get(status, [])
+        listed = listed_members(inventory.members, status)
         page = read_page(listed, fetched, inventory.ordering, position, limit)
         bodies = []
         for member in page.members:

@@ -66,7 +66,9 @@ import hashlib
 import json
 import math
 import re
+import secrets
 import socket
+import string
 import sys
 import time
 import types
@@ -279,6 +281,9 @@ class Refusals:
     # before_auth: an unknown path (404) or method (405) is answered before the key
     # is checked; after_auth: a caller without a valid key gets 401 on any path.
     routing: Literal["after_auth", "before_auth"] = "after_auth"
+    # The shape of each ``details`` item: {"field", "issue"}, or {"pointer", "reason"}
+    # (a JSON Pointer into the body, as RFC 9457's validation extensions write it).
+    details_item: Literal["field_issue", "pointer_reason"] = "field_issue"
 
     def of(self, condition: str) -> Refusal:
         refusal = getattr(self, condition)
@@ -289,11 +294,13 @@ class Refusals:
 @dataclass(frozen=True)
 class RequestIdHeader:
     """The request-id header: its name and how its value is made (after ``prefix``):
-    ``counter`` (six digits and up, from 1), ``uuid`` (UUID4), ``hex`` (32 hex digits)."""
+    ``counter`` (six digits and up, from 1), ``uuid`` (UUID4), ``hex`` (32 hex digits),
+    ``alphanumeric`` (``length`` random letters and digits, as Stripe's ``req_`` ids)."""
 
     name: str = "X-Request-Id"
-    format: Literal["counter", "uuid", "hex"] = "counter"
+    format: Literal["counter", "uuid", "hex", "alphanumeric"] = "counter"
     prefix: str = "req-"
+    length: int = 24
 
 
 @dataclass(frozen=True)
@@ -325,7 +332,8 @@ class Headers:
     (whatever their status). ``location`` on 201: ``none``, ``path``
     (``/v1/pets/7``) or ``url`` (absolute). ``etag`` and ``cache_control`` map a
     read operation to its ``ETag`` kind (``strong``/``weak``) and its
-    ``Cache-Control`` value, sent on its 200 answers.
+    ``Cache-Control`` value, sent on its 200 answers. An ETag is the first
+    ``etag_digits`` hex digits of the body's ``etag_digest``.
     """
 
     always: HeaderMap = ()
@@ -337,6 +345,8 @@ class Headers:
     etag: tuple[tuple[ReadOperation, Literal["strong", "weak"]], ...] = ()
     cache_control: tuple[tuple[ReadOperation, str], ...] = ()
     deprecation: DeprecationHeaders = DeprecationHeaders()
+    etag_digest: Literal["sha256", "sha1", "md5"] = "sha256"
+    etag_digits: int = 32
 
 
 @dataclass(frozen=True)
@@ -352,13 +362,15 @@ class BanPolicy:
     """When a bucket that keeps sending after 429 is banned, and for how long.
 
     ``within``: ``rejections`` 429s within ``within_seconds``; ``consecutive``:
-    ``rejections`` 429s with no admitted request between them.
+    ``rejections`` 429s with no admitted request between them. ``enabled`` false:
+    never banned (refused for as long as it sends over the allowance).
     """
 
     trigger: Literal["within", "consecutive"] = "within"
     rejections: int = 10
     within_seconds: int = 60
     duration_seconds: int = 600
+    enabled: bool = True
 
 
 @dataclass(frozen=True)
@@ -381,7 +393,10 @@ class Gateway:
     headers (``draft``: on ``all`` answers or 2xx ones only, ``policies`` naming
     each window). X-RateLimit-Reset is when the described window is whole again.
     ``not_counted``: the classes of answers that give back what their request took
-    (after the answer is written: its own figures still count it).
+    (after the answer is written: its own figures still count it). ``uncounted``:
+    what a caller the gateway does not limit is told (``anonymous_limited`` false):
+    ``none``, no figures; ``zero``, an allowance of nothing (limit and remaining 0,
+    the reset now).
     """
 
     minute_algorithm: Algorithm = "fixed"
@@ -400,6 +415,18 @@ class Gateway:
         ("day", "day"),
     )
     not_counted: tuple[Literal["4xx", "5xx"], ...] = ()
+    uncounted: Literal["none", "zero"] = "none"
+    # The day's fixed windows: as the minute's (RateLimits.windows), or their own.
+    day_windows: Literal["same", "clock", "first_request"] = "same"
+    # A second set of headers, X-RateLimit-<name>-Limit/-Remaining/-Reset/-Used, for the
+    # minute whatever the others describe (Menagerie's Burst); None: no such set.
+    second_set: str | None = None
+    second_set_figures: tuple[Literal["limit", "remaining", "reset", "used"], ...] = (
+        "limit",
+        "remaining",
+        "reset",
+    )
+    second_set_reset: Literal["epoch", "epoch_ms", "delta"] = "delta"
 
     def gives_back(self, status: int) -> bool:
         return f"{status // 100}xx" in self.not_counted
@@ -418,7 +445,9 @@ class RateLimits:
     (``minute``, ``day`` or ``tightest``: fewest remaining, the minute on a tie).
     ``retry_after`` / ``retry_after_banned``: ``seconds`` (whole, rounded up),
     ``decimal`` (``retry_after_decimals`` digits, rounded up), ``http-date`` or
-    ``none`` (only where the refusal is not answered 429).
+    ``none`` (only where the refusal is not answered 429). ``refusal_figures``: the
+    window a 429's ``X-RateLimit-*`` describe, the one that blocks (``blocking``) or the
+    one ``describe`` names (``described``; with ``tightest``, the one that blocks).
 
     ``gateway``: how the gateway in front of the service counts and announces them.
 
@@ -439,12 +468,18 @@ class RateLimits:
     retry_after: Literal["seconds", "decimal", "http-date", "none"] = "seconds"
     retry_after_banned: Literal["seconds", "decimal", "http-date", "none"] = "seconds"
     ban: BanPolicy = BanPolicy()
+    refusal_figures: Literal["blocking", "described"] = "blocking"
     minute_seconds: int = 60
     day_seconds: int = DAY
     gateway: Gateway = Gateway()
 
     def plan(self, name: str) -> Plan | None:
         return dict(self.plans).get(name)
+
+    def aligned(self, window: Literal["minute", "day"]) -> bool:
+        """Whether ``window``'s fixed windows start on the clock (else at a first request)."""
+        form = self.gateway.day_windows if window == "day" else "same"
+        return (self.windows if form == "same" else form) == "clock"
 
 
 @dataclass(frozen=True)
@@ -475,7 +510,9 @@ class Semantics:
     ``max_body_bytes``: the largest createPet body accepted (inclusive).
     ``default_status`` of a pet created without one (None: no ``status`` field).
     ``collections``: pages, orders by a field, filters in any case, numbers, limits
-    (``tests/upstream/profiled_collections.py``).
+    (``tests/upstream/profiled_collections.py``). ``missing_content_type``: a create
+    body sent without ``Content-Type`` is ``refuse``d (unsupported_media_type) or read
+    as ``json``, as gateways that default the media type do.
     """
 
     limit_above_maximum: Literal["refuse", "clamp"] = "refuse"
@@ -486,6 +523,7 @@ class Semantics:
     default_status: PetStatus | None = None
     pets: tuple[SeedPet, ...] = ()
     collections: Collections = field(default_factory=Collections)
+    missing_content_type: Literal["refuse", "json"] = "refuse"
 
 
 @dataclass(frozen=True)
@@ -707,6 +745,7 @@ def _problems(profile: Profile) -> list[str]:
             "$.headers.request_id.prefix",
             "not a visible ASCII value",
         )
+        need(8 <= request_id.length <= 64, "$.headers.request_id.length", "from 8 to 64")
     # A name is in `always`, or in classes and operations, never both, so every
     # answer carries each header once.
     always: set[str] = set(managed)
@@ -740,6 +779,13 @@ def _problems(profile: Profile) -> list[str]:
         need(
             len(set(operations)) == len(operations), f"$.headers.{name}", "an operation named twice"
         )
+    longest = {"sha256": 64, "sha1": 40, "md5": 32}.get(headers.etag_digest)
+    need(longest is not None, "$.headers.etag_digest", "sha256, sha1 or md5")
+    need(
+        8 <= headers.etag_digits <= (longest or 64),
+        "$.headers.etag_digits",
+        "from 8 to the digest's own length",
+    )
     deprecation = headers.deprecation
     need(
         SUNSET_DAY <= deprecation.sunset < SUNSET_DAY + DAY,
@@ -1154,11 +1200,11 @@ class RateLimiter:
         bucket = self._buckets.get(bucket_id)
         if bucket is None:
             limits = self._limits
-            aligned = limits.windows == "clock"
             zone = limits.gateway.time_zone
+            minute, day = limits.aligned("minute"), limits.aligned("day")
             bucket = self._buckets[bucket_id] = Bucket(
-                new_counter(limits.gateway.minute_algorithm, limits.minute_seconds, aligned, zone),
-                new_counter(limits.gateway.day_algorithm, limits.day_seconds, aligned, zone),
+                new_counter(limits.gateway.minute_algorithm, limits.minute_seconds, minute, zone),
+                new_counter(limits.gateway.day_algorithm, limits.day_seconds, day, zone),
             )
         return bucket
 
@@ -1205,10 +1251,12 @@ class RateLimiter:
         name, _, _, _, retry_at = max(refused, key=lambda check: (check[4], check[0] == "day"))
         self._reject(bucket, now)
         windows = self._windows(counters, now)
-        blocking = next(state for state in windows if state.name == name)
+        shown = next(state for state in windows if state.name == name)
+        if limits.refusal_figures == "described" and limits.describe != "tightest":
+            # The figures of the window the provider always describes, whichever blocks.
+            shown = next((state for state in windows if state.name == limits.describe), shown)
         return Verdict(
-            "rate_limited", blocking.limit, blocking.left, blocking.full_at, name, retry_at,
-            windows,
+            "rate_limited", shown.limit, shown.left, shown.full_at, name, retry_at, windows,
         )  # fmt: skip
 
     def give_back(self, bucket_id: Hashable, plan: Plan, now: float) -> None:
@@ -1238,6 +1286,8 @@ class RateLimiter:
 
     def _reject(self, bucket: Bucket, now: float) -> None:
         ban = self._limits.ban
+        if not ban.enabled:
+            return
         if ban.trigger == "within":
             bucket.rejections.append(now)
             while bucket.rejections and bucket.rejections[0] <= now - ban.within_seconds:
@@ -1518,13 +1568,11 @@ class ProfiledPetStore:
         headers: list[tuple[str, str]] = []
         if made.body is not None:
             headers.append(("Content-Type", self.profile.headers.content_type))
-        if rated:
-            verdict = exchange.verdict
-            headers += [
-                ("X-RateLimit-Limit", str(verdict.limit)),
-                ("X-RateLimit-Remaining", str(verdict.remaining)),
-                ("X-RateLimit-Reset", self._reset(verdict.resets_at, exchange.now)),
-            ]
+        if rated and not exchange.verdict.limit:
+            headers += self._uncounted_headers(exchange.now)
+        elif rated:
+            # The gateway's figures, in every form it writes them, as on any answer.
+            headers += self._rate_headers(exchange.verdict, exchange.now, made.status)
         headers += made.headers
         if self.profile.headers.request_id is not None:
             headers.append((self.profile.headers.request_id.name, exchange.request_id))
@@ -1635,6 +1683,9 @@ class ProfiledPetStore:
             return f"{spec.prefix}{self._request_count:06d}"
         if spec.format == "uuid":
             return f"{spec.prefix}{uuid.uuid4()}"
+        if spec.format == "alphanumeric":
+            letters = string.ascii_letters + string.digits
+            return spec.prefix + "".join(secrets.choice(letters) for _ in range(spec.length))
         return f"{spec.prefix}{uuid.uuid4().hex}"
 
     # -- operations
@@ -1642,10 +1693,16 @@ class ProfiledPetStore:
     def _list_pets(self, request: Request) -> Answer:
         query = request.query_params
         limit = LIMIT_DEFAULT
-        raw_limit = query.get("limit")
-        read = (
-            collection.number(raw_limit, self.profile.semantics.collections) if raw_limit else None
-        )
+        collections = self.profile.semantics.collections
+        try:
+            raw_limit = collection.given(query.getlist("limit"), collections)
+        except LookupError:
+            raise Refused("bad_limit", "limit given more than once") from None
+        try:
+            status = collection.given(query.getlist("status"), collections)
+        except LookupError:
+            raise Refused("bad_status_filter", "status given more than once") from None
+        read = collection.number(raw_limit, collections) if raw_limit else None
         if raw_limit is not None and read is not None and read >= 0:
             raw_limit = str(read)
         if raw_limit is not None:
@@ -1666,8 +1723,6 @@ class ProfiledPetStore:
                 limit = LIMIT_MAX
             else:
                 limit = int(digits)
-        status = query.get("status")
-        collections = self.profile.semantics.collections
         if status is not None and collections.status_case_insensitive:
             status = status.lower()
         if status is not None and status not in STATUSES:
@@ -1706,6 +1761,8 @@ class ProfiledPetStore:
         if not body:
             raise Refused("missing_body", "a NewPet JSON body is required")
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if not media and semantics.missing_content_type == "json":
+            media = "application/json"  # the gateway defaults the media type
         if media != "application/json":
             raise Refused(
                 "unsupported_media_type",
@@ -1795,7 +1852,10 @@ class ProfiledPetStore:
                 if given is not None:
                     body[extra.name] = given
             elif extra.kind == "details":
-                body[extra.name] = subject[2] if subject is not None else []
+                items = subject[2] if subject is not None else []
+                if refusals.details_item == "pointer_reason":
+                    items = [{"pointer": "/" + i["field"], "reason": i["issue"]} for i in items]
+                body[extra.name] = items
         return Answer(refusal.status, body, list(refused.headers), refused.condition)
 
     def _headers(
@@ -1807,6 +1867,8 @@ class ProfiledPetStore:
         headers = [("Content-Type", profile.headers.content_type)]
         if verdict.limit:
             headers += self._rate_headers(verdict, now, answer.status)
+        else:
+            headers += self._uncounted_headers(now)
         if verdict.retry_at is not None and answer.condition in ("rate_limited", "key_banned"):
             form = (
                 limits.retry_after
@@ -1832,7 +1894,8 @@ class ProfiledPetStore:
                 path = str(request.base_url).rstrip("/") + path
             headers.append(("Location", path))
         if answer.status == 200 and operation in self._etag:
-            digest = hashlib.sha256(body).hexdigest()[:32]
+            digest = hashlib.new(profile.headers.etag_digest, body).hexdigest()
+            digest = digest[: profile.headers.etag_digits]
             headers.append(
                 ("ETag", f'W/"{digest}"' if self._etag[operation] == "weak" else f'"{digest}"')
             )
@@ -1863,6 +1926,23 @@ class ProfiledPetStore:
             else:
                 headers.append(("X-RateLimit-Resource", limits.gateway.resource))
         states = {state.name: state for state in verdict.windows}
+        second = states.get("minute") if limits.gateway.second_set else None
+        if second is not None:
+            form = limits.gateway.second_set_reset
+            reset = {
+                "epoch": str(math.ceil(second.full_at)),
+                "epoch_ms": str(math.ceil(second.full_at * 1000)),
+                "delta": str(max(0, math.ceil(second.full_at - now))),
+            }[form]
+            told = {
+                "limit": str(second.limit),
+                "remaining": str(second.left),
+                "reset": reset,
+                "used": str(second.limit - second.left),
+            }
+            for figure in limits.gateway.second_set_figures:
+                name = f"X-RateLimit-{limits.gateway.second_set}-{figure.capitalize()}"
+                headers.append((name, told[figure]))
         for window, name in limits.gateway.per_window:
             state = states.get(window)
             if state is not None:
@@ -1883,6 +1963,28 @@ class ProfiledPetStore:
                 state_text.append(f'"{names[state.name]}";r={state.left};t={wait}')
             headers.append(("RateLimit-Policy", ", ".join(policy)))
             headers.append(("RateLimit", ", ".join(state_text)))
+        return headers
+
+    def _uncounted_headers(self, now: float) -> list[tuple[str, str]]:
+        """What a caller the gateway does not limit is told: nothing, or an allowance of
+        nothing whole at once (``Gateway.uncounted``)."""
+        limits = self.profile.rate_limits
+        gateway = limits.gateway
+        if gateway.uncounted == "none":
+            return []
+        headers = []
+        for figure in gateway.figures:
+            if figure == "reset":
+                if limits.reset == "delta":
+                    decimals = gateway.reset_decimals
+                    reset = f"{0:.{decimals}f}"
+                else:
+                    reset = self._reset(now, now)
+                headers.append(("X-RateLimit-Reset", reset))
+            elif figure == "resource":
+                headers.append(("X-RateLimit-Resource", gateway.resource))
+            else:
+                headers.append((f"X-RateLimit-{figure.capitalize()}", "0"))
         return headers
 
     def _reset(self, instant: float, now: float) -> str:

@@ -7,7 +7,9 @@ and a total-count header; listings ordered by a field, either direction, with
 or without case (ties by id, in the same direction); a status filter in any
 case; a default status the 201 leaves out and later reads show; integers as
 strings (or refused with a fraction); names and categories limited beyond the
-spec. ``Collections()`` is the stand-in as it was before these choices existed
+spec, a name's length in characters or in UTF-8 bytes, a blank name refused;
+GitLab's page headers; a query parameter given twice refused or read by its
+first or last value. ``Collections()`` is the stand-in as it was before these choices existed
 (a listing of the first ``limit`` pets, JSON integers only).
 
 Written as a provider's team would write it: it imports nothing of mockstore,
@@ -26,6 +28,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlencode
 
 LinkRel = Literal["next", "prev", "first", "last"]
+PageFigure = Literal["page", "per_page", "total_pages", "next_page", "prev_page"]
 _NUMBER = re.compile(r"\s*([+-]?[0-9]{1,18})(?:\.0*)?\s*")
 Refuse = Callable[[str, str], Exception]
 
@@ -38,8 +41,16 @@ class Collections:
     semantics' ``list_order``), ``order_descending``, ``order_case_insensitive``.
     ``status_case_insensitive`` filter. ``default_on_read``: the default status is
     left out of the 201. ``numbers_body``: ``strict`` (JSON integers), ``schema``
-    (``7.0`` too), ``lenient`` (``"7"`` too); ``numbers_query``: ``lenient`` reads
-    ``limit=7.0``. ``name_max_length``, ``category_minimum``: limits beyond the spec."""
+    (``7.0`` too), ``lenient`` (``"7"`` too), ``digits`` (JSON integers and ``"7"``;
+    ``7.0`` refused); ``numbers_query``: ``lenient`` reads ``limit=7.0``.
+    ``name_max_length`` (counted in ``name_unit``: characters or UTF-8 bytes),
+    ``name_min_length`` (in the same unit), ``blank_name`` (a name of white space
+    only: ``allow`` or ``refuse``), ``category_minimum``, ``category_maximum``: limits
+    beyond the spec. ``page_headers``: with pages by
+    number, GitLab's headers (``page``, ``per_page``, ``total_pages``, ``next_page``,
+    ``prev_page``) under the provider's names. ``repeated``: a listing's query
+    parameter given twice is refused (its condition), or its ``first`` or ``last``
+    value read."""
 
     pagination: Literal["limit", "cursor", "offset", "page"] = "limit"
     page_parameter: str = ""
@@ -51,10 +62,16 @@ class Collections:
     order_case_insensitive: bool = False
     status_case_insensitive: bool = False
     default_on_read: bool = False
-    numbers_body: Literal["strict", "schema", "lenient"] = "strict"
+    numbers_body: Literal["strict", "schema", "lenient", "digits"] = "strict"
     numbers_query: Literal["strict", "lenient"] = "strict"
     name_max_length: int | None = None
     category_minimum: int | None = None
+    name_unit: Literal["characters", "bytes"] = "characters"
+    name_min_length: int | None = None
+    category_maximum: int | None = None
+    blank_name: Literal["allow", "refuse"] = "allow"
+    page_headers: tuple[tuple[PageFigure, str], ...] = ()
+    repeated: Literal["refuse", "first", "last"] = "last"
 
     @property
     def parameter(self) -> str:
@@ -81,6 +98,14 @@ def problems(
         found.append(f"{where}.total_header: not a header of its own")
     if collections.name_max_length is not None and collections.name_max_length < 8:
         found.append(f"{where}.name_max_length: at least 8")
+    if collections.page_headers and collections.pagination != "page":
+        found.append(f"{where}.page_headers: page headers need pages by number")
+    names = [name.lower() for _, name in collections.page_headers]
+    for name in names:
+        if not token.fullmatch(name) or name in managed or name == (header or "").lower():
+            found.append(f"{where}.page_headers.{name}: not a header of its own")
+    if len(set(names)) != len(names) or len({f for f, _ in collections.page_headers}) != len(names):
+        found.append(f"{where}.page_headers: a figure or a name given twice")
     return found
 
 
@@ -129,7 +154,9 @@ def page(
     given = [value for key, value in pairs if key == name] if style != "limit" else []
     start = 0
     if given:
-        raw = given[-1]
+        if len(given) > 1 and collections.repeated == "refuse":
+            raise refuse("bad_page", f"{name} given more than once")
+        raw = given[0] if collections.repeated == "first" else given[-1]
         if style == "cursor":
             start = _after(raw, pets, refuse)
         else:
@@ -161,7 +188,27 @@ def page(
         headers.append(("Link", ", ".join(parts)))
     if collections.total_header is not None:
         headers.append((collections.total_header, str(len(pets))))
+    if collections.page_headers:
+        at = start // limit + 1
+        figures = {
+            "page": str(at),
+            "per_page": str(limit),
+            "total_pages": str(max(1, -(-len(pets) // limit))),
+            "next_page": str(at + 1) if start + limit < len(pets) else "",
+            "prev_page": str(at - 1) if at > 1 else "",
+        }
+        headers += [(name, figures[figure]) for figure, name in collections.page_headers]
     return shown, headers
+
+
+def given(values: list[str], collections: Collections) -> str | None:
+    """The value a listing reads of a query parameter sent ``len(values)`` times (None: not
+    sent); ``LookupError`` when the provider refuses one sent twice."""
+    if not values:
+        return None
+    if len(values) > 1 and collections.repeated == "refuse":
+        raise LookupError("given more than once")
+    return values[0] if collections.repeated == "first" else values[-1]
 
 
 def _value(
@@ -193,20 +240,39 @@ def _after(raw: str, pets: list[dict[str, Any]], refuse: Refuse) -> int:
 
 def category(value: Any, collections: Collections) -> Any:
     """A NewPet's categoryId as the provider reads it (unchanged when it reads no other)."""
-    if isinstance(value, float) and collections.numbers_body != "strict" and value.is_integer():
+    if (
+        isinstance(value, float)
+        and collections.numbers_body in ("schema", "lenient")
+        and value.is_integer()
+    ):
         return int(value)
     if isinstance(value, str) and collections.numbers_body == "lenient":
         found = _NUMBER.fullmatch(value)
         if found is not None:
             return int(found.group(1))
+    digits = isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18
+    if digits and collections.numbers_body == "digits":
+        return int(value)
     return value
 
 
 def check(fields: dict[str, Any], collections: Collections, refuse: Refuse) -> None:
     """Refuse a NewPet past the provider's own limits."""
-    longest = collections.name_max_length
-    if longest is not None and len(fields["name"]) > longest:
-        raise refuse("field_constraint", f"name must be at most {longest} characters")
+    longest, name = collections.name_max_length, fields["name"]
+    if collections.name_unit == "bytes":
+        size, unit = len(name.encode("utf-8", "surrogatepass")), "bytes"
+    else:
+        size, unit = len(name), "characters"
+    if longest is not None and size > longest:
+        raise refuse("field_constraint", f"name must be at most {longest} {unit}")
+    shortest = collections.name_min_length
+    if shortest is not None and size < shortest:
+        raise refuse("field_constraint", f"name must be at least {shortest} {unit}")
+    if collections.blank_name == "refuse" and not name.strip():
+        raise refuse("field_constraint", "name must not be blank")
     least = collections.category_minimum
     if least is not None and fields["categoryId"] < least:
         raise refuse("field_constraint", f"categoryId must be at least {least}")
+    most = collections.category_maximum
+    if most is not None and fields["categoryId"] > most:
+        raise refuse("field_constraint", f"categoryId must be at most {most}")

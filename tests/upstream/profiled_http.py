@@ -59,6 +59,7 @@ class CorsChoice:
     preflight_status: int = 204
     rejected_status: int | None = None  # None: the preflight status without Allow-*
     stage: Stage = "gateway"
+    paths: tuple[str, ...] = ("/",)  # the path prefixes (under /v1) CORS applies to
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class MaintenanceChoice:
     status: int = 503
     code: str = "maintenance"
     message: str = "{path} is under maintenance until {until}"
-    retry_after: Literal["seconds", "decimal", "http-date"] = "http-date"
+    retry_after: Literal["seconds", "decimal", "http-date", "none"] = "http-date"
     stage: Stage = "gateway"
     opens_after_seconds: int = 0
     lasts_seconds: int = 7200
@@ -88,6 +89,8 @@ class HttpChoices:
     """Every HTTP choice of the provider's front (see the module docstring)."""
 
     conditional: tuple[ReadOperation, ...] = ()
+    # How If-None-Match compares: weak (RFC 9110) or strong (a W/ tag never matches).
+    comparison: Literal["weak", "strong"] = "weak"
     last_modified: tuple[ReadOperation, ...] = ()
     pets_modified: int = 1767225600  # 2026-01-01T00:00:00Z
     encodings: tuple[Literal["gzip", "deflate"], ...] = ()
@@ -199,6 +202,7 @@ class Front:
         if (
             cors is not None
             and cors.stage == stage
+            and any(_under(relative, prefix) for prefix in cors.paths)
             and method == "OPTIONS"
             and "origin" in headers
             and "access-control-request-method" in headers
@@ -220,9 +224,13 @@ class Front:
                 else:
                     retry = formatdate(math.ceil(closes), usegmt=True)
                 body = {"code": window.code, "message": message, "status": window.status}
-                return Made(window.status, [("Retry-After", retry)], body, "maintenance")
+                told = [("Retry-After", retry)] if window.retry_after != "none" else []
+                return Made(window.status, told, body, "maintenance")
         preflight = (
-            cors is not None and "origin" in headers and "access-control-request-method" in headers
+            cors is not None
+            and any(_under(relative, prefix) for prefix in cors.paths)
+            and "origin" in headers
+            and "access-control-request-method" in headers
         )
         if choices.options == stage and method == "OPTIONS" and not preflight:
             allow = allow_of(relative)
@@ -321,13 +329,15 @@ class Front:
             shown = pets if isinstance(pets, list) else [pets]
             modified = self.last_modified(shown, now)
             out.append(("Last-Modified", formatdate(modified, usegmt=True)))
-            if operation in choices.conditional and _not_modified(headers, out, modified):
+            if operation in choices.conditional and _not_modified(
+                headers, out, modified, choices.comparison
+            ):
                 status, body = 304, b""
         elif (
             status == 200
             and method in ("GET", "HEAD")
             and operation in choices.conditional
-            and _not_modified(headers, out, None)
+            and _not_modified(headers, out, None, choices.comparison)
         ):
             status, body = 304, b""
         if (
@@ -343,10 +353,12 @@ class Front:
         cors = choices.cors
         origin = headers.get("origin")
         preflight = method == "OPTIONS" and "access-control-request-method" in headers
+        relative = path[len("/v1") :] if path.startswith("/v1/") else path
         if (
             cors is not None
             and origin is not None
             and not preflight
+            and any(_under(relative, prefix) for prefix in cors.paths)
             and ("*" in cors.origins or origin.lower() in {o.lower() for o in cors.origins})
         ):
             named = cors.credentials or "*" not in cors.origins
@@ -380,7 +392,7 @@ class Front:
 
 
 def _not_modified(
-    headers: dict[str, str], out: list[tuple[str, str]], modified: int | None
+    headers: dict[str, str], out: list[tuple[str, str]], modified: int | None, comparison: str
 ) -> bool:
     tag = next((value for name, value in out if name.lower() == "etag"), None)
     match = headers.get("if-none-match")
@@ -389,6 +401,9 @@ def _not_modified(
             return True
         if tag is None:
             return False
+        if comparison == "strong":
+            # Both tags strong and the same: a weak one never matches.
+            return not tag.startswith("W/") and any(t.strip() == tag for t in match.split(","))
         wanted = tag.removeprefix("W/")
         return any(t.strip().removeprefix("W/") == wanted for t in match.split(","))
     since = headers.get("if-modified-since")

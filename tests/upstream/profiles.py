@@ -2,7 +2,18 @@
 
 ``profiles()`` draws a ``Profile`` from the whole space: every choice is drawn
 on its own, except where two depend on each other (a ban answered 429 must carry
-``Retry-After``; a header appears once per answer). Error codes are identifiers
+``Retry-After``; a header appears once per answer; page headers need pages by
+number; a 429's figures of the described window only with 429s). The space spans
+each section of the scenario schema a provider can differ in: the limiter
+(algorithms, clock or first-request windows, a time zone, what counts, refunds by
+class, anonymous callers limited or told figures of 0, refusal statuses, every
+header form, bans or none), HTTP semantics (ETags by digest and length, weak or
+strong comparison, ``Last-Modified``, codings, CORS on some paths, ``OPTIONS``,
+trailing slashes, request ids of every form and their echo, advisory headers),
+collections (pages, links, totals, page headers, order, filters, defaults,
+numbers, name and category constraints, repeated parameters, a create without
+``Content-Type``), maintenance, latency and Error bodies (codes, statuses,
+templates, computed fields, ``details[]`` shapes). Error codes are identifiers
 in the profile's case (lower or upper), picked from words providers use or made
 up; each status is one a provider plausibly answers for its condition
 (``PLAUSIBLE_STATUSES``). Allowances are small (at most 6 a minute, 30 a day) so
@@ -143,6 +154,8 @@ EXTRA_FIELD_NAMES = (
     "errorId",
     "retryable",
 )
+ETAG_DIGITS = (16, 32, 40, 64)
+DIGEST_DIGITS = {"sha256": 64, "sha1": 40, "md5": 32}
 PLAN_NAMES = ("free", "pro", "business", "enterprise", "starter", "trial", "basic", "team")
 ALGORITHMS = ("fixed", "sliding_log", "sliding_window", "token_bucket", "leaky_bucket")
 FIGURES = ("limit", "remaining", "reset", "used", "resource")
@@ -235,6 +248,7 @@ def _refusals(draw: st.DrawFn) -> Refusals:
         extra_fields=tuple(extras),
         www_authenticate=challenge,
         routing=draw(st.sampled_from(["after_auth", "before_auth"])),
+        details_item=draw(st.sampled_from(["field_issue", "pointer_reason"])),
     )
 
 
@@ -246,8 +260,9 @@ def _headers(draw: st.DrawFn) -> Headers:
             st.builds(
                 RequestIdHeader,
                 st.sampled_from(REQUEST_ID_NAMES),
-                st.sampled_from(["counter", "uuid", "hex"]),
+                st.sampled_from(["counter", "uuid", "hex", "alphanumeric"]),
                 st.sampled_from(["", "req-", "req_", "r-"]),
+                st.sampled_from([14, 24, 32]),
             ),
         )
     )
@@ -281,6 +296,8 @@ def _headers(draw: st.DrawFn) -> Headers:
                 (name, draw(_header_values))
             )
     etag = draw(st.dictionaries(st.sampled_from(READS), st.sampled_from(["strong", "weak"])))
+    digest = draw(st.sampled_from(["sha256", "sha1", "md5"]))
+    digits = draw(st.sampled_from([d for d in ETAG_DIGITS if d <= DIGEST_DIGITS[digest]]))
     cache_control = draw(st.dictionaries(st.sampled_from(READS), st.sampled_from(CACHE_CONTROLS)))
     links = draw(st.lists(st.sampled_from(LINKS), max_size=3, unique=True))
     deprecation = DeprecationHeaders(
@@ -307,6 +324,8 @@ def _headers(draw: st.DrawFn) -> Headers:
         etag=tuple(etag.items()),  # type: ignore[arg-type]
         cache_control=tuple(cache_control.items()),  # type: ignore[arg-type]
         deprecation=deprecation,
+        etag_digest=digest,  # type: ignore[arg-type]
+        etag_digits=digits,
     )
 
 
@@ -342,6 +361,13 @@ def _gateway(draw: st.DrawFn, reset: str) -> Gateway:
             ("day", draw(st.sampled_from(POLICY_NAMES["day"]))),
         ),
         not_counted=draw(st.sampled_from([(), (), ("4xx",), ("5xx",), ("4xx", "5xx")])),
+        uncounted=draw(st.sampled_from(["none", "zero"])),
+        day_windows=draw(st.sampled_from(["same", "same", "clock", "first_request"])),
+        second_set=draw(st.sampled_from([None, None, "Burst", "Minute"])),
+        second_set_figures=draw(
+            st.sampled_from([("limit", "remaining", "reset"), ("limit", "remaining", "used")])
+        ),
+        second_set_reset=draw(st.sampled_from(["epoch", "epoch_ms", "delta"])),
     )
 
 
@@ -368,6 +394,12 @@ def _rate_limits(draw: st.DrawFn, banned_status: int, refused_status: int) -> Ra
             rejections=draw(st.integers(2, 5)),
             within_seconds=draw(st.sampled_from([1, 5, 10, 30, 60, 120])),
             duration_seconds=draw(st.sampled_from([1, 5, 30, 60, 300, 600])),
+            enabled=draw(st.sampled_from([True, True, True, False])),
+        ),
+        # A 403 or 503 that says requests are left (the described window's) is told from
+        # a maintenance page or a ban by nothing a recording shows: described with 429s only.
+        refusal_figures=draw(
+            st.sampled_from(["blocking", "described"] if refused_status == 429 else ["blocking"])
         ),
         minute_seconds=minute,
         day_seconds=draw(st.one_of(st.just(DAY), st.integers(2, 30).map(lambda k: k * minute))),
@@ -392,7 +424,7 @@ def _collections(draw: st.DrawFn) -> Collections:
     links = (
         () if style == "limit" else tuple(draw(st.permutations(rels))[: draw(st.integers(0, 4))])
     )
-    return Collections(
+    return Collections(  # type: ignore[arg-type]
         pagination=style,
         page_parameter="" if style == "limit" else draw(st.sampled_from(PAGE_PARAMETERS)),
         links=links,  # type: ignore[arg-type]
@@ -403,11 +435,42 @@ def _collections(draw: st.DrawFn) -> Collections:
         order_case_insensitive=draw(st.booleans()),
         status_case_insensitive=draw(st.booleans()),
         default_on_read=draw(st.booleans()),
-        numbers_body=draw(st.sampled_from(["strict", "schema", "lenient"])),
+        numbers_body=draw(st.sampled_from(["strict", "schema", "lenient", "digits"])),
         numbers_query=draw(st.sampled_from(["strict", "lenient"])),
         name_max_length=draw(st.sampled_from([None, 32, 50, 64, 100])),
         category_minimum=draw(st.sampled_from([None, 0, 1])),
+        name_unit=draw(st.sampled_from(["characters", "bytes"])),
+        name_min_length=draw(st.sampled_from([None, None, 2, 3])),
+        category_maximum=draw(st.sampled_from([None, None, 1000, 65_535])),
+        blank_name=draw(st.sampled_from(["allow", "refuse"])),
+        page_headers=draw(_page_headers()) if style == "page" else (),
+        repeated=draw(st.sampled_from(["refuse", "first", "last"])),
     )
+
+
+# Page headers under the names of two families of APIs (GitLab's, Yii's and Laravel-style).
+PAGE_HEADER_NAMES = (
+    {
+        "page": "X-Page",
+        "per_page": "X-Per-Page",
+        "total_pages": "X-Total-Pages",
+        "next_page": "X-Next-Page",
+        "prev_page": "X-Prev-Page",
+    },
+    {
+        "page": "X-Pagination-Current-Page",
+        "per_page": "X-Pagination-Per-Page",
+        "total_pages": "X-Pagination-Page-Count",
+    },
+)
+
+
+@st.composite
+def _page_headers(draw: st.DrawFn) -> tuple[tuple[str, str], ...]:
+    """Which page figures a provider that pages by number states, and under which names."""
+    names = draw(st.sampled_from(PAGE_HEADER_NAMES))
+    figures = draw(st.lists(st.sampled_from(sorted(names)), unique=True))
+    return tuple((figure, names[figure]) for figure in figures)
 
 
 @st.composite
@@ -436,6 +499,7 @@ def _semantics(draw: st.DrawFn) -> Semantics:
         default_status=draw(st.one_of(st.none(), st.sampled_from(STATUSES))),  # type: ignore[arg-type]
         pets=tuple(pets),
         collections=draw(_collections()),
+        missing_content_type=draw(st.sampled_from(["refuse", "json"])),
     )
 
 
@@ -466,6 +530,7 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
                 preflight_status=st.sampled_from([200, 204]),
                 rejected_status=st.sampled_from([None, 400, 403]),
                 stage=_STAGES,
+                paths=st.sampled_from([("/",), ("/pets",)]),
             ),
         )
     )
@@ -484,7 +549,7 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
                         "{method} {path}: back at {until}",
                     ]
                 ),
-                retry_after=st.sampled_from(["seconds", "decimal", "http-date"]),
+                retry_after=st.sampled_from(["seconds", "decimal", "http-date", "none"]),
                 stage=_STAGES,
             ),
         )
@@ -492,6 +557,7 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
     messages = draw(st.dictionaries(st.sampled_from(sorted(MESSAGES)), st.just(""), max_size=4))
     return HttpChoices(
         conditional=conditional,  # type: ignore[arg-type]
+        comparison=draw(st.sampled_from(["weak", "strong"])),
         last_modified=dated,  # type: ignore[arg-type]
         pets_modified=draw(st.integers(DEPRECATED_FROM, DEPRECATED_UNTIL)),
         encodings=tuple(draw(st.lists(st.sampled_from(["gzip", "deflate"]), unique=True))),  # type: ignore[arg-type]
@@ -510,7 +576,11 @@ def _http(draw: st.DrawFn, etag: tuple[str, ...], echo: bool) -> HttpChoices:
         latency=draw(
             st.one_of(
                 st.just(()),
-                st.just((LatencyChoice(None, (("p0", 1), ("p50", 2), ("p100", 4))),)),
+                st.sampled_from([None, "listPets", "createPet"]).map(
+                    lambda operation: (
+                        LatencyChoice(operation, (("p0", 1), ("p50", 2), ("p100", 4))),
+                    )
+                ),
             )
         ),
         messages=tuple((condition, MESSAGES[condition]) for condition in sorted(messages)),
@@ -637,6 +707,7 @@ GATEWAY = Profile(
             draft="success",
             policies=(("minute", "burst"), ("day", "daily")),
             not_counted=("5xx",),
+            uncounted="zero",
         ),
     ),
     semantics=Semantics(
@@ -663,7 +734,11 @@ GATEWAY = Profile(
             numbers_body="lenient",
             numbers_query="lenient",
             name_max_length=64,
+            name_unit="bytes",
+            blank_name="refuse",
+            repeated="first",
         ),
+        missing_content_type="json",
     ),
 )
 
@@ -676,6 +751,8 @@ LEGACY = Profile(
         content_type="application/json;charset=UTF-8",
         location="path",
         etag=(("listPets", "weak"),),
+        etag_digest="md5",
+        etag_digits=16,
         deprecation=DeprecationHeaders(
             since=1704067200,
             deprecation="true",
@@ -723,6 +800,7 @@ LEGACY = Profile(
         retry_after="http-date",
         retry_after_banned="none",
         ban=BanPolicy("within", 4, 20, 45),
+        refusal_figures="described",
         gateway=Gateway(
             minute_algorithm="token_bucket",
             day_algorithm="leaky_bucket",
@@ -735,6 +813,9 @@ LEGACY = Profile(
             draft="all",
             policies=(("minute", "default"), ("day", "quota")),
             not_counted=("4xx",),
+            second_set="Burst",
+            second_set_figures=("limit", "remaining", "used"),
+            second_set_reset="epoch_ms",
         ),
     ),
     semantics=Semantics(
@@ -755,9 +836,12 @@ LEGACY = Profile(
             links=("first", "prev", "next", "last"),
             link_urls="absolute",
             total_header="X-Total",
+            page_headers=(("page", "X-Page"), ("total_pages", "X-Total-Pages")),
             numbers_body="strict",
             category_minimum=1,
+            repeated="refuse",
         ),
+        missing_content_type="json",
     ),
 )
 

@@ -39,6 +39,7 @@ from mockstore.fidelity.listings import (
     total_header_of,
 )
 from mockstore.scenario.collections import DEFAULT_PARAMETER
+from mockstore.status_filter import named_statuses, spelling_of
 
 Cite = Callable[..., str]
 _STATUSES = ("available", "pending", "sold")
@@ -58,6 +59,7 @@ def learn_collections(seen: list[Seen], result: Calibration, cite: Cite) -> None
     _pagination(listings, result, cite)
     _order(listings, result, cite)
     _filter(seen, result, cite)
+    _several_statuses(seen, result, cite)
     _numbers(seen, result, cite)
     _constraints(seen, result, cite)
     _defaults(seen, result, cite)
@@ -311,6 +313,38 @@ def _filter(seen: list[Seen], result: Calibration, cite: Cite) -> None:
         if s.condition == "bad_status_filter":
             result.confirm("collections.filters.status_case")
             return
+
+
+def _several_statuses(seen: list[Seen], result: Calibration, cite: Cite) -> None:
+    """``collections.filters.several_statuses``: a listing whose status filter named several
+    statuses (``available,pending``, or repeated) answered with pets of more than one of
+    them (of any, for a comma: a repeated status may be read first or last); refused
+    (mockstore's own reading) when every such listing was refused for its filter."""
+    read: dict[str, Seen] = {}
+    refused = False
+    for s in seen:
+        values = s.facts.query.get("status", [])
+        spelling = spelling_of(values)
+        if s.facts.operation != "listPets" or s.item.method != "GET" or spelling is None:
+            continue
+        named = {status.lower() for status in named_statuses(values)}
+        if not named <= set(_STATUSES):
+            continue
+        if s.status == 200 and isinstance(s.body, list):
+            shown = {pet.get("status") for pet in s.body if isinstance(pet, dict)}
+            if spelling == "comma" or len(shown & named) > 1:
+                read.setdefault(spelling, s)
+        elif s.condition == "bad_status_filter":
+            refused = True
+    if not read:
+        if refused:
+            result.confirm("collections.filters.several_statuses")
+        return
+    spellings = set(read)
+    value = "both" if "both" in spellings or len(spellings) > 1 else spellings.pop()
+    example = next(iter(read.values()))
+    note = f"status={','.join(example.facts.query['status'])} answered with pets of each"
+    result.set("collections.filters.several_statuses", value, cite(example, code=False, note=note))
 
 
 def _numbers(seen: list[Seen], result: Calibration, cite: Cite) -> None:

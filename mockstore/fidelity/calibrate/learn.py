@@ -27,6 +27,7 @@ from mockstore.fidelity.calibrate.learn_errors import computed_field, learn_mess
 from mockstore.fidelity.calibrate.learn_http import HttpLearner
 from mockstore.fidelity.calibrate.learn_latency import learn_latency
 from mockstore.fidelity.calibrate.learn_maintenance import learn_maintenance
+from mockstore.fidelity.calibrate.learn_refusals import learn_refusals
 from mockstore.fidelity.calibrate.limiter import learn_limiter
 from mockstore.fidelity.calibrate.rate_figures import allowances_shown, other_allowance
 from mockstore.fidelity.calibrate.result import Calibration, Key, Setting
@@ -162,6 +163,8 @@ class _Learner:
         # The limiter's windows and forms (its own module): after the plans it replays.
         learn_limiter(self.seen, self.result, cite)
         self.refusals()
+        # Stacked limits' own refusals: after refusals(), whose scenario-wide ones they replace.
+        learn_refusals(self.seen, self.result, cite)
         self.headers()
         self.deprecation()
         self.semantics()
@@ -712,6 +715,8 @@ class _Learner:
             if all(is_id(value) for value in found)
             and (len(found) > 1 or _ID_NAME.search(name))
             and name not in attribution.MANAGED
+            # A limiter's figure (a second set's epoch reset, say) counts up as ids do.
+            and not attribution.rate_header(name)
         ]
 
     def headers(self) -> None:

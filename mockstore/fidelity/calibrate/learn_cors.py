@@ -177,8 +177,12 @@ def _cors_paths(allowed: list[Seen], refused: list[Seen]) -> list[str] | None:
     answered as a method it does not serve (404 or 405) though one on these was allowed;
     None: the recording shows no such boundary (mockstore's default, every path, stays)."""
     on = {_template(s.path) for s in allowed}
+    # (Or as a plain OPTIONS: a 2xx naming the path's methods in Allow, no Access-Control-*.)
     off = {
-        _template(s.path) for s in refused if s.status in (404, 405) and not s.path.endswith("/")
+        _template(s.path)
+        for s in refused
+        if (s.status in (404, 405) or (200 <= s.status < 300 and "allow" in s.headers))
+        and not s.path.endswith("/")
     }
     on.discard(None)
     off.discard(None)

@@ -381,11 +381,15 @@ class HttpLearner:
 
     def options_and_allow(self) -> None:
         result, cite = self.result, self.cite
+        # A preflight to a path CORS does not cover is answered as a plain OPTIONS is.
         plain = [
             s
             for s in self.seen
             if s.item.method == "OPTIONS"
-            and not _request_header(s, "access-control-request-method")
+            and (
+                not _request_header(s, "access-control-request-method")
+                or ("allow" in s.headers and "access-control-allow-origin" not in s.headers)
+            )
         ]
         served = [s for s in plain if 200 <= s.status < 300 and "allow" in s.headers]
         if served:

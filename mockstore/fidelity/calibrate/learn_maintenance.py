@@ -83,6 +83,8 @@ def _window(
     result: Calibration,
     cite: Cite,
 ) -> tuple[dict[str, Any], list[str]] | None:
+    if all("retry-after" not in s.headers for s in members):
+        return _untold(seen, members, status, code, segment, result, cite)
     ends = [_end(s) for s in members]
     if any(end is None for end in ends):
         bad = next(s for s, end in zip(members, ends, strict=True) if end is None)
@@ -121,6 +123,61 @@ def _window(
         "status": status,
         "retry_after": forms.pop(),
     }
+    _describe(window, seen, members, code, segment, result, cite)
+    note = f"{len(members)} refusal(s), Retry-After to {format_time(end)}"
+    return window, [cite(first, "Retry-After", note=note), cite(last, "Retry-After")]
+
+
+def _untold(
+    seen: list[Seen],
+    members: list[Seen],
+    status: int,
+    code: str | None,
+    segment: str,
+    result: Calibration,
+    cite: Cite,
+) -> tuple[dict[str, Any], list[str]]:
+    """A window whose refusals say nothing of its end: open from the first one, with no
+    end the recording shows (``until`` null), and no Retry-After."""
+    first = members[0]
+    before = [
+        s
+        for s in seen
+        if s.condition != "maintenance"
+        and _segment(s.path) == segment
+        and s.item.time < first.item.time
+    ]
+    opened = first.item.time
+    if before and before[-1].item.time >= math.floor(opened * 1000) / 1000:
+        opened = before[-1].item.time + 0.001
+    window: dict[str, Any] = {
+        "name": f"maintenance-{segment.strip('/') or 'all'}",
+        "paths": [segment],
+        "from": format_time(math.floor(opened * 1000) / 1000),
+        "until": None,
+        "status": status,
+        "retry_after": "none",
+    }
+    _describe(window, seen, members, code, segment, result, cite)
+    result.open(
+        f"maintenance of {segment}: its end is not shown (no Retry-After, refused to the "
+        "recording's end): written as open-ended"
+    )
+    note = f"{len(members)} refusal(s), no Retry-After"
+    return window, [cite(first, note=note), cite(members[-1])]
+
+
+def _describe(
+    window: dict[str, Any],
+    seen: list[Seen],
+    members: list[Seen],
+    code: str | None,
+    segment: str,
+    result: Calibration,
+    cite: Cite,
+) -> None:
+    """The window's code, message, methods and stage, as its refusals show them."""
+    first, last = members[0], members[-1]
     if code is not None:
         window["code"] = code
     template = _message_template(members)
@@ -145,8 +202,6 @@ def _window(
     stage = _stage(members, seen, segment, first.item.time, last.item.time)
     if stage is not None:
         window["stage"] = stage
-    note = f"{len(members)} refusal(s), Retry-After to {format_time(end)}"
-    return window, [cite(first, "Retry-After", note=note), cite(last, "Retry-After")]
 
 
 def _message_template(members: list[Seen]) -> str | None:

@@ -112,6 +112,7 @@ def _lengths(name: str, samples: dict[str, list[Sample]], quotas: Any) -> list[i
     """Window lengths the figures point to (the draft's ``w``, and each algorithm's reading
     of the first resets), mockstore's own first."""
     found = [_DEFAULT_SECONDS[name]]
+    stated: list[int] = []
     for bucket, members in samples.items():
         minute, day = quota_of(bucket if members[0].seen.keyed else "", quotas)
         quota = minute if name == "minute" else day
@@ -120,8 +121,8 @@ def _lengths(name: str, samples: dict[str, list[Sample]], quotas: Any) -> list[i
         first = members[0].now
         for sample in members:
             w = _draft_length(sample, name, minute, day)
-            if w is not None:
-                found.append(w)
+            if w is not None and w not in stated:
+                stated.append(w)
         for sample in [m for m in members if m.verdict == "allowed" and name in m.windows][:3]:
             shown = sample.windows[name]
             if shown.reset is None or shown.remaining is None:
@@ -134,8 +135,10 @@ def _lengths(name: str, samples: dict[str, list[Sample]], quotas: Any) -> list[i
                 found.append(round(ahead * quota / used))  # a bucket refills used intervals
             # On the grid: a window (or, sliding, two) ends at the reset.
             found.extend(d for d in _DIVISORS if ahead - 1 <= d <= 2 * ahead + 1)
+    # The draft's w states the window's length: no reading of the figures overrides it
+    # (a bucket of 1000 barely drawn reads as full under a 1 s window as under 60 s).
     lengths = []
-    for length in found:
+    for length in stated or found:
         if 1 <= length <= DAY_SECONDS and length not in lengths:
             lengths.append(length)
     return lengths[:60]

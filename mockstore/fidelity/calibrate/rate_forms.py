@@ -27,6 +27,8 @@ from mockstore.fidelity.formats import decimals, reset_kind, retry_after_kind, s
 from mockstore.fidelity.rate_advice import SECOND_SET
 from mockstore.limiter.model import a_success
 
+_BAN_STATUS = 429  # ban.status's default: a ban no recording showed is answered 429
+
 
 def learn_forms(seen: list[Seen], result: Calibration, cite: Any) -> None:
     """Settle ``ratelimit.headers`` (and ``ratelimit.anonymous``) as ``seen`` shows them."""
@@ -209,6 +211,14 @@ def _retry_forms(seen: list[Seen], result: Calibration, cite: Any) -> None:
             "ratelimit.headers.retry_after_banned",
             "same" if same else banned_form,
             cite(banned[0], "Retry-After", note="no Retry-After" if banned_form == "none" else ""),
+        )
+    elif refusal_form == "none" and result.value("ban.status", _BAN_STATUS) == _BAN_STATUS:
+        # No ban seen: "same" would leave the unseen ban's 429 without Retry-After (the
+        # spec's 429 carries it); the ban keeps mockstore's form.
+        result.set(
+            "ratelimit.headers.retry_after_banned",
+            "seconds",
+            cite(refused[0], "Retry-After", note="no ban seen: a ban's 429 keeps whole seconds"),
         )
     if digits:
         example = next(

@@ -162,7 +162,9 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
         # Ordered by a field: behaviour.list_order (the older spelling) cannot say it too.
         out.settings.pop("behaviour.list_order", None)
     out.keys = list(first.keys)
-    out.keys += [key for key in then.keys if first.key(key.alias) is None]
+    out.keys += [
+        _own_lengths_kept(key, first, then) for key in then.keys if first.key(key.alias) is None
+    ]
     out.anonymous = first.anonymous or then.anonymous
     out.pets = first.pets
     if out.pets is None and then.pets is not None:
@@ -179,6 +181,29 @@ def merged(first: Calibration, then: Calibration) -> Calibration:
         out.open(text)
     _said_once(out, first)
     return out
+
+
+def _own_lengths_kept(key: Key, first: Calibration, then: Calibration) -> Key:
+    """A probe key, without the plan's own window lengths the probes fitted under another
+    window (algorithm, alignment) than the recording settled: a length fitted to one rule
+    means nothing under another (a sliding log's 1910 s is no fixed window on the clock's
+    grid, which must divide the day)."""
+    if not isinstance(key.plan, dict):
+        return key
+    plan, evidence = dict(key.plan), list(key.evidence)
+    for window in ("minute", "day"):
+        rule = [(f"ratelimit.{window}.{name}", default) for name, default in _WINDOW_RULE]
+        if not any(first.settled(path) for path, _ in rule):
+            continue
+        if [first.value(p, d) for p, d in rule] == [then.value(p, d) for p, d in rule]:
+            continue
+        if plan.pop(f"{window}_seconds", None) is not None:
+            evidence = [line for line in evidence if not line.startswith(f"{window}_seconds:")]
+    return Key(key.name, key.alias, plan, evidence) if plan != key.plan else key
+
+
+# A window's rule and mockstore's own (the schema's defaults).
+_WINDOW_RULE = (("algorithm", "fixed"), ("align", "clock"))
 
 
 def _said_once(out: Calibration, first: Calibration) -> None:
