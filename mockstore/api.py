@@ -196,6 +196,7 @@ class Exchange:
         "shared",
         "started",
         "state",
+        "wall",
     )
 
     def __init__(self, scope: Scope, state: MockState, compiled: Compiled) -> None:
@@ -203,7 +204,12 @@ class Exchange:
         self.scope = scope
         self.state = state
         self.compiled = compiled
-        self.now = state.clock.now()  # read once: every step sees the same instant
+        clock = state.clock
+        self.now = clock.now()  # read once: every step sees the same instant
+        # The wall clock's instant of it (the headers' "now"), read here with it: read
+        # when the answer is journaled, after it is sent, a manual clock's wall has moved
+        # on as far as the client went meanwhile (it may have slept, or sent again).
+        self.wall = self.now + clock.wall_offset()
         self.operation: str | None = None
         self.resolved: Resolved
         self.caller: Caller
@@ -858,7 +864,7 @@ class PetStoreAPI:
                     latency_ms,
                     ex.rule,
                     outcome,
-                    ex.now + clock.wall_offset(),  # wall: the headers' "now"
+                    ex.wall,  # the headers' "now", as the request arrived
                     journal.run,
                     ex.arrived_after,
                     caller.refused_until,

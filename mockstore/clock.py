@@ -142,6 +142,14 @@ class Clock:
         return self._offset
 
 
+# How far apart two readings of one instant may be and still be one instant: the
+# floating-point arithmetic on Unix times (a float near 2030 holds 2**-22 s, and the mock
+# reaches an instant by two paths: the scenario clock's monotonic sum, and the wall
+# clock's offset), not time. Both the limiter's bans and the etiquette verdict's waits
+# read it, so what one calls "came when told" the other does too.
+ARITHMETIC = 1e-6
+
+
 def parse_time(text: str) -> float:
     """Parse an ISO 8601 / RFC 3339 instant into Unix seconds.
 

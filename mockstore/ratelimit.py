@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
+from mockstore.clock import ARITHMETIC
+
 MINUTE = 60
 DAY = 86_400
 # The day allowance of a plan that has none (a scenario's plan without per_day): never reached.
@@ -226,14 +228,17 @@ def escalate(
     run of refusals ``consecutive`` ends when it moves). Its Lua twin is
     ``BAN_LUA``. ``wall`` is read only here: a client that came back when the
     wall clock said it might, while a manual scenario clock stood still, did
-    as it was told, and that refusal does not count toward a ban.
+    as it was told, and that refusal does not count toward a ban. Nor does one
+    that came back at the instant it was told, which the scenario clock (summed
+    from a monotonic clock) put an ulp before it: within ``ARITHMETIC`` of it,
+    as the etiquette verdict's waits (``reports.waits``) take it.
     """
     if wall is not None:
         wall_now = wall()
         waited = (
             bucket.told_until is not None
             and now < bucket.told_until
-            and wall_now >= bucket.told_until_wall
+            and wall_now >= bucket.told_until_wall - ARITHMETIC
         )
         bucket.told_until = retry_at
         bucket.told_until_wall = wall_now + (retry_at - now)
@@ -261,12 +266,14 @@ def escalate(
 # wait it was told, on both clocks), ``now``, ``wall`` and ``retry_at`` are the script's
 # locals, ``num``, ``bad`` and ``fmt`` its checks of values read back and its writing of
 # numbers; ARGV[B], [B + 1], [B + 2] the ban's threshold, window ('c': in a row), length.
-BAN_LUA = r"""
+BAN_LUA = (
+    f"\nlocal ARITHMETIC = {ARITHMETIC!r}"
+    + r"""
 local function escalate(admitted)
   -- The refusals' list, read back: of our type, each entry a number, or dropped (``bad``).
   local kind = redis.call('TYPE', KEYS[3])['ok']
   if kind ~= 'list' and kind ~= 'none' then bad(KEYS[3]) end
-  local waited = tu ~= nil and now < tu and wall >= tw
+  local waited = tu ~= nil and now < tu and wall >= tw - ARITHMETIC
   tu = retry_at; tw = wall + (retry_at - now)
   if waited then return end
   if ARGV[B + 1] == 'c' then
@@ -285,6 +292,7 @@ local function escalate(admitted)
   if redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[B]) then bu = now + tonumber(ARGV[B + 2]) end
 end
 """
+)
 
 
 class RateLimiter:

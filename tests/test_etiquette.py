@@ -28,7 +28,7 @@ from mockstore.clock import Clock
 from mockstore.journal import mask
 from mockstore.reports import etiquette
 from mockstore.reports.etiquette import BACKOFF_FLOOR, BACKOFF_GROWTH, RULES, grows, judge
-from mockstore.reports.model import Fact, Finding
+from mockstore.reports.model import Fact, Finding, ReportContext
 from mockstore.scenario import load_scenario
 from tests.support import TOOL, assert_conforms, auth, examples, mock_server
 
@@ -399,6 +399,35 @@ def test_hammering_until_banned_is_an_error_with_the_requests_that_led_to_it(
     assert finding["seqs"] == seqs[2:]
     assert "bans after 3 rejections within 60 s" in finding["message"]
     assert {f["id"] for f in _findings(mock)} == {"ETQ001", "ETQ002", "ETQ003"}
+
+
+def test_a_ban_counts_the_rejections_before_the_refusal_that_tipped_it() -> None:
+    # The journal of tests/test_client_populations.py's failure (seconds after a minute's
+    # turn): three refusals within 60 s, the third (#7) tips the ban, and the client
+    # comes back when that refusal said, a minute later, to meet key_banned (#8). Counted
+    # back from #8 only #7 was within 60 s: "1 rate-limited request led to the ban (the
+    # scenario bans after 3 rejections within 60 s)".
+    limited = {"code": "rate_limited", "refused_until": 1.0}
+    facts = [
+        _fact(1, 14.9999998),
+        _fact(2, 14.9999998, 429, **limited),
+        _fact(3, 39.9999998, 429, **limited),
+        _fact(4, 42.7089322),
+        _fact(5, 42.7089322, 429, **limited),
+        _fact(6, 100.0, 429, code="key_banned", refused_until=1.0),
+        _fact(7, 163.0),
+        # A later ban: its count starts afresh (and a refusal exactly 60 s older is out).
+        _fact(8, 215.0, 429, **limited),
+        _fact(9, 260.0, 429, **limited),
+        _fact(10, 270.0, 429, **limited),
+        _fact(11, 275.0, 429, **limited),
+        _fact(12, 290.0, 429, code="key_banned", refused_until=1.0),
+    ]
+    context = ReportContext(ban_after_rejections=3, ban_within_seconds=60)
+    (finding,) = [f for f in judge(facts, context) if f.rule.id == "ETQ003"]
+    assert finding.details["led_to_ban"] == [2, 3, 5, 9, 10, 11]
+    assert finding.details["bans"] == 2 and finding.details["while_banned"] == 2
+    assert "6 rate-limited requests led to the ban" in finding.message
 
 
 # -- ETQ004 / ETQ005 -------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from email.utils import parsedate_to_datetime
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -286,3 +288,28 @@ def test_every_entry_field_holds_what_its_name_says() -> None:
     assert (entry.rule, entry.outcome) == (None, "response")
     assert entry.run == app.runtime.run
     assert entry.arrived_after == entry.seq - 1  # nothing else was in flight
+
+
+def test_the_wall_instant_journaled_is_the_one_the_answer_was_sent_at() -> None:
+    # A manual clock's wall instant moves on with the client's own clock. The journal
+    # wrote it down after the answer had gone, by when the client may have slept on (it
+    # had, under load: a retry then looked too early to the etiquette verdict, which
+    # measures a wall-clock wait from the answer's journaled wall instant).
+    wall = [1_900_000_000.0]
+    clock = Clock(start=START, mode="manual", wall=lambda: wall[0])
+    app = create_app("version: 1\nname: walls\nkeys: [{key: pro-key, plan: pro}]\n", clock=clock)
+
+    async def client_sleeps_once_answered(scope: Any, receive: Any, send: Any) -> None:
+        async def sent(message: dict[str, Any]) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                wall[0] += 30.0  # the client has its answer and sleeps 30 s
+
+        await app(scope, receive, sent if scope["type"] == "http" else send)
+
+    with TestClient(client_sleeps_once_answered, base_url="http://testserver") as client:
+        answered = client.get("/v1/pets", headers=auth("pro"))
+        assert answered.status_code == 200
+        (entry,) = _entries(client)["entries"]
+    assert entry["wall"] == 1_900_000_000.0
+    assert parsedate_to_datetime(answered.headers["date"]).timestamp() == entry["wall"]

@@ -410,12 +410,7 @@ def _bans(runs: list[list[Fact]], context: ReportContext) -> list[Finding]:
             if fact.code == "key_banned":
                 if not in_ban:
                     bans += 1
-                    horizon = fact.time - context.ban_within_seconds
-                    for earlier in reversed(items[:index]):
-                        if earlier.time < horizon or earlier.code == "key_banned":
-                            break
-                        if earlier.code == "rate_limited":
-                            led.append(earlier)
+                    led.extend(_led_to_ban(items[:index], context.ban_within_seconds))
                 in_ban = True
                 banned.append(fact)
             else:
@@ -445,6 +440,30 @@ def _bans(runs: list[list[Fact]], context: ReportContext) -> list[Finding]:
             while_banned=len(banned),
         )
     ]
+
+
+def _led_to_ban(before: list[Fact], within: float) -> list[Fact]:
+    """The rejections that led to a ban first answered after ``before``.
+
+    The mock bans at the refusal that tips its count (answered ``rate_limited``
+    itself), counting the rejections within ``within`` seconds before *that*
+    refusal, not before the first ``key_banned`` answer, which may come a
+    minute later (a client that waited as that refusal told it). As the
+    mock's window, one exactly ``within`` seconds older has left it.
+    """
+    led: list[Fact] = []
+    horizon: float | None = None
+    for earlier in reversed(before):
+        if earlier.code == "key_banned":
+            break
+        if earlier.code != "rate_limited":
+            continue
+        if horizon is None:
+            horizon = earlier.time - within  # the refusal that tipped the count
+        elif earlier.time <= horizon:
+            break
+        led.append(earlier)
+    return led
 
 
 # -- ETQ004 / ETQ005 -----------------------------------------------------------

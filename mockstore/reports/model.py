@@ -262,12 +262,19 @@ def _told(
                     from_reset = value - reference, _on_wall(reference, e.wall, header_clock)
                 else:
                     from_reset = float(value), False
-                wait = min(wait, from_reset)
+                wait = min(wait, from_reset, key=_sooner)
         if draft is not None:
             spent = [int(t) for r, t in _DRAFT_WINDOW.findall(draft) if int(r) == 0]
             if spent:
-                wait = min(wait, (float(max(spent)), False))
+                wait = min(wait, (float(max(spent)), False), key=_sooner)
     return wait
+
+
+def _sooner(wait: Wait) -> tuple[float, bool]:
+    """The order of two readings of a wait: the sooner; of equal ones, an instant on the
+    wall clock (on a manual clock its client reaches it by the wall time that passed
+    *plus* the scenario time moved, so it is done whenever the same seconds are)."""
+    return wait[0], not wait[1]
 
 
 def _seconds(value: bytes) -> float | None:

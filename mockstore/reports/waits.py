@@ -23,11 +23,11 @@ both already.
 
 from __future__ import annotations
 
+from mockstore.clock import ARITHMETIC
 from mockstore.reports.model import Fact
 
-# A wait's tolerance is 0 s; this much is floating-point arithmetic on Unix times
-# (a second is 2**-22 of one near 2030), not time.
-ARITHMETIC = 1e-6
+# A wait's tolerance is 0 s; ``ARITHMETIC`` is floating-point arithmetic on Unix times
+# (a second is 2**-22 of one near 2030), not time: the limiter's bans allow the same.
 
 # How a finding names the clock a figure is on (``earliness``).
 BY_CLOCK = {
