@@ -105,16 +105,7 @@ def _window(
     # Each Retry-After is the wait rounded up (never early): the earliest end stated is
     # the one that gives every refusal its own again (to the millisecond, rounded down).
     end = math.floor(min(instants) * 1000) / 1000
-    before = [
-        s
-        for s in seen
-        if s.condition != "maintenance"
-        and _segment(s.path) == segment
-        and s.item.time < first.item.time
-    ]
-    opened = first.item.time
-    if before and before[-1].item.time >= math.floor(opened * 1000) / 1000:
-        opened = before[-1].item.time + 0.001
+    opened = _opened(seen, segment, first)
     window: dict[str, Any] = {
         "name": f"maintenance-{segment.strip('/') or 'all'}",
         "paths": [segment],
@@ -140,16 +131,7 @@ def _untold(
     """A window whose refusals say nothing of its end: open from the first one, with no
     end the recording shows (``until`` null), and no Retry-After."""
     first = members[0]
-    before = [
-        s
-        for s in seen
-        if s.condition != "maintenance"
-        and _segment(s.path) == segment
-        and s.item.time < first.item.time
-    ]
-    opened = first.item.time
-    if before and before[-1].item.time >= math.floor(opened * 1000) / 1000:
-        opened = before[-1].item.time + 0.001
+    opened = _opened(seen, segment, first)
     window: dict[str, Any] = {
         "name": f"maintenance-{segment.strip('/') or 'all'}",
         "paths": [segment],
@@ -265,3 +247,19 @@ def _merged(
 
 
 __all__ = ["learn_maintenance", "retry_form"]
+
+
+def _opened(seen: list[Seen], segment: str, first: Seen) -> float:
+    """When the window opened: its first refusal, or just after the last answer served
+    under ``segment`` before it if that falls in the same millisecond."""
+    before = [
+        s
+        for s in seen
+        if s.condition != "maintenance"
+        and _segment(s.path) == segment
+        and s.item.time < first.item.time
+    ]
+    opened = first.item.time
+    if before and before[-1].item.time >= math.floor(opened * 1000) / 1000:
+        opened = before[-1].item.time + 0.001
+    return opened
